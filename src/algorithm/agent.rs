@@ -1,0 +1,136 @@
+//! An agent's own optimisation state, shared by every algorithm: its observations, its GP
+//! hyperparameters and its Thompson sampler; and the shared random features through which
+//! agents talk.
+
+use crate::error::Result;
+use crate::linalg::argmax;
+use crate::objective::Domain;
+use crate::rng::{Purpose, Rng, SHARED, stream};
+use crate::surrogate::blr::BlrPosterior;
+use crate::surrogate::own::{OwnModel, OwnSettings};
+use crate::surrogate::rff::RandomFeatures;
+use ndarray::{Array1, Array2, ArrayView1};
+use std::sync::Arc;
+
+/// A single agent running standard GP Thompson sampling on its own data.
+pub struct Learner {
+    pub agent: usize,
+    domain: Arc<Domain>,
+    indices: Vec<usize>,
+    ys: Vec<f64>,
+    model: OwnModel,
+    sample_rng: Rng,
+    fit_rng: Rng,
+}
+
+impl Learner {
+    pub fn new(
+        agent: usize,
+        domain: Arc<Domain>,
+        settings: OwnSettings,
+        seed: u64,
+        run: usize,
+    ) -> Self {
+        Learner {
+            agent,
+            domain,
+            indices: Vec::new(),
+            ys: Vec::new(),
+            model: OwnModel::new(settings),
+            sample_rng: stream(seed, run as u64, agent as u64, Purpose::OwnSample),
+            fit_rng: stream(seed, run as u64, agent as u64, Purpose::HyperFit),
+        }
+    }
+
+    pub fn add(&mut self, index: usize, y: f64) {
+        self.indices.push(index);
+        self.ys.push(y);
+    }
+
+    pub fn n_obs(&self) -> usize {
+        self.ys.len()
+    }
+
+    fn inputs(&self) -> Array2<f64> {
+        let d = self.domain.dim();
+        let mut x = Array2::zeros((self.indices.len(), d));
+        for (r, &i) in self.indices.iter().enumerate() {
+            x.row_mut(r).assign(&self.domain.point(i));
+        }
+        x
+    }
+
+    /// argmax over the domain of one sample from the agent's own posterior (FTS Alg. 1 line 4).
+    pub fn thompson(&mut self) -> Result<usize> {
+        let x = self.inputs();
+        self.model
+            .maybe_refit(x.view(), &self.ys, &mut self.fit_rng);
+        let sample = self
+            .model
+            .sample(x.view(), &self.ys, &mut self.sample_rng)?;
+        Ok(sample.argmax(self.domain.points()))
+    }
+}
+
+/// The random features all agents share, with Phi evaluated once on the whole domain so a
+/// message's argmax is one matrix-vector product.
+pub struct SharedFeatures {
+    pub features: RandomFeatures,
+    grid_phi: Array2<f64>,
+}
+
+impl SharedFeatures {
+    /// Drawn from the stream every agent of a run shares.
+    pub fn draw(
+        domain: &Domain,
+        m: usize,
+        length_scale: f64,
+        variance: f64,
+        normalize: bool,
+        seed: u64,
+        run: usize,
+    ) -> Self {
+        let mut rng = stream(seed, run as u64, SHARED, Purpose::SharedFeatures);
+        let features =
+            RandomFeatures::draw(m, domain.dim(), length_scale, variance, normalize, &mut rng);
+        let grid_phi = features.matrix(domain.points());
+        SharedFeatures { features, grid_phi }
+    }
+
+    pub fn phi(&self, index: usize) -> ArrayView1<'_, f64> {
+        self.grid_phi.row(index)
+    }
+
+    /// argmax_x phi(x)^T omega over the domain (FTS Alg. 1 line 6).
+    pub fn argmax(&self, omega: &Array1<f64>) -> usize {
+        argmax(self.grid_phi.dot(omega).view())
+    }
+}
+
+/// An agent's posterior over the shared-feature weights, from which its messages are drawn.
+pub struct Messenger {
+    blr: BlrPosterior,
+    rng: Rng,
+}
+
+impl Messenger {
+    pub fn new(m: usize, lambda: f64, seed: u64, run: usize, agent: usize) -> Self {
+        Messenger {
+            blr: BlrPosterior::prior(m, lambda),
+            rng: stream(seed, run as u64, agent as u64, Purpose::Message),
+        }
+    }
+
+    pub fn observe(&mut self, shared: &SharedFeatures, index: usize, y: f64) {
+        self.blr.update(shared.phi(index), y);
+    }
+
+    /// omega_n ~ N(nu_n, lambda Sigma_n^-1).
+    pub fn message(&mut self) -> Array1<f64> {
+        self.blr.sample(&mut self.rng)
+    }
+
+    pub fn n_obs(&self) -> usize {
+        self.blr.n_obs()
+    }
+}

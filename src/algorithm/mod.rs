@@ -1,0 +1,75 @@
+//! Algorithms behind one interface: propose the next queries, take their observations.
+//! The runner drives the loop (argmin's executor/solver split), so an algorithm never sees
+//! files, progress bars or clocks.
+
+pub mod agent;
+pub mod fts;
+pub mod ts;
+
+use crate::error::Result;
+use crate::objective::Landscape;
+use crate::spec::{AlgorithmKind, AlgorithmSpec, Spec};
+use std::fmt;
+use std::sync::Arc;
+
+/// Where a query came from, as written to the trace's `source` column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Init,
+    /// The agent's own Thompson sample.
+    Own,
+    /// Another agent's message omega_n.
+    Agent(usize),
+    /// The server's aggregated vector (DP-FTS-DE).
+    Server,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Init => write!(f, "init"),
+            Source::Own => write!(f, "own"),
+            Source::Agent(a) => write!(f, "{a}"),
+            Source::Server => write!(f, "server"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Query {
+    pub agent: usize,
+    pub index: usize,
+    pub source: Source,
+}
+
+/// Everything an algorithm may read about its run.
+pub struct RunContext<'a> {
+    pub spec: &'a Spec,
+    pub algorithm: &'a AlgorithmSpec,
+    pub run: usize,
+    pub landscape: Arc<Landscape>,
+}
+
+impl RunContext<'_> {
+    pub fn seed(&self) -> u64 {
+        self.spec.seed
+    }
+}
+
+pub trait Algorithm {
+    /// Agents whose queries are traced, in the order `propose` returns them.
+    fn targets(&self) -> &[usize];
+
+    /// The next query of every target at BO iteration t >= 1.
+    fn propose(&mut self, t: usize) -> Result<Vec<Query>>;
+
+    /// Observations (noisy y) of `queries`, initial points included.
+    fn observe(&mut self, queries: &[Query], ys: &[f64]);
+}
+
+pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
+    Ok(match ctx.algorithm.kind {
+        AlgorithmKind::Ts => Box::new(ts::Ts::new(ctx)),
+        AlgorithmKind::Fts => Box::new(fts::Fts::new(ctx)?),
+    })
+}

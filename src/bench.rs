@@ -1,0 +1,136 @@
+//! `fbo bench`: the speed figures the README reports, measured on this machine. Benchmarks,
+//! not tests: nothing here asserts a time.
+
+use crate::algorithm::agent::{Learner, SharedFeatures};
+use crate::error::{FboError, Result};
+use crate::objective::synthetic::landscapes;
+use crate::rng::{Purpose, stream};
+use crate::runner::{RunOptions, run_spec};
+use crate::spec::{ObjectiveKind, ObjectiveSpec, Spec};
+use crate::surrogate::gp::{GpHyper, HyperBounds};
+use crate::surrogate::own::OwnSettings;
+use ndarray::Array1;
+use rand_distr::{Distribution, StandardNormal};
+use std::path::PathBuf;
+use std::time::Instant;
+
+pub struct BenchOptions {
+    pub features: Vec<usize>,
+    pub grid: usize,
+    pub observations: usize,
+    pub repeats: usize,
+    pub configs: Vec<PathBuf>,
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i]
+}
+
+/// Peak resident memory of this process so far, in MiB (Linux; None elsewhere).
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+pub fn run(opts: &BenchOptions) -> Result<()> {
+    let obj = ObjectiveSpec {
+        kind: ObjectiveKind::SyntheticFts,
+        grid: opts.grid,
+        length_scale: 0.03,
+        noise_var: 0.01,
+        functions: opts.repeats,
+        d: 0.02,
+    };
+    let lands = landscapes(&obj, 1, 12345)?;
+    println!(
+        "# own-sample agent-iteration: grid {}, observations 1..={}, refit every 5 (10 starts), {} repeats",
+        opts.grid, opts.observations, opts.repeats
+    );
+    println!("M,M_target,iterations,median_ms,mean_ms,p90_ms,max_ms,message_argmax_median_ms");
+    for &m in &opts.features {
+        let settings = OwnSettings {
+            features: m,
+            normalize_features: true,
+            refit_every: Some(5),
+            fit_starts: 10,
+            bounds: HyperBounds {
+                length_scale: (0.005, 2.0),
+                signal_var: (0.05, 20.0),
+                noise_var: (1e-6, 1.0),
+            },
+            initial: GpHyper {
+                length_scale: 0.03,
+                signal_var: 1.0,
+                noise_var: 0.01,
+            },
+            normalize_y: true,
+        };
+        let mut times = Vec::new();
+        for (rep, land) in lands.iter().enumerate() {
+            let mut learner = Learner::new(0, land.domain.clone(), settings.clone(), 7, rep);
+            let mut noise = stream(7, rep as u64, 0, Purpose::Noise);
+            let first = rep % land.domain.len();
+            learner.add(first, land.observe(0, first, &mut noise));
+            while learner.n_obs() < opts.observations {
+                let t0 = Instant::now();
+                let idx = learner.thompson()?;
+                times.push(t0.elapsed().as_secs_f64() * 1e3);
+                learner.add(idx, land.observe(0, idx, &mut noise));
+            }
+        }
+        // Message branch: argmax over the grid of phi(x)^T omega with the shared features.
+        let shared = SharedFeatures::draw(&lands[0].domain, m, 0.03, 1.0, true, 7, 0);
+        let mut rng = stream(7, 0, 0, Purpose::Message);
+        let mut msg_times = Vec::new();
+        for _ in 0..200 {
+            let omega = Array1::from_iter((0..m).map(|_| StandardNormal.sample(&mut rng)));
+            let t0 = Instant::now();
+            std::hint::black_box(shared.argmax(&omega));
+            msg_times.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        msg_times.sort_by(f64::total_cmp);
+        let mean = times.iter().sum::<f64>() / times.len() as f64;
+        println!(
+            "{m},{m},{},{:.4},{:.4},{:.4},{:.4},{:.5}",
+            times.len(),
+            quantile(&times, 0.5),
+            mean,
+            quantile(&times, 0.9),
+            times[times.len() - 1],
+            quantile(&msg_times, 0.5)
+        );
+    }
+    if !opts.configs.is_empty() {
+        println!("# spec wall time (all threads of this machine)");
+        println!("spec,runs,wall_s,peak_rss_mib");
+        for path in &opts.configs {
+            let spec = Spec::load(path)?;
+            let out = std::env::temp_dir().join(format!(
+                "fbo-bench-{}-{}",
+                spec.name,
+                std::process::id()
+            ));
+            let report = run_spec(
+                &spec,
+                &RunOptions {
+                    out: out.clone(),
+                    threads: None,
+                    quiet: true,
+                },
+            )?;
+            std::fs::remove_dir_all(&out).map_err(|e| FboError::io(&out, e))?;
+            println!(
+                "{},{},{:.2},{:.0}",
+                path.display(),
+                report.runs_total,
+                report.wall_s,
+                peak_rss_mib().unwrap_or(f64::NAN)
+            );
+        }
+    }
+    Ok(())
+}

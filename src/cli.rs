@@ -1,0 +1,145 @@
+//! Command-line arguments, parsed in one place.
+
+use crate::bench::{self, BenchOptions};
+use crate::error::{FboError, Result};
+use crate::runner::{RunOptions, run_spec};
+use crate::spec::Spec;
+use clap::{Parser, Subcommand};
+use std::path::{Path, PathBuf};
+
+#[derive(Parser)]
+#[command(
+    name = "fbo",
+    version,
+    about = "Federated Bayesian optimisation experiments: TS, FTS and friends"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Run every algorithm of a spec over its seeds and write trace.csv and summary.csv.
+    Run {
+        /// The experiment spec (TOML).
+        spec: PathBuf,
+        /// Output folder [default: results/<spec name>/].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override the spec's number of runs (seeds).
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: Option<u32>,
+        /// Worker threads [default: one per core]. Results do not depend on it.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        threads: Option<u32>,
+        /// No progress bar or notes on stderr.
+        #[arg(long)]
+        quiet: bool,
+        /// Leave elapsed_s empty, so reruns give byte-identical traces.
+        #[arg(long)]
+        no_timing: bool,
+    },
+    /// Check a spec and print what it would run; exit 2 if it is invalid.
+    Validate { spec: PathBuf },
+    /// Measure per-iteration cost and, optionally, whole specs' wall time.
+    Bench {
+        /// Values of M (= M_target) to measure.
+        #[arg(long, value_delimiter = ',', default_values_t = vec![50, 100, 200])]
+        features: Vec<usize>,
+        #[arg(long, default_value_t = 1000)]
+        grid: usize,
+        /// Observations to grow each agent to.
+        #[arg(long, default_value_t = 60)]
+        observations: usize,
+        /// Independent functions per M.
+        #[arg(long, default_value_t = 5)]
+        repeats: usize,
+        /// Specs to time end to end.
+        #[arg(long = "config")]
+        configs: Vec<PathBuf>,
+    },
+}
+
+fn load(path: &Path, runs: Option<u32>, no_timing: bool) -> Result<Spec> {
+    let mut spec = Spec::load(path)?;
+    if let Some(r) = runs {
+        spec.runs = r as usize;
+    }
+    if no_timing {
+        spec.output.timing = false;
+    }
+    Ok(spec)
+}
+
+pub fn dispatch(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run {
+            spec,
+            out,
+            runs,
+            threads,
+            quiet,
+            no_timing,
+        } => {
+            let spec = load(&spec, runs, no_timing)?;
+            let out = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
+            let report = run_spec(
+                &spec,
+                &RunOptions {
+                    out: out.clone(),
+                    threads: threads.map(|t| t as usize),
+                    quiet,
+                },
+            )?;
+            if !quiet {
+                eprintln!(
+                    "{} runs ({} resumed) in {:.1} s -> {}",
+                    report.runs_total,
+                    report.runs_resumed,
+                    report.wall_s,
+                    out.display()
+                );
+            }
+            Ok(())
+        }
+        Command::Validate { spec } => {
+            let s = load(&spec, None, false)?;
+            println!(
+                "{}: ok: {} runs x {} iterations, {} agents, algorithms: {}",
+                spec.display(),
+                s.runs,
+                s.iterations,
+                s.total_agents(),
+                s.algorithms
+                    .iter()
+                    .map(|a| a.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(())
+        }
+        Command::Bench {
+            features,
+            grid,
+            observations,
+            repeats,
+            configs,
+        } => {
+            if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
+                return Err(FboError::spec(
+                    "fbo bench",
+                    "",
+                    "--features must be >= 1, --grid >= 2, --observations >= 2, --repeats >= 1",
+                ));
+            }
+            bench::run(&BenchOptions {
+                features,
+                grid,
+                observations,
+                repeats,
+                configs,
+            })
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! fbo: federated Bayesian optimisation experiments.
+//!
+//! spec -> objective -> surrogate -> algorithm -> runner -> output. See README.md.
+
+pub mod algorithm;
+pub mod bench;
+pub mod cli;
+pub mod error;
+pub mod linalg;
+pub mod objective;
+pub mod optim;
+pub mod output;
+pub mod rng;
+pub mod runner;
+pub mod spec;
+pub mod surrogate;
+
+// Link the system OpenBLAS that ndarray-linalg's LAPACK calls resolve to.
+extern crate openblas_src;

@@ -1,0 +1,172 @@
+//! A small L-BFGS minimiser for smooth, unconstrained, low-dimensional problems (GP
+//! hyperparameters: three of them). Bounds are the caller's business, by reparametrisation.
+
+/// Objective: returns (value, gradient) or None where it cannot be evaluated (treated as +inf).
+pub trait Objective {
+    fn eval(&mut self, x: &[f64]) -> Option<(f64, Vec<f64>)>;
+}
+
+impl<F: FnMut(&[f64]) -> Option<(f64, Vec<f64>)>> Objective for F {
+    fn eval(&mut self, x: &[f64]) -> Option<(f64, Vec<f64>)> {
+        self(x)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct LbfgsOptions {
+    pub max_iter: usize,
+    pub memory: usize,
+    pub grad_tol: f64,
+    pub f_rel_tol: f64,
+}
+
+impl Default for LbfgsOptions {
+    fn default() -> Self {
+        LbfgsOptions {
+            max_iter: 60,
+            memory: 6,
+            grad_tol: 1e-6,
+            f_rel_tol: 1e-10,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Minimum {
+    pub x: Vec<f64>,
+    pub value: f64,
+    pub evaluations: usize,
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Minimises from `x0`. Returns None only if the objective cannot be evaluated at `x0`.
+pub fn lbfgs(obj: &mut impl Objective, x0: &[f64], opts: LbfgsOptions) -> Option<Minimum> {
+    let n = x0.len();
+    let mut x = x0.to_vec();
+    let (mut f, mut g) = obj.eval(&x)?;
+    let mut evals = 1;
+    let mut s_hist: Vec<Vec<f64>> = Vec::new();
+    let mut y_hist: Vec<Vec<f64>> = Vec::new();
+    for _ in 0..opts.max_iter {
+        if dot(&g, &g).sqrt() < opts.grad_tol {
+            break;
+        }
+        // Two-loop recursion for d = -H g.
+        let mut q = g.clone();
+        let k = s_hist.len();
+        let mut alpha = vec![0.0; k];
+        for i in (0..k).rev() {
+            let rho = 1.0 / dot(&y_hist[i], &s_hist[i]);
+            alpha[i] = rho * dot(&s_hist[i], &q);
+            for j in 0..n {
+                q[j] -= alpha[i] * y_hist[i][j];
+            }
+        }
+        let gamma = if k > 0 {
+            dot(&s_hist[k - 1], &y_hist[k - 1]) / dot(&y_hist[k - 1], &y_hist[k - 1])
+        } else {
+            // First step: move at most unit length.
+            1.0 / dot(&g, &g).sqrt().max(1.0)
+        };
+        for v in q.iter_mut() {
+            *v *= gamma;
+        }
+        for i in 0..k {
+            let rho = 1.0 / dot(&y_hist[i], &s_hist[i]);
+            let beta = rho * dot(&y_hist[i], &q);
+            for j in 0..n {
+                q[j] += s_hist[i][j] * (alpha[i] - beta);
+            }
+        }
+        let mut d: Vec<f64> = q.iter().map(|v| -v).collect();
+        let mut slope = dot(&g, &d);
+        if slope >= 0.0 {
+            // Not a descent direction (curvature information went stale): steepest descent.
+            d = g.iter().map(|v| -v).collect();
+            slope = -dot(&g, &g);
+            s_hist.clear();
+            y_hist.clear();
+        }
+        // Backtracking line search with the Armijo condition.
+        let mut step = 1.0;
+        let mut accepted = None;
+        for _ in 0..30 {
+            let xn: Vec<f64> = x.iter().zip(&d).map(|(a, b)| a + step * b).collect();
+            evals += 1;
+            if let Some((fn_, gn)) = obj.eval(&xn)
+                && fn_.is_finite()
+                && fn_ <= f + 1e-4 * step * slope
+            {
+                accepted = Some((xn, fn_, gn));
+                break;
+            }
+            step *= 0.5;
+        }
+        let Some((xn, fn_, gn)) = accepted else {
+            break;
+        };
+        let s: Vec<f64> = xn.iter().zip(&x).map(|(a, b)| a - b).collect();
+        let yv: Vec<f64> = gn.iter().zip(&g).map(|(a, b)| a - b).collect();
+        let converged = (f - fn_).abs() <= opts.f_rel_tol * f.abs().max(1.0);
+        if dot(&s, &yv) > 1e-12 {
+            if s_hist.len() == opts.memory {
+                s_hist.remove(0);
+                y_hist.remove(0);
+            }
+            s_hist.push(s);
+            y_hist.push(yv);
+        }
+        x = xn;
+        f = fn_;
+        g = gn;
+        if converged {
+            break;
+        }
+    }
+    Some(Minimum {
+        x,
+        value: f,
+        evaluations: evals,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_minimum_of_rosenbrock() {
+        let mut rosen = |x: &[f64]| {
+            let (a, b) = (x[0], x[1]);
+            let f = (1.0 - a).powi(2) + 100.0 * (b - a * a).powi(2);
+            let g = vec![
+                -2.0 * (1.0 - a) - 400.0 * a * (b - a * a),
+                200.0 * (b - a * a),
+            ];
+            Some((f, g))
+        };
+        let opts = LbfgsOptions {
+            max_iter: 500,
+            ..Default::default()
+        };
+        let m = lbfgs(&mut rosen, &[-1.2, 1.0], opts).unwrap();
+        assert!(
+            (m.x[0] - 1.0).abs() < 1e-4 && (m.x[1] - 1.0).abs() < 1e-4,
+            "{:?}",
+            m.x
+        );
+    }
+
+    #[test]
+    fn minimises_a_quadratic_exactly() {
+        let mut quad = |x: &[f64]| {
+            let f = 3.0 * (x[0] - 2.0).powi(2) + 0.5 * (x[1] + 1.0).powi(2);
+            Some((f, vec![6.0 * (x[0] - 2.0), x[1] + 1.0]))
+        };
+        let m = lbfgs(&mut quad, &[0.0, 0.0], LbfgsOptions::default()).unwrap();
+        assert!((m.x[0] - 2.0).abs() < 1e-6 && (m.x[1] + 1.0).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,236 @@
+//! Result files. Every file is written whole to a hidden temporary name in the same folder,
+//! flushed, then renamed over the target, so a reader (or a killed run) never sees a CSV cut
+//! off mid-row.
+
+use crate::error::{FboError, Result};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".into());
+    let tmp = dir.join(format!(".{name}.tmp.{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    };
+    write().map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        FboError::io(path, e)
+    })
+}
+
+/// One traced query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceRow {
+    pub algorithm: String,
+    pub run: usize,
+    pub agent: usize,
+    /// 1..=T for BO iterations; initial points are numbered 1 - n_init ..= 0.
+    pub iteration: i64,
+    pub x_index: usize,
+    pub x: Vec<f64>,
+    pub source: String,
+    pub y: f64,
+    pub f: f64,
+    pub best_f: f64,
+    pub simple_regret: f64,
+    pub cumulative_regret: f64,
+    pub elapsed_s: Option<f64>,
+}
+
+pub fn trace_header(dim: usize) -> Vec<String> {
+    let mut h: Vec<String> = ["algorithm", "run", "agent", "iteration", "x_index"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    h.extend((0..dim).map(|d| format!("x{d}")));
+    h.extend(
+        [
+            "source",
+            "y",
+            "f",
+            "best_f",
+            "simple_regret",
+            "cumulative_regret",
+            "elapsed_s",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    h
+}
+
+/// CSV text of rows, header first. Floats use Rust's shortest round-trip form, so equal
+/// numbers always print the same bytes.
+pub fn trace_csv(rows: &[TraceRow], dim: usize) -> Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let err = |e: csv::Error| FboError::Run(format!("formatting trace CSV: {e}"));
+    w.write_record(trace_header(dim)).map_err(err)?;
+    for r in rows {
+        let mut rec = vec![
+            r.algorithm.clone(),
+            r.run.to_string(),
+            r.agent.to_string(),
+            r.iteration.to_string(),
+            r.x_index.to_string(),
+        ];
+        rec.extend(r.x.iter().map(|v| v.to_string()));
+        rec.extend([
+            r.source.clone(),
+            r.y.to_string(),
+            r.f.to_string(),
+            r.best_f.to_string(),
+            r.simple_regret.to_string(),
+            r.cumulative_regret.to_string(),
+            r.elapsed_s.map(|v| format!("{v:.6}")).unwrap_or_default(),
+        ]);
+        w.write_record(rec).map_err(err)?;
+    }
+    w.into_inner()
+        .map_err(|e| FboError::Run(format!("formatting trace CSV: {e}")))
+}
+
+/// The columns the summary needs, read back from a trace CSV (parts written by this or an
+/// earlier, interrupted process).
+pub struct SummaryInput {
+    pub algorithm: String,
+    pub iteration: i64,
+    pub simple_regret: f64,
+    pub best_f: f64,
+    pub cumulative_regret: f64,
+}
+
+pub fn read_summary_input(path: &Path) -> Result<Vec<SummaryInput>> {
+    let mut rdr = csv::Reader::from_path(path)
+        .map_err(|e| FboError::Run(format!("{}: {e}", path.display())))?;
+    let headers = rdr
+        .headers()
+        .map_err(|e| FboError::Run(format!("{}: {e}", path.display())))?
+        .clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| FboError::Run(format!("{}: no column {name}", path.display())))
+    };
+    let (ca, ci, cs, cb, cc) = (
+        col("algorithm")?,
+        col("iteration")?,
+        col("simple_regret")?,
+        col("best_f")?,
+        col("cumulative_regret")?,
+    );
+    let mut out = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| FboError::Run(format!("{}: {e}", path.display())))?;
+        let num = |c: usize| -> Result<f64> {
+            rec[c]
+                .parse()
+                .map_err(|_| FboError::Run(format!("{}: bad number {:?}", path.display(), &rec[c])))
+        };
+        out.push(SummaryInput {
+            algorithm: rec[ca].to_string(),
+            iteration: rec[ci].parse().map_err(|_| {
+                FboError::Run(format!("{}: bad iteration {:?}", path.display(), &rec[ci]))
+            })?,
+            simple_regret: num(cs)?,
+            best_f: num(cb)?,
+            cumulative_regret: num(cc)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Mean and standard error (sample standard deviation / sqrt(n); 0 for n = 1).
+pub fn mean_se(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    if v.len() < 2 {
+        return (mean, 0.0);
+    }
+    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    (mean, (var / n).sqrt())
+}
+
+/// summary.csv: per algorithm (in the given order) and iteration, mean and s.e. over runs and
+/// target agents.
+pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
+    let mut groups: BTreeMap<(usize, i64), [Vec<f64>; 3]> = BTreeMap::new();
+    for r in rows {
+        let Some(a) = order.iter().position(|l| *l == r.algorithm) else {
+            continue;
+        };
+        let g = groups.entry((a, r.iteration)).or_default();
+        g[0].push(r.simple_regret);
+        g[1].push(r.best_f);
+        g[2].push(r.cumulative_regret);
+    }
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let err = |e: csv::Error| FboError::Run(format!("formatting summary CSV: {e}"));
+    w.write_record([
+        "algorithm",
+        "iteration",
+        "n",
+        "mean_simple_regret",
+        "se_simple_regret",
+        "mean_best_f",
+        "se_best_f",
+        "mean_cumulative_regret",
+        "se_cumulative_regret",
+    ])
+    .map_err(err)?;
+    for ((a, it), g) in &groups {
+        let (sm, ss) = mean_se(&g[0]);
+        let (bm, bs) = mean_se(&g[1]);
+        let (cm, cs) = mean_se(&g[2]);
+        w.write_record([
+            order[*a].clone(),
+            it.to_string(),
+            g[0].len().to_string(),
+            sm.to_string(),
+            ss.to_string(),
+            bm.to_string(),
+            bs.to_string(),
+            cm.to_string(),
+            cs.to_string(),
+        ])
+        .map_err(err)?;
+    }
+    w.into_inner()
+        .map_err(|e| FboError::Run(format!("formatting summary CSV: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_and_standard_error() {
+        let (m, se) = mean_se(&[1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(m, 2.5);
+        // sd = sqrt(5/3), se = sd / 2
+        assert!((se - (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-15);
+        assert_eq!(mean_se(&[7.0]), (7.0, 0.0));
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_file_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.csv");
+        write_atomic(&p, b"x\n1\n").unwrap();
+        write_atomic(&p, b"x\n2\n").unwrap();
+        assert_eq!(fs::read_to_string(&p).unwrap(), "x\n2\n");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+}

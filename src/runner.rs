@@ -1,0 +1,277 @@
+//! The executor: runs every (algorithm, run) pair of a spec in parallel, each on its own
+//! random streams, writes each finished run to its own part file, and merges the parts into
+//! the result files in a fixed order, so the output is the same whatever the thread count.
+//!
+//! Part files make runs resumable: an interrupted `fbo run` keeps the runs it finished, and
+//! rerunning the same spec into the same folder skips them.
+
+use crate::algorithm::{self, Query, RunContext, Source};
+use crate::error::{FboError, Result};
+use crate::objective::{Landscape, synthetic};
+use crate::output::{self, TraceRow, write_atomic};
+use crate::rng::{Purpose, stream};
+use crate::spec::Spec;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rand::seq::index::sample as sample_indices;
+use rayon::prelude::*;
+use std::fs;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub out: PathBuf,
+    pub threads: Option<usize>,
+    pub quiet: bool,
+}
+
+#[derive(Debug)]
+pub struct RunReport {
+    pub runs_total: usize,
+    pub runs_resumed: usize,
+    pub wall_s: f64,
+}
+
+/// One (algorithm, run) pair traced from start to end.
+pub fn run_one(
+    spec: &Spec,
+    alg_index: usize,
+    run: usize,
+    landscape: Arc<Landscape>,
+) -> Result<Vec<TraceRow>> {
+    let alg_spec = &spec.algorithms[alg_index];
+    let ctx = RunContext {
+        spec,
+        algorithm: alg_spec,
+        run,
+        landscape: landscape.clone(),
+    };
+    let mut alg = algorithm::build(&ctx)?;
+    let targets = alg.targets().to_vec();
+    let domain = landscape.domain.clone();
+    let seed = spec.seed;
+    let mut noise: Vec<_> = targets
+        .iter()
+        .map(|&a| stream(seed, run as u64, a as u64, Purpose::Noise))
+        .collect();
+    let mut best = vec![f64::NEG_INFINITY; targets.len()];
+    let mut cumulative = vec![0.0; targets.len()];
+    let mut rows = Vec::with_capacity(targets.len() * (spec.iterations + spec.initial_points));
+    // elapsed_s counts the target's BO overhead from after set-up (the other agents'
+    // message preparation is their work, not the target's).
+    let start = Instant::now();
+    let timing = spec.output.timing;
+
+    let mut record = |rows: &mut Vec<TraceRow>, slot: usize, q: &Query, y: f64, iteration: i64| {
+        let f = landscape.value(q.agent, q.index);
+        let opt = landscape.optimum(q.agent);
+        best[slot] = best[slot].max(f);
+        if iteration > 0 {
+            cumulative[slot] += opt - f;
+        }
+        rows.push(TraceRow {
+            algorithm: alg_spec.label.clone(),
+            run,
+            agent: q.agent,
+            iteration,
+            x_index: q.index,
+            x: domain.point(q.index).to_vec(),
+            source: q.source.to_string(),
+            y,
+            f,
+            best_f: best[slot],
+            simple_regret: opt - best[slot],
+            cumulative_regret: cumulative[slot],
+            elapsed_s: timing.then(|| {
+                if iteration > 0 {
+                    start.elapsed().as_secs_f64()
+                } else {
+                    0.0
+                }
+            }),
+        });
+    };
+
+    // Initial points: distinct, uniformly random, from a stream of (run, agent) alone so every
+    // algorithm starts from the same points.
+    let n_init = spec.initial_points;
+    for (slot, &agent) in targets.iter().enumerate() {
+        let mut rng = stream(seed, run as u64, agent as u64, Purpose::Init);
+        let picks = sample_indices(&mut rng, domain.len(), n_init).into_vec();
+        for (k, index) in picks.into_iter().enumerate() {
+            let q = Query {
+                agent,
+                index,
+                source: Source::Init,
+            };
+            let y = landscape.observe(agent, index, &mut noise[slot]);
+            record(&mut rows, slot, &q, y, k as i64 + 1 - n_init as i64);
+            alg.observe(&[q], &[y]);
+        }
+    }
+    for t in 1..=spec.iterations {
+        let queries = alg.propose(t)?;
+        let ys: Vec<f64> = queries
+            .iter()
+            .map(|q| {
+                let slot = targets
+                    .iter()
+                    .position(|&a| a == q.agent)
+                    .expect("query for a target");
+                landscape.observe(q.agent, q.index, &mut noise[slot])
+            })
+            .collect();
+        for (q, y) in queries.iter().zip(&ys) {
+            let slot = targets
+                .iter()
+                .position(|&a| a == q.agent)
+                .expect("query for a target");
+            record(&mut rows, slot, q, *y, t as i64);
+        }
+        alg.observe(&queries, &ys);
+    }
+    Ok(rows)
+}
+
+fn part_path(parts: &Path, alg_index: usize, run: usize) -> PathBuf {
+    parts.join(format!("a{alg_index:03}-r{run:05}.csv"))
+}
+
+/// What makes part files reusable: the spec text and the options that change results.
+fn fingerprint(spec: &Spec) -> String {
+    format!(
+        "{}\n# runs = {}\n# timing = {}\n",
+        spec.source, spec.runs, spec.output.timing
+    )
+}
+
+fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} runs, ETA {eta}",
+        )
+        .expect("valid template"),
+    );
+    pb
+}
+
+pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
+    let started = Instant::now();
+    let out = &opts.out;
+    fs::create_dir_all(out).map_err(|e| FboError::io(out, e))?;
+    let parts = out.join("parts");
+    let fp_path = parts.join("fingerprint");
+    let fp = fingerprint(spec);
+    let reusable = fs::read_to_string(&fp_path)
+        .map(|s| s == fp)
+        .unwrap_or(false);
+    if !reusable && parts.exists() {
+        fs::remove_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
+    }
+    fs::create_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
+    write_atomic(&fp_path, fp.as_bytes())?;
+    write_atomic(&out.join("spec.toml"), spec.source.as_bytes())?;
+
+    let landscapes = synthetic::landscapes(&spec.objective, spec.total_agents(), spec.seed)?;
+    let jobs: Vec<(usize, usize)> = (0..spec.algorithms.len())
+        .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
+        .collect();
+    let todo: Vec<(usize, usize)> = jobs
+        .iter()
+        .copied()
+        .filter(|&(a, r)| !part_path(&parts, a, r).exists())
+        .collect();
+    let resumed = jobs.len() - todo.len();
+    if resumed > 0 && !opts.quiet {
+        eprintln!(
+            "resuming: {resumed} of {} runs already complete in {}",
+            jobs.len(),
+            parts.display()
+        );
+    }
+    let dim = landscapes[0].domain.dim();
+    let pb = progress_bar(jobs.len() as u64, opts.quiet);
+    pb.set_position(resumed as u64);
+
+    let work = || -> Vec<(usize, usize, Result<()>)> {
+        todo.par_iter()
+            .map(|&(a, r)| {
+                let land = landscapes[r % landscapes.len()].clone();
+                let res = run_one(spec, a, r, land)
+                    .and_then(|rows| output::trace_csv(&rows, dim))
+                    .and_then(|bytes| write_atomic(&part_path(&parts, a, r), &bytes));
+                pb.inc(1);
+                (a, r, res)
+            })
+            .collect()
+    };
+    let results = match opts.threads {
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| FboError::Run(format!("cannot start {n} threads: {e}")))?
+            .install(work),
+        None => work(),
+    };
+    pb.finish_and_clear();
+
+    let failures: Vec<String> = results
+        .into_iter()
+        .filter_map(|(a, r, res)| {
+            res.err()
+                .map(|e| format!("{} run {r}: {e}", spec.algorithms[a].label))
+        })
+        .collect();
+
+    merge(spec, &parts, out, &jobs, dim)?;
+    if !failures.is_empty() {
+        return Err(FboError::Run(format!(
+            "{} of {} runs failed (the others are in {}; rerun the same command to retry only the failed ones):\n  {}",
+            failures.len(),
+            jobs.len(),
+            out.join("trace.csv").display(),
+            failures.join("\n  ")
+        )));
+    }
+    fs::remove_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
+    Ok(RunReport {
+        runs_total: jobs.len(),
+        runs_resumed: resumed,
+        wall_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// trace.csv and summary.csv from every part present, in (algorithm, run) order.
+fn merge(spec: &Spec, parts: &Path, out: &Path, jobs: &[(usize, usize)], dim: usize) -> Result<()> {
+    let mut trace = Vec::new();
+    let header = output::trace_header(dim).join(",");
+    trace.extend_from_slice(header.as_bytes());
+    trace.push(b'\n');
+    let mut summary_rows = Vec::new();
+    for &(a, r) in jobs {
+        let p = part_path(parts, a, r);
+        if !p.exists() {
+            continue;
+        }
+        let text = fs::read(&p).map_err(|e| FboError::io(&p, e))?;
+        let body_start = text
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(text.len(), |i| i + 1);
+        trace.extend_from_slice(&text[body_start..]);
+        summary_rows.extend(output::read_summary_input(&p)?);
+    }
+    write_atomic(&out.join("trace.csv"), &trace)?;
+    let order: Vec<String> = spec.algorithms.iter().map(|a| a.label.clone()).collect();
+    write_atomic(
+        &out.join("summary.csv"),
+        &output::summary_csv(&summary_rows, &order)?,
+    )?;
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! Exact GP regression with an isotropic SE kernel: log marginal likelihood with its gradient,
+//! multi-start maximisation over (length scale, signal variance, noise variance), and the
+//! closed-form posterior used to check the random-feature posterior.
+
+use crate::optim::{LbfgsOptions, lbfgs};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use ndarray_linalg::UPLO;
+use ndarray_linalg::cholesky::{FactorizeC, InverseC, SolveC};
+use rand::Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpHyper {
+    pub length_scale: f64,
+    pub signal_var: f64,
+    pub noise_var: f64,
+}
+
+impl GpHyper {
+    fn to_log(self) -> [f64; 3] {
+        [
+            self.length_scale.ln(),
+            self.signal_var.ln(),
+            self.noise_var.ln(),
+        ]
+    }
+
+    fn from_log(l: &[f64]) -> Self {
+        GpHyper {
+            length_scale: l[0].exp(),
+            signal_var: l[1].exp(),
+            noise_var: l[2].exp(),
+        }
+    }
+}
+
+/// Box for the fit, in natural units. The search runs in log space.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HyperBounds {
+    pub length_scale: (f64, f64),
+    pub signal_var: (f64, f64),
+    pub noise_var: (f64, f64),
+}
+
+impl HyperBounds {
+    fn log_box(&self) -> [(f64, f64); 3] {
+        [
+            (self.length_scale.0.ln(), self.length_scale.1.ln()),
+            (self.signal_var.0.ln(), self.signal_var.1.ln()),
+            (self.noise_var.0.ln(), self.noise_var.1.ln()),
+        ]
+    }
+
+    pub fn clamp(&self, h: GpHyper) -> GpHyper {
+        GpHyper {
+            length_scale: h
+                .length_scale
+                .clamp(self.length_scale.0, self.length_scale.1),
+            signal_var: h.signal_var.clamp(self.signal_var.0, self.signal_var.1),
+            noise_var: h.noise_var.clamp(self.noise_var.0, self.noise_var.1),
+        }
+    }
+}
+
+/// Pairwise squared Euclidean distances between the rows of `x`.
+pub fn sq_dists(x: ArrayView2<f64>) -> Array2<f64> {
+    let n = x.nrows();
+    let mut d = Array2::zeros((n, n));
+    for i in 0..n {
+        for j in 0..i {
+            let v: f64 = x
+                .row(i)
+                .iter()
+                .zip(x.row(j))
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum();
+            d[[i, j]] = v;
+            d[[j, i]] = v;
+        }
+    }
+    d
+}
+
+/// log p(y | X, h) and, if asked, its gradient with respect to
+/// (ln length_scale, ln signal_var, ln noise_var). None if K is not positive definite.
+pub fn log_marginal_likelihood(
+    d2: &Array2<f64>,
+    y: ArrayView1<f64>,
+    h: &GpHyper,
+    with_grad: bool,
+) -> Option<(f64, [f64; 3])> {
+    let n = y.len();
+    let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
+    let kf = d2.mapv(|r2| h.signal_var * (-r2 * inv2l2).exp());
+    let mut k = kf.clone();
+    for i in 0..n {
+        k[[i, i]] += h.noise_var;
+    }
+    let fac = k.factorizec(UPLO::Lower).ok()?;
+    let alpha = fac.solvec(&y.to_owned()).ok()?;
+    let log_det: f64 = (0..n).map(|i| fac.factor[[i, i]].ln()).sum::<f64>() * 2.0;
+    let lml =
+        -0.5 * y.dot(&alpha) - 0.5 * log_det - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+    if !with_grad {
+        return Some((lml, [0.0; 3]));
+    }
+    // d lml / d theta = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta)  (Rasmussen & Williams 5.9)
+    let kinv = fac.invc().ok()?;
+    let (mut g_ls, mut g_sv, mut g_nv) = (0.0, 0.0, 0.0);
+    for i in 0..n {
+        for j in 0..n {
+            let w = alpha[i] * alpha[j] - kinv[[i, j]];
+            let kij = kf[[i, j]];
+            g_ls += w * kij * d2[[i, j]] * 2.0 * inv2l2;
+            g_sv += w * kij;
+        }
+        g_nv += (alpha[i] * alpha[i] - kinv[[i, i]]) * h.noise_var;
+    }
+    Some((lml, [0.5 * g_ls, 0.5 * g_sv, 0.5 * g_nv]))
+}
+
+fn sigmoid(u: f64) -> f64 {
+    1.0 / (1.0 + (-u).exp())
+}
+
+fn logit(p: f64) -> f64 {
+    (p / (1.0 - p)).ln()
+}
+
+/// Maximises the log marginal likelihood from `starts` random points in the box, plus
+/// `warm` (the previous optimum) when given. Each coordinate is searched as
+/// ln theta = lo + (hi - lo) sigmoid(u), which keeps every iterate inside the box.
+pub fn fit_hyperparameters<R: Rng + ?Sized>(
+    x: ArrayView2<f64>,
+    y: ArrayView1<f64>,
+    bounds: &HyperBounds,
+    starts: usize,
+    warm: Option<GpHyper>,
+    rng: &mut R,
+) -> Option<GpHyper> {
+    let d2 = sq_dists(x);
+    let lb = bounds.log_box();
+    let to_theta = |u: &[f64]| -> ([f64; 3], [f64; 3]) {
+        let mut t = [0.0; 3];
+        let mut dt = [0.0; 3];
+        for i in 0..3 {
+            let s = sigmoid(u[i]);
+            t[i] = lb[i].0 + (lb[i].1 - lb[i].0) * s;
+            dt[i] = (lb[i].1 - lb[i].0) * s * (1.0 - s);
+        }
+        (t, dt)
+    };
+    let mut objective = |u: &[f64]| -> Option<(f64, Vec<f64>)> {
+        let (t, dt) = to_theta(u);
+        let (v, g) = log_marginal_likelihood(&d2, y, &GpHyper::from_log(&t), true)?;
+        Some((-v, (0..3).map(|i| -g[i] * dt[i]).collect()))
+    };
+    let mut initial: Vec<Vec<f64>> = Vec::with_capacity(starts + 1);
+    if let Some(w) = warm {
+        let l = bounds.clamp(w).to_log();
+        initial.push(
+            (0..3)
+                .map(|i| {
+                    let p = ((l[i] - lb[i].0) / (lb[i].1 - lb[i].0)).clamp(1e-6, 1.0 - 1e-6);
+                    logit(p)
+                })
+                .collect(),
+        );
+    }
+    for _ in 0..starts {
+        initial.push(
+            (0..3)
+                .map(|_| logit(rng.random::<f64>().clamp(1e-6, 1.0 - 1e-6)))
+                .collect(),
+        );
+    }
+    let opts = LbfgsOptions {
+        max_iter: 50,
+        grad_tol: 1e-5,
+        ..Default::default()
+    };
+    let mut best: Option<(f64, Vec<f64>)> = None;
+    for u0 in initial {
+        if let Some(m) = lbfgs(&mut objective, &u0, opts)
+            && m.value.is_finite()
+            && best.as_ref().is_none_or(|b| m.value < b.0)
+        {
+            best = Some((m.value, m.x));
+        }
+    }
+    best.map(|(_, u)| GpHyper::from_log(&to_theta(&u).0))
+}
+
+/// GP posterior mean and variance at test points from explicit kernel blocks:
+/// K (n x n) on the training inputs, K_* (n x m) between training and test inputs, and the
+/// test inputs' prior variances.
+pub fn exact_posterior(
+    k_train: &Array2<f64>,
+    k_cross: &Array2<f64>,
+    k_diag: &Array1<f64>,
+    y: ArrayView1<f64>,
+    noise_var: f64,
+) -> Option<(Array1<f64>, Array1<f64>)> {
+    let n = k_train.nrows();
+    let mut k = k_train.clone();
+    for i in 0..n {
+        k[[i, i]] += noise_var;
+    }
+    let fac = k.factorizec(UPLO::Lower).ok()?;
+    let alpha = fac.solvec(&y.to_owned()).ok()?;
+    let mean = k_cross.t().dot(&alpha);
+    let mut var = k_diag.clone();
+    for j in 0..k_cross.ncols() {
+        let kc = k_cross.column(j).to_owned();
+        let v = fac.solvec(&kc).ok()?;
+        var[j] -= kc.dot(&v);
+    }
+    Some((mean, var))
+}
+
+/// Standardises y to mean 0 and standard deviation 1 (unit scale when y is constant), so
+/// that one set of hyperparameter bounds serves objectives of any scale.
+pub fn standardize(y: &[f64]) -> Array1<f64> {
+    let n = y.len() as f64;
+    let mean = y.iter().sum::<f64>() / n;
+    let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
+    let sd = if var > 1e-24 { var.sqrt() } else { 1.0 };
+    Array1::from_iter(y.iter().map(|v| (v - mean) / sd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linalg::cholesky_jittered;
+    use crate::rng::{Purpose, stream};
+    use ndarray::Axis;
+    use rand_distr::{Distribution, StandardNormal};
+
+    fn bounds() -> HyperBounds {
+        HyperBounds {
+            length_scale: (1e-3, 10.0),
+            signal_var: (1e-2, 1e2),
+            noise_var: (1e-6, 1.0),
+        }
+    }
+
+    #[test]
+    fn gradient_matches_finite_differences() {
+        let mut rng = stream(1, 0, 0, Purpose::AgentData);
+        let x = Array2::from_shape_fn((12, 2), |_| rng.random::<f64>());
+        let y = Array1::from_iter((0..12).map(|i| (i as f64 * 0.7).sin()));
+        let d2 = sq_dists(x.view());
+        let h = GpHyper {
+            length_scale: 0.4,
+            signal_var: 1.3,
+            noise_var: 0.05,
+        };
+        let (_, g) = log_marginal_likelihood(&d2, y.view(), &h, true).unwrap();
+        let l = h.to_log();
+        for i in 0..3 {
+            let eps = 1e-6;
+            let mut up = l;
+            up[i] += eps;
+            let mut dn = l;
+            dn[i] -= eps;
+            let fu = log_marginal_likelihood(&d2, y.view(), &GpHyper::from_log(&up), false)
+                .unwrap()
+                .0;
+            let fd = log_marginal_likelihood(&d2, y.view(), &GpHyper::from_log(&dn), false)
+                .unwrap()
+                .0;
+            let fdg = (fu - fd) / (2.0 * eps);
+            assert!(
+                (fdg - g[i]).abs() < 1e-5 * (1.0 + fdg.abs()),
+                "param {i}: {fdg} vs {}",
+                g[i]
+            );
+        }
+    }
+
+    #[test]
+    fn fit_recovers_a_known_length_scale() {
+        // Draw y from a GP with length scale 0.1 on 150 random inputs and fit.
+        let true_ls = 0.1;
+        let mut recovered = Vec::new();
+        for rep in 0..3 {
+            let mut rng = stream(21, rep, 0, Purpose::AgentData);
+            let x = Array1::from_iter((0..150).map(|_| rng.random::<f64>())).insert_axis(Axis(1));
+            let d2 = sq_dists(x.view());
+            let mut k = d2.mapv(|r2| (-r2 / (2.0 * true_ls * true_ls)).exp());
+            for i in 0..150 {
+                k[[i, i]] += 1e-3;
+            }
+            let (l, _) = cholesky_jittered(&k).unwrap();
+            let z = Array1::from_iter((0..150).map(|_| StandardNormal.sample(&mut rng)));
+            let y = l.dot(&z);
+            let h = fit_hyperparameters(x.view(), y.view(), &bounds(), 10, None, &mut rng).unwrap();
+            recovered.push(h.length_scale);
+        }
+        for ls in &recovered {
+            assert!((ls / true_ls - 1.0).abs() < 0.25, "recovered {recovered:?}");
+        }
+    }
+
+    #[test]
+    fn fit_stays_inside_the_bounds() {
+        let x = ndarray::array![[0.1], [0.2], [0.9]];
+        let y = ndarray::array![1.0, -1.0, 1.0];
+        let mut rng = stream(2, 0, 0, Purpose::HyperFit);
+        let b = bounds();
+        let h = fit_hyperparameters(x.view(), y.view(), &b, 5, None, &mut rng).unwrap();
+        assert!(h.length_scale >= b.length_scale.0 && h.length_scale <= b.length_scale.1);
+        assert!(h.noise_var >= b.noise_var.0 && h.noise_var <= b.noise_var.1);
+    }
+
+    #[test]
+    fn exact_posterior_interpolates_noiseless_data() {
+        let x = ndarray::array![[0.0], [0.5], [1.0]];
+        let d2 = sq_dists(x.view());
+        let k = d2.mapv(|r| (-r / 0.08).exp());
+        let y = ndarray::array![0.3, -0.2, 0.9];
+        let (mu, var) = exact_posterior(&k, &k, &Array1::ones(3), y.view(), 1e-10).unwrap();
+        for i in 0..3 {
+            assert!((mu[i] - y[i]).abs() < 1e-6);
+            assert!(var[i].abs() < 1e-6);
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Surrogate models. Nothing here knows about federation: random features, the Bayesian
+//! linear-regression posterior on them, the exact GP and its hyperparameter fit, and the
+//! target's own Thompson sample built from those.
+
+pub mod blr;
+pub mod gp;
+pub mod own;
+pub mod rff;
