@@ -329,7 +329,8 @@ const MAX_COUNT: i64 = 1_000_000;
 impl Spec {
     /// Reads and checks a spec file.
     pub fn load(path: &Path) -> Result<Spec> {
-        let text = std::fs::read_to_string(path).map_err(|e| FboError::io(path, e))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| FboError::spec(path, "", format!("cannot read the spec: {e}")))?;
         Spec::parse(&text, path)
     }
 

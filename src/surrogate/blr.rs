@@ -111,7 +111,6 @@ mod tests {
     use crate::surrogate::gp::exact_posterior;
     use crate::surrogate::rff::RandomFeatures;
     use ndarray::{Array, Axis};
-    use rand::Rng as _;
 
     fn data(n: usize) -> (Array2<f64>, Array1<f64>) {
         let mut rng = stream(11, 0, 0, Purpose::AgentData);

@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The whole test suite: installs OpenBLAS if needed, then runs every unit and integration test
+# (release mode: the statistical and end-to-end tests run real experiments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cargo test --release "$@"

@@ -1,0 +1,107 @@
+//! Algorithm-level properties, through the library.
+
+use fbo::runner::run_one;
+use fbo::spec::Spec;
+use std::path::Path;
+
+mod common;
+
+fn spec(extra_algorithms: &str, federation_extra: &str) -> Spec {
+    let text = common::SMALL
+        .replace(
+            "observations = 10",
+            &format!("observations = 10\n{federation_extra}"),
+        )
+        .replace("[[algorithm]]\nkind = \"fts\"\n", extra_algorithms);
+    Spec::parse(&text, Path::new("test.toml")).unwrap()
+}
+
+fn landscape(s: &Spec, run: usize) -> std::sync::Arc<fbo::objective::Landscape> {
+    fbo::objective::synthetic::landscapes(&s.objective, s.total_agents(), s.seed).unwrap()
+        [run % s.objective.functions]
+        .clone()
+}
+
+#[test]
+fn fts_with_p_equal_one_makes_exactly_ts_queries() {
+    let s = spec("[[algorithm]]\nkind = \"fts\"\np_t = 1.0\n", "");
+    for run in 0..3 {
+        let ts = run_one(&s, 0, run, landscape(&s, run)).unwrap();
+        let fts = run_one(&s, 1, run, landscape(&s, run)).unwrap();
+        let q = |rows: &[fbo::output::TraceRow]| {
+            rows.iter().map(|r| (r.x_index, r.y)).collect::<Vec<_>>()
+        };
+        assert_eq!(q(&ts), q(&fts), "run {run}");
+        assert!(fts.iter().all(|r| r.source == "own" || r.source == "init"));
+    }
+}
+
+#[test]
+fn one_shot_messages_are_used_at_most_once_each() {
+    // p_t = 0.05: almost every iteration asks for a message; only 3 agents exist, so after
+    // three uses the target must fall back to its own sample.
+    let s = spec("[[algorithm]]\nkind = \"fts\"\np_t = 0.05\n", "");
+    for run in 0..4 {
+        let rows = run_one(&s, 1, run, landscape(&s, run)).unwrap();
+        let used: Vec<&str> = rows
+            .iter()
+            .map(|r| r.source.as_str())
+            .filter(|s| s.parse::<usize>().is_ok())
+            .collect();
+        let mut uniq = used.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(
+            uniq.len(),
+            used.len(),
+            "an agent's message was used twice: {used:?}"
+        );
+        assert!(used.len() <= 3);
+    }
+}
+
+#[test]
+fn every_iteration_messages_can_reuse_agents() {
+    let s = spec(
+        "[[algorithm]]\nkind = \"fts\"\np_t = 0.05\n",
+        "messages = \"every-iteration\"",
+    );
+    let rows = run_one(&s, 1, 0, landscape(&s, 0)).unwrap();
+    let used = rows
+        .iter()
+        .filter(|r| r.source.parse::<usize>().is_ok())
+        .count();
+    assert!(
+        used > 3,
+        "with fresh messages every iteration the 3 agents serve more than 3 times, got {used}"
+    );
+}
+
+#[test]
+fn messages_from_near_identical_agents_find_good_points() {
+    // With d = 0 and plenty of data the other agents' posteriors know the target's function:
+    // FTS driven by messages alone should reach a small regret quickly.
+    let text = common::SMALL
+        .replace("grid = 200", "grid = 200\nd = 0.0")
+        .replace("observations = 10", "observations = 150\np_t = 0.05")
+        .replace(
+            "features = 20",
+            "features = 100\nlength_scale = 0.03\nlambda = 0.01",
+        );
+    let s = Spec::parse(&text, Path::new("t.toml")).unwrap();
+    let mut final_regret = 0.0;
+    for run in 0..4 {
+        let rows = run_one(&s, 1, run, landscape(&s, run)).unwrap();
+        // Regret after the three message-driven iterations (1..=3).
+        final_regret += rows
+            .iter()
+            .find(|r| r.iteration == 3)
+            .unwrap()
+            .simple_regret;
+    }
+    assert!(
+        final_regret / 4.0 < 0.1,
+        "mean regret after 3 message iterations {}",
+        final_regret / 4.0
+    );
+}

@@ -1,0 +1,47 @@
+#![allow(dead_code)]
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn fbo() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fbo"))
+}
+
+/// A small but complete spec: 1-D grid of 200 points, 3 other agents.
+pub const SMALL: &str = r#"
+name = "small"
+seed = 3
+runs = 4
+iterations = 12
+initial_points = 2
+
+[objective]
+kind = "synthetic-fts"
+grid = 200
+functions = 2
+
+[surrogate]
+features = 20
+
+[surrogate.own]
+features = 30
+
+[federation]
+agents = 3
+observations = 10
+
+[[algorithm]]
+kind = "ts"
+
+[[algorithm]]
+kind = "fts"
+"#;
+
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}

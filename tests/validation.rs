@@ -1,0 +1,220 @@
+//! Every way a spec can be wrong is refused before any work starts: exit status 2, one line
+//! that names the file and the key, and no output folder.
+
+mod common;
+use common::*;
+
+/// (description, spec text, text the message must contain)
+fn cases() -> Vec<(&'static str, String, &'static str)> {
+    let with = |from: &str, to: &str| {
+        assert!(SMALL.contains(from), "fixture lacks {from}");
+        SMALL.replacen(from, to, 1)
+    };
+    vec![
+        (
+            "malformed toml",
+            with("runs = 4", "runs = = 4"),
+            "invalid spec",
+        ),
+        (
+            "unknown top-level key",
+            with("runs = 4", "runs = 4\nrunz = 3"),
+            "unknown field `runz`",
+        ),
+        (
+            "unknown nested key",
+            with("features = 20", "features = 20\nfeaturez = 1"),
+            "unknown field `featurez`",
+        ),
+        ("wrong type", with("runs = 4", "runs = \"four\""), "runs"),
+        (
+            "M = 0",
+            with("features = 20", "features = 0"),
+            "key `surrogate.features`: must be an integer in [1, 100000], got 0",
+        ),
+        (
+            "M_target = 0",
+            with("features = 30", "features = 0"),
+            "key `surrogate.own.features`",
+        ),
+        ("runs = 0", with("runs = 4", "runs = 0"), "key `runs`"),
+        (
+            "N = 0",
+            with("agents = 3", "agents = 0"),
+            "key `federation.agents`: must be an integer in [1, 100000], got 0",
+        ),
+        (
+            "p_t > 1",
+            with("observations = 10", "observations = 10\np_t = 1.5"),
+            "key `federation.p_t`: must be a probability in (0, 1], got 1.5",
+        ),
+        (
+            "p_t = 0",
+            with("observations = 10", "observations = 10\np_t = 0.0"),
+            "key `federation.p_t`: must be a probability in (0, 1], got 0",
+        ),
+        (
+            "p_t list entry",
+            with("observations = 10", "observations = 10\np_t = [0.5, -0.1]"),
+            "key `federation.p_t[1]`",
+        ),
+        (
+            "p_t list too short",
+            with("observations = 10", "observations = 10\np_t = [0.5, 0.6]"),
+            "lists 2 probabilities but the spec runs 12 iterations",
+        ),
+        (
+            "p_t unknown name",
+            with("observations = 10", "observations = 10\np_t = \"1-1/t^3\""),
+            "unknown schedule \"1-1/t^3\"",
+        ),
+        (
+            "length scale <= 0",
+            with("features = 20", "features = 20\nlength_scale = 0.0"),
+            "key `surrogate.length_scale`: must be a finite number > 0, got 0",
+        ),
+        (
+            "negative length scale of objective",
+            with("grid = 200", "grid = 200\nlength_scale = -1.0"),
+            "key `objective.length_scale`",
+        ),
+        (
+            "lambda <= 0",
+            with("features = 20", "features = 20\nlambda = -0.5"),
+            "key `surrogate.lambda`",
+        ),
+        (
+            "bad bounds",
+            with(
+                "features = 30",
+                "features = 30\nlength_scale_bounds = [2.0, 1.0]",
+            ),
+            "key `surrogate.own.length_scale_bounds`",
+        ),
+        (
+            "unknown algorithm",
+            with("kind = \"fts\"", "kind = \"ftz\""),
+            "key `algorithm[1].kind`: unknown algorithm \"ftz\"",
+        ),
+        (
+            "no algorithm",
+            SMALL.split("[[algorithm]]").next().unwrap().to_string(),
+            "key `algorithm`: the spec lists no algorithm",
+        ),
+        (
+            "duplicate labels",
+            format!("{SMALL}\n[[algorithm]]\nkind = \"fts\"\n"),
+            "label \"FTS M=20\" is used twice",
+        ),
+        (
+            "ts with federation keys",
+            with("kind = \"ts\"", "kind = \"ts\"\nfeatures = 10"),
+            "TS uses no federation",
+        ),
+        (
+            "unknown objective",
+            with("kind = \"synthetic-fts\"", "kind = \"branin\""),
+            "key `objective.kind`: unknown objective \"branin\"",
+        ),
+        (
+            "alpha on fts family",
+            with("grid = 200", "grid = 200\nalpha = 0.5"),
+            "key `objective.alpha`",
+        ),
+        (
+            "too many initial points",
+            with("initial_points = 2", "initial_points = 500"),
+            "key `initial_points`: must be at most the domain size 200",
+        ),
+        (
+            "bad message mode",
+            with(
+                "observations = 10",
+                "observations = 10\nmessages = \"sometimes\"",
+            ),
+            "key `federation.messages`",
+        ),
+        (
+            "weights of wrong length",
+            with(
+                "observations = 10",
+                "observations = 10\nagent_weights = [1, 2]",
+            ),
+            "key `federation.agent_weights`: must list one weight per agent (3)",
+        ),
+        (
+            "nan",
+            with("features = 20", "features = 20\nlambda = nan"),
+            "key `surrogate.lambda`: must be a finite number > 0, got NaN",
+        ),
+    ]
+}
+
+#[test]
+fn every_invalid_spec_is_refused_with_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (what, text, expect) in cases() {
+        let spec = write(dir.path(), "bad.toml", &text);
+        let out_dir = dir.path().join("out");
+        for sub in ["validate", "run"] {
+            let mut cmd = fbo();
+            cmd.arg(sub).arg(&spec);
+            if sub == "run" {
+                cmd.arg("--out").arg(&out_dir).arg("--quiet");
+            }
+            let o = cmd.output().unwrap();
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{what} ({sub}): {err}");
+            assert!(
+                err.contains("bad.toml"),
+                "{what}: message does not name the file: {err}"
+            );
+            assert!(
+                err.contains(expect),
+                "{what}: expected {expect:?} in: {err}"
+            );
+            assert!(!out_dir.exists(), "{what}: an invalid spec created output");
+        }
+    }
+}
+
+#[test]
+fn a_valid_spec_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "ok.toml", SMALL);
+    let o = fbo().arg("validate").arg(&spec).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("ok: 4 runs x 12 iterations, 4 agents, algorithms: TS, FTS M=20"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_missing_spec_file_is_an_input_error() {
+    let o = fbo()
+        .args(["run", "/nonexistent/spec.toml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("/nonexistent/spec.toml: cannot read the spec"));
+}
+
+#[test]
+fn shipped_configs_are_valid() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_some_and(|e| e == "toml") {
+            let o = fbo().arg("validate").arg(&p).output().unwrap();
+            assert!(o.status.success(), "{}: {}", p.display(), stderr(&o));
+            n += 1;
+        }
+    }
+    assert!(
+        n >= 4,
+        "expected the main config and the Fig. 1 panels, found {n}"
+    );
+}
