@@ -6,6 +6,7 @@ pub mod algorithm;
 pub mod bench;
 pub mod cli;
 pub mod error;
+pub mod fastmath;
 pub mod linalg;
 pub mod objective;
 pub mod optim;
