@@ -101,8 +101,9 @@ pub fn trace_csv(rows: &[TraceRow], dim: usize) -> Result<Vec<u8>> {
         .map_err(|e| FboError::Run(format!("formatting trace CSV: {e}")))
 }
 
-/// The columns the summary needs, read back from a trace CSV (parts written by this or an
-/// earlier, interrupted process).
+/// The columns the summary needs, read back from trace CSV text (parts may come from an
+/// earlier, interrupted process, so the summary is always computed from the files). `path`
+/// only names the source in messages.
 pub struct SummaryInput {
     pub algorithm: String,
     pub iteration: i64,
@@ -111,9 +112,8 @@ pub struct SummaryInput {
     pub cumulative_regret: f64,
 }
 
-pub fn read_summary_input(path: &Path) -> Result<Vec<SummaryInput>> {
-    let mut rdr = csv::Reader::from_path(path)
-        .map_err(|e| FboError::Run(format!("{}: {e}", path.display())))?;
+pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>> {
+    let mut rdr = csv::Reader::from_reader(bytes);
     let headers = rdr
         .headers()
         .map_err(|e| FboError::Run(format!("{}: {e}", path.display())))?

@@ -253,7 +253,6 @@ fn merge(spec: &Spec, parts: &Path, out: &Path, jobs: &[(usize, usize)], dim: us
     let header = output::trace_header(dim).join(",");
     trace.extend_from_slice(header.as_bytes());
     trace.push(b'\n');
-    let mut summary_rows = Vec::new();
     for &(a, r) in jobs {
         let p = part_path(parts, a, r);
         if !p.exists() {
@@ -265,9 +264,10 @@ fn merge(spec: &Spec, parts: &Path, out: &Path, jobs: &[(usize, usize)], dim: us
             .position(|&b| b == b'\n')
             .map_or(text.len(), |i| i + 1);
         trace.extend_from_slice(&text[body_start..]);
-        summary_rows.extend(output::read_summary_input(&p)?);
     }
-    write_atomic(&out.join("trace.csv"), &trace)?;
+    let trace_path = out.join("trace.csv");
+    let summary_rows = output::read_summary_input(&trace, &trace_path)?;
+    write_atomic(&trace_path, &trace)?;
     let order: Vec<String> = spec.algorithms.iter().map(|a| a.label.clone()).collect();
     write_atomic(
         &out.join("summary.csv"),

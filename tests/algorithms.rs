@@ -105,3 +105,21 @@ fn messages_from_near_identical_agents_find_good_points() {
         final_regret / 4.0
     );
 }
+
+#[test]
+fn fts_runs_on_the_dp_family_with_the_other_agents_as_senders() {
+    // synthetic-dp defines N agents in all; FTS's target is agent 0, so P_N covers N - 1.
+    let text = common::SMALL
+        .replace("kind = \"synthetic-fts\"", "kind = \"synthetic-dp\"")
+        .replace("observations = 10", "observations = 10\np_t = 0.05");
+    let s = Spec::parse(&text, Path::new("t.toml")).unwrap();
+    assert_eq!(s.federation.weights.len(), 2);
+    let rows = run_one(&s, 1, 0, landscape(&s, 0)).unwrap();
+    let senders: Vec<usize> = rows.iter().filter_map(|r| r.source.parse().ok()).collect();
+    assert_eq!(
+        senders.len(),
+        2,
+        "both other agents' messages get used: {senders:?}"
+    );
+    assert!(senders.iter().all(|&a| a == 1 || a == 2));
+}

@@ -140,7 +140,7 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
                 "observations = 10",
                 "observations = 10\nagent_weights = [1, 2]",
             ),
-            "key `federation.agent_weights`: must list one weight per agent (3)",
+            "key `federation.agent_weights`: must list one weight per agent other than the target (3)",
         ),
         (
             "nan",

@@ -102,7 +102,7 @@ pub struct FederationSpec {
     pub agents: usize,
     /// t_n: observations each other agent holds when it sends its first message.
     pub observations: usize,
-    /// P_N, normalised; one weight per other agent.
+    /// P_N, normalised; one weight per agent other than the target (agent 0).
     pub weights: Vec<f64>,
 }
 
@@ -441,20 +441,26 @@ impl Spec {
             rf.messages.as_deref(),
             MessageMode::OneShot,
         )?;
+        // P_N ranges over the agents other than the target (agent 0).
+        let others = match objective.kind {
+            ObjectiveKind::SyntheticFts => agents,
+            ObjectiveKind::SyntheticDp { .. } => agents - 1,
+        };
+        let uniform = vec![1.0 / others.max(1) as f64; others];
         let weights = match rf.agent_weights {
-            None => vec![1.0 / agents as f64; agents],
-            Some(toml::Value::String(s)) if s == "uniform" => vec![1.0 / agents as f64; agents],
+            None => uniform,
+            Some(toml::Value::String(s)) if s == "uniform" => uniform,
             Some(toml::Value::Array(items)) => {
-                if items.len() != agents {
+                if items.len() != others {
                     return Err(c.err(
                         "federation.agent_weights",
                         format!(
-                            "must list one weight per agent ({agents}), got {}",
+                            "must list one weight per agent other than the target ({others}), got {}",
                             items.len()
                         ),
                     ));
                 }
-                let mut w = Vec::with_capacity(agents);
+                let mut w = Vec::with_capacity(others);
                 for (i, it) in items.iter().enumerate() {
                     let v = it.as_float().or_else(|| it.as_integer().map(|x| x as f64));
                     match v {
