@@ -7,7 +7,7 @@ use crate::objective::synthetic::landscapes;
 use crate::rng::{Purpose, stream};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::{ObjectiveKind, ObjectiveSpec, Spec};
-use crate::surrogate::gp::{GpHyper, HyperBounds};
+use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds};
 use crate::surrogate::own::OwnSettings;
 use ndarray::Array1;
 use rand_distr::{Distribution, StandardNormal};
@@ -46,7 +46,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     };
     let lands = landscapes(&obj, 1, 12345)?;
     println!(
-        "# own-sample agent-iteration: grid {}, observations 1..={}, refit every 5 (10 starts), {} repeats",
+        "# own-sample agent-iteration: grid {}, observations 1..={}, refit every 5 (10 starts screened, 3 optimised + warm start), {} repeats",
         opts.grid, opts.observations, opts.repeats
     );
     println!("M,M_target,iterations,median_ms,mean_ms,p90_ms,max_ms,message_argmax_median_ms");
@@ -55,7 +55,10 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             features: m,
             normalize_features: true,
             refit_every: Some(5),
-            fit_starts: 10,
+            fit: FitBudget {
+                starts: 10,
+                restarts: 3,
+            },
             bounds: HyperBounds {
                 length_scale: (0.005, 2.0),
                 signal_var: (0.05, 20.0),

@@ -5,7 +5,7 @@
 pub mod schedule;
 
 use crate::error::{FboError, Result};
-use crate::surrogate::gp::{GpHyper, HyperBounds};
+use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds};
 use crate::surrogate::own::OwnSettings;
 use schedule::{Form, Schedule};
 use serde::Deserialize;
@@ -173,6 +173,7 @@ struct RawOwn {
     fit: Option<bool>,
     refit_every: Option<i64>,
     fit_starts: Option<i64>,
+    fit_restarts: Option<i64>,
     normalize_y: Option<bool>,
     length_scale: Option<f64>,
     signal_variance: Option<f64>,
@@ -418,7 +419,17 @@ impl Spec {
             } else {
                 None
             },
-            fit_starts: c.int("surrogate.own.fit_starts", ro.fit_starts, 10, 1, 1000)?,
+            fit: {
+                let starts = c.int("surrogate.own.fit_starts", ro.fit_starts, 10, 1, 1000)?;
+                let restarts = c.int(
+                    "surrogate.own.fit_restarts",
+                    ro.fit_restarts,
+                    3.min(starts as i64),
+                    1,
+                    starts as i64,
+                )?;
+                FitBudget { starts, restarts }
+            },
             bounds,
             initial,
             normalize_y: ro.normalize_y.unwrap_or(true),

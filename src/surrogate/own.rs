@@ -4,7 +4,7 @@
 //! multiple of the refit period.
 
 use super::blr::BlrPosterior;
-use super::gp::{GpHyper, HyperBounds, fit_hyperparameters, standardize};
+use super::gp::{FitBudget, GpHyper, HyperBounds, fit_hyperparameters, standardize};
 use super::rff::RandomFeatures;
 use crate::error::{FboError, Result};
 use ndarray::{Array1, Array2, ArrayView2};
@@ -17,7 +17,7 @@ pub struct OwnSettings {
     pub normalize_features: bool,
     /// Refit when the number of observations is a positive multiple of this; None: never.
     pub refit_every: Option<usize>,
-    pub fit_starts: usize,
+    pub fit: FitBudget,
     pub bounds: HyperBounds,
     /// Used before the first fit, and throughout when fitting is off.
     pub initial: GpHyper,
@@ -80,7 +80,7 @@ impl OwnModel {
             x,
             yv.view(),
             &self.settings.bounds,
-            self.settings.fit_starts,
+            self.settings.fit,
             warm,
             rng,
         ) {
