@@ -2,6 +2,7 @@
 
 use crate::bench::{self, BenchOptions};
 use crate::error::{FboError, Result};
+use crate::privacy::{self, Accountant, Mechanism, Sampling};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::Spec;
 use clap::{Parser, Subcommand};
@@ -42,6 +43,26 @@ pub enum Command {
     },
     /// Check a spec and print what it would run; exit 2 if it is invalid.
     Validate { spec: PathBuf },
+    /// Privacy loss (epsilon at delta) of `steps` rounds of the subsampled Gaussian mechanism.
+    Privacy {
+        /// Sampling rate q in (0, 1].
+        #[arg(long)]
+        q: f64,
+        /// Noise multiplier z > 0.
+        #[arg(long)]
+        z: f64,
+        /// Number of rounds composed.
+        #[arg(long)]
+        steps: u64,
+        /// Target delta in (0, 1).
+        #[arg(long)]
+        delta: f64,
+        /// Accountant [default: all three].
+        #[arg(long, value_parser = ["rdp-int", "rdp", "pld"])]
+        accountant: Option<String>,
+        #[arg(long, default_value = "poisson", value_parser = ["poisson", "fixed"])]
+        sampling: String,
+    },
     /// Measure per-iteration cost and, optionally, whole specs' wall time.
     Bench {
         /// Values of M (= M_target) to measure.
@@ -117,6 +138,63 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+            Ok(())
+        }
+        Command::Privacy {
+            q,
+            z,
+            steps,
+            delta,
+            accountant,
+            sampling,
+        } => {
+            let m = Mechanism {
+                q,
+                z,
+                steps,
+                sampling: sampling
+                    .parse()
+                    .map_err(|e: String| FboError::spec("fbo privacy", "--sampling", e))?,
+            };
+            privacy::check(&m, delta).map_err(|e| FboError::spec("fbo privacy", "", e))?;
+            let which: Vec<Accountant> = match accountant {
+                Some(a) => vec![
+                    a.parse()
+                        .map_err(|e: String| FboError::spec("fbo privacy", "--accountant", e))?,
+                ],
+                None => Accountant::ALL.to_vec(),
+            };
+            for acc in which {
+                if acc == Accountant::Pld {
+                    if m.sampling != Sampling::Poisson {
+                        return Err(FboError::spec(
+                            "fbo privacy",
+                            "--accountant",
+                            "pld supports Poisson sampling only; use rdp or rdp-int with --sampling fixed",
+                        ));
+                    }
+                    let b = privacy::pld::epsilon_bounds(
+                        q,
+                        z,
+                        steps,
+                        delta,
+                        privacy::pld::DEFAULT_INTERVAL,
+                    )
+                    .map_err(FboError::Run)?;
+                    println!(
+                        "pld      epsilon {:.6}  (true epsilon in [{:.6}, {:.6}]; loss grid {:.2e})",
+                        b.upper, b.lower, b.upper, b.interval
+                    );
+                } else {
+                    let g = privacy::epsilon(acc, &m, delta).map_err(FboError::Run)?;
+                    println!(
+                        "{:<8} epsilon {:.6}  (optimal order {})",
+                        acc.name(),
+                        g.epsilon,
+                        g.order.map_or("-".into(), |o| format!("{o}"))
+                    );
+                }
+            }
             Ok(())
         }
         Command::Bench {

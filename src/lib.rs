@@ -11,6 +11,7 @@ pub mod linalg;
 pub mod objective;
 pub mod optim;
 pub mod output;
+pub mod privacy;
 pub mod rng;
 pub mod runner;
 pub mod spec;
