@@ -14,6 +14,7 @@ pub mod output;
 pub mod privacy;
 pub mod rng;
 pub mod runner;
+pub mod server;
 pub mod spec;
 pub mod surrogate;
 

@@ -3,6 +3,9 @@
 //! off mid-row.
 
 use crate::error::{FboError, Result};
+use crate::privacy::Accountant;
+use crate::server::RoundRecord;
+use crate::spec::Spec;
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
@@ -99,6 +102,48 @@ pub fn trace_csv(rows: &[TraceRow], dim: usize) -> Result<Vec<u8>> {
     }
     w.into_inner()
         .map_err(|e| FboError::Run(format!("formatting trace CSV: {e}")))
+}
+
+pub const SERVER_HEADER: &str =
+    "algorithm,run,round,selected,clipped,clipped_fraction,a_t,phi_max,noise_sd\n";
+
+/// server.csv rows (no header) of one run.
+pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<u8> {
+    let mut out = String::new();
+    for r in records {
+        let frac = if r.selected > 0 {
+            r.clipped as f64 / r.selected as f64
+        } else {
+            0.0
+        };
+        out += &format!(
+            "{label},{run},{},{},{},{frac},{},{},{}\n",
+            r.round, r.selected, r.clipped, r.a_t, r.phi_max, r.noise_sd
+        );
+    }
+    out.into_bytes()
+}
+
+/// privacy.csv: one row per private algorithm, completed run, iteration and accountant.
+pub fn privacy_csv(
+    spec: &Spec,
+    curves: &[(usize, Accountant, Vec<f64>)],
+    done: &[(usize, usize)],
+) -> Vec<u8> {
+    let mut out = String::from("algorithm,run,iteration,accountant,delta,epsilon\n");
+    for &(a, run) in done {
+        for (_, acc, curve) in curves.iter().filter(|(i, _, _)| *i == a) {
+            for (t, eps) in curve.iter().enumerate() {
+                out += &format!(
+                    "{},{run},{},{acc},{},{eps}\n",
+                    spec.algorithms[a].label,
+                    t + 1,
+                    spec.privacy.delta
+                );
+            }
+        }
+    }
+    out.into_bytes()
 }
 
 /// The columns the summary needs, read back from trace CSV text (parts may come from an

@@ -26,6 +26,7 @@ pub enum Purpose {
     SharedFeatures = 7,
     HyperFit = 8,
     AgentData = 9,
+    Server = 10,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

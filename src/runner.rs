@@ -9,7 +9,9 @@ use crate::algorithm::{self, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::objective::{Landscape, synthetic};
 use crate::output::{self, TraceRow, write_atomic};
+use crate::privacy::{self, Accountant, Mechanism};
 use crate::rng::{Purpose, stream};
+use crate::server::RoundRecord;
 use crate::spec::Spec;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rand::seq::index::sample as sample_indices;
@@ -34,13 +36,19 @@ pub struct RunReport {
     pub wall_s: f64,
 }
 
+/// Everything one (algorithm, run) pair produces.
+pub struct RunOutput {
+    pub rows: Vec<TraceRow>,
+    pub server: Vec<RoundRecord>,
+}
+
 /// One (algorithm, run) pair traced from start to end.
 pub fn run_one(
     spec: &Spec,
     alg_index: usize,
     run: usize,
     landscape: Arc<Landscape>,
-) -> Result<Vec<TraceRow>> {
+) -> Result<RunOutput> {
     let alg_spec = &spec.algorithms[alg_index];
     let ctx = RunContext {
         spec,
@@ -99,7 +107,13 @@ pub fn run_one(
     let n_init = spec.initial_points;
     for (slot, &agent) in targets.iter().enumerate() {
         let mut rng = stream(seed, run as u64, agent as u64, Purpose::Init);
-        let picks = sample_indices(&mut rng, domain.len(), n_init).into_vec();
+        let picks: Vec<usize> = match alg.init_candidates(agent) {
+            Some(c) => sample_indices(&mut rng, c.len(), n_init)
+                .into_iter()
+                .map(|i| c[i])
+                .collect(),
+            None => sample_indices(&mut rng, domain.len(), n_init).into_vec(),
+        };
         for (k, index) in picks.into_iter().enumerate() {
             let q = Query {
                 agent,
@@ -132,11 +146,20 @@ pub fn run_one(
         }
         alg.observe(&queries, &ys);
     }
-    Ok(rows)
+    Ok(RunOutput {
+        rows,
+        server: alg.server_records().to_vec(),
+    })
 }
 
 fn part_path(parts: &Path, alg_index: usize, run: usize) -> PathBuf {
     parts.join(format!("a{alg_index:03}-r{run:05}.csv"))
+}
+
+/// The server's rounds of a run; written before the trace part, whose presence marks the run
+/// complete.
+fn server_part_path(parts: &Path, alg_index: usize, run: usize) -> PathBuf {
+    parts.join(format!("a{alg_index:03}-r{run:05}.server"))
 }
 
 /// What makes part files reusable: the spec text and the options that change results.
@@ -203,9 +226,17 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         todo.par_iter()
             .map(|&(a, r)| {
                 let land = landscapes[r % landscapes.len()].clone();
-                let res = run_one(spec, a, r, land)
-                    .and_then(|rows| output::trace_csv(&rows, dim))
-                    .and_then(|bytes| write_atomic(&part_path(&parts, a, r), &bytes));
+                let res = run_one(spec, a, r, land).and_then(|out| {
+                    let label = &spec.algorithms[a].label;
+                    write_atomic(
+                        &server_part_path(&parts, a, r),
+                        &output::server_csv_body(label, r, &out.server),
+                    )?;
+                    write_atomic(
+                        &part_path(&parts, a, r),
+                        &output::trace_csv(&out.rows, dim)?,
+                    )
+                });
                 pb.inc(1);
                 (a, r, res)
             })
@@ -247,7 +278,56 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     })
 }
 
-/// trace.csv and summary.csv from every part present, in (algorithm, run) order.
+/// Cumulative epsilon after each iteration t (t rounds released), for every private algorithm
+/// and accountant of the spec: (algorithm index, accountant, epsilon for t = 1..=T). It does
+/// not depend on the run, so each distinct mechanism is accounted once.
+pub fn privacy_curves(spec: &Spec) -> Result<Vec<(usize, Accountant, Vec<f64>)>> {
+    let mut tasks: Vec<(Mechanism, Accountant)> = Vec::new();
+    let mut wanted: Vec<(usize, Accountant, Mechanism)> = Vec::new();
+    for (i, a) in spec.algorithms.iter().enumerate() {
+        let Some(dp) = a.server.as_ref().and_then(|s| s.dp) else {
+            continue;
+        };
+        for &acc in &spec.privacy.accountants {
+            for t in 1..=spec.iterations as u64 {
+                let m = Mechanism {
+                    q: dp.q,
+                    z: dp.z,
+                    steps: t,
+                    sampling: dp.sampling,
+                };
+                if !tasks.contains(&(m, acc)) {
+                    tasks.push((m, acc));
+                }
+                wanted.push((i, acc, m));
+            }
+        }
+    }
+    let delta = spec.privacy.delta;
+    let values: Vec<f64> = tasks
+        .par_iter()
+        .map(|(m, acc)| {
+            privacy::epsilon(*acc, m, delta)
+                .map(|g| g.epsilon)
+                .map_err(FboError::Run)
+        })
+        .collect::<Result<_>>()?;
+    let mut out: Vec<(usize, Accountant, Vec<f64>)> = Vec::new();
+    for (i, acc, m) in wanted {
+        let v = values[tasks
+            .iter()
+            .position(|x| *x == (m, acc))
+            .expect("task listed")];
+        match out.iter_mut().find(|(j, a, _)| *j == i && *a == acc) {
+            Some((_, _, curve)) => curve.push(v),
+            None => out.push((i, acc, vec![v])),
+        }
+    }
+    Ok(out)
+}
+
+/// trace.csv and summary.csv from every part present, in (algorithm, run) order; server.csv
+/// and privacy.csv where the spec has a server or private algorithms.
 fn merge(spec: &Spec, parts: &Path, out: &Path, jobs: &[(usize, usize)], dim: usize) -> Result<()> {
     let mut trace = Vec::new();
     let header = output::trace_header(dim).join(",");

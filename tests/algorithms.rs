@@ -26,8 +26,8 @@ fn landscape(s: &Spec, run: usize) -> std::sync::Arc<fbo::objective::Landscape> 
 fn fts_with_p_equal_one_makes_exactly_ts_queries() {
     let s = spec("[[algorithm]]\nkind = \"fts\"\np_t = 1.0\n", "");
     for run in 0..3 {
-        let ts = run_one(&s, 0, run, landscape(&s, run)).unwrap();
-        let fts = run_one(&s, 1, run, landscape(&s, run)).unwrap();
+        let ts = run_one(&s, 0, run, landscape(&s, run)).unwrap().rows;
+        let fts = run_one(&s, 1, run, landscape(&s, run)).unwrap().rows;
         let q = |rows: &[fbo::output::TraceRow]| {
             rows.iter().map(|r| (r.x_index, r.y)).collect::<Vec<_>>()
         };
@@ -42,7 +42,7 @@ fn one_shot_messages_are_used_at_most_once_each() {
     // three uses the target must fall back to its own sample.
     let s = spec("[[algorithm]]\nkind = \"fts\"\np_t = 0.05\n", "");
     for run in 0..4 {
-        let rows = run_one(&s, 1, run, landscape(&s, run)).unwrap();
+        let rows = run_one(&s, 1, run, landscape(&s, run)).unwrap().rows;
         let used: Vec<&str> = rows
             .iter()
             .map(|r| r.source.as_str())
@@ -66,7 +66,7 @@ fn every_iteration_messages_can_reuse_agents() {
         "[[algorithm]]\nkind = \"fts\"\np_t = 0.05\n",
         "messages = \"every-iteration\"",
     );
-    let rows = run_one(&s, 1, 0, landscape(&s, 0)).unwrap();
+    let rows = run_one(&s, 1, 0, landscape(&s, 0)).unwrap().rows;
     let used = rows
         .iter()
         .filter(|r| r.source.parse::<usize>().is_ok())
@@ -91,7 +91,7 @@ fn messages_from_near_identical_agents_find_good_points() {
     let s = Spec::parse(&text, Path::new("t.toml")).unwrap();
     let mut final_regret = 0.0;
     for run in 0..4 {
-        let rows = run_one(&s, 1, run, landscape(&s, run)).unwrap();
+        let rows = run_one(&s, 1, run, landscape(&s, run)).unwrap().rows;
         // Regret after the three message-driven iterations (1..=3).
         final_regret += rows
             .iter()
@@ -114,7 +114,7 @@ fn fts_runs_on_the_dp_family_with_the_other_agents_as_senders() {
         .replace("observations = 10", "observations = 10\np_t = 0.05");
     let s = Spec::parse(&text, Path::new("t.toml")).unwrap();
     assert_eq!(s.federation.weights.len(), 2);
-    let rows = run_one(&s, 1, 0, landscape(&s, 0)).unwrap();
+    let rows = run_one(&s, 1, 0, landscape(&s, 0)).unwrap().rows;
     let senders: Vec<usize> = rows.iter().filter_map(|r| r.source.parse().ok()).collect();
     assert_eq!(
         senders.len(),

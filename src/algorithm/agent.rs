@@ -101,9 +101,14 @@ impl SharedFeatures {
         self.grid_phi.row(index)
     }
 
+    /// phi(x)^T omega at every point of the domain.
+    pub fn values(&self, omega: &Array1<f64>) -> Array1<f64> {
+        self.grid_phi.dot(omega)
+    }
+
     /// argmax_x phi(x)^T omega over the domain (FTS Alg. 1 line 6).
     pub fn argmax(&self, omega: &Array1<f64>) -> usize {
-        argmax(self.grid_phi.dot(omega).view())
+        argmax(self.values(omega).view())
     }
 }
 

@@ -3,11 +3,13 @@
 //! files, progress bars or clocks.
 
 pub mod agent;
+pub mod dp_fts_de;
 pub mod fts;
 pub mod ts;
 
 use crate::error::Result;
 use crate::objective::Landscape;
+use crate::server::RoundRecord;
 use crate::spec::{AlgorithmKind, AlgorithmSpec, Spec};
 use std::fmt;
 use std::sync::Arc;
@@ -65,11 +67,29 @@ pub trait Algorithm {
 
     /// Observations (noisy y) of `queries`, initial points included.
     fn observe(&mut self, queries: &[Query], ys: &[f64]);
+
+    /// Grid points an agent's initial points are drawn from; None: the whole domain.
+    fn init_candidates(&self, _agent: usize) -> Option<&[usize]> {
+        None
+    }
+
+    /// What the central server did in each round, for algorithms that have one.
+    fn server_records(&self) -> &[RoundRecord] {
+        &[]
+    }
 }
 
 pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
     Ok(match ctx.algorithm.kind {
         AlgorithmKind::Ts => Box::new(ts::Ts::new(ctx)),
         AlgorithmKind::Fts => Box::new(fts::Fts::new(ctx)?),
+        AlgorithmKind::DpFtsDe => {
+            let server = ctx
+                .algorithm
+                .server
+                .as_ref()
+                .expect("dp-fts-de specs carry server settings");
+            Box::new(dp_fts_de::DpFtsDe::new(ctx, server)?)
+        }
     })
 }

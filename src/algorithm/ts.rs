@@ -1,27 +1,32 @@
-//! Standard GP Thompson sampling for one agent (no federation).
+//! Standard GP Thompson sampling (no federation), for each target agent independently: the
+//! target of the FTS family, or every agent of the DP family.
 
 use super::agent::Learner;
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
+use rayon::prelude::*;
 
 pub struct Ts {
-    learner: Learner,
-    targets: [usize; 1],
+    learners: Vec<Learner>,
+    targets: Vec<usize>,
 }
 
 impl Ts {
     pub fn new(ctx: &RunContext) -> Self {
-        let target = 0;
-        Ts {
-            learner: Learner::new(
-                target,
-                ctx.landscape.domain.clone(),
-                ctx.spec.surrogate.own.clone(),
-                ctx.seed(),
-                ctx.run,
-            ),
-            targets: [target],
-        }
+        let targets = ctx.spec.ts_targets();
+        let learners = targets
+            .iter()
+            .map(|&a| {
+                Learner::new(
+                    a,
+                    ctx.landscape.domain.clone(),
+                    ctx.spec.surrogate.own.clone(),
+                    ctx.seed(),
+                    ctx.run,
+                )
+            })
+            .collect();
+        Ts { learners, targets }
     }
 }
 
@@ -31,16 +36,27 @@ impl Algorithm for Ts {
     }
 
     fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
-        Ok(vec![Query {
-            agent: self.targets[0],
-            index: self.learner.thompson()?,
-            source: Source::Own,
-        }])
+        // Independent agents on their own streams: parallel order cannot change the result.
+        self.learners
+            .par_iter_mut()
+            .map(|l| {
+                Ok(Query {
+                    agent: l.agent,
+                    index: l.thompson()?,
+                    source: Source::Own,
+                })
+            })
+            .collect()
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
         for (q, y) in queries.iter().zip(ys) {
-            self.learner.add(q.index, *y);
+            let slot = self
+                .targets
+                .iter()
+                .position(|&a| a == q.agent)
+                .expect("query for a target");
+            self.learners[slot].add(q.index, *y);
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod schedule;
 
 use crate::error::{FboError, Result};
+use crate::privacy::{Accountant, Sampling};
 use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds};
 use crate::surrogate::own::OwnSettings;
 use schedule::{Form, Schedule};
@@ -28,6 +29,7 @@ pub struct Spec {
     pub objective: ObjectiveSpec,
     pub surrogate: SurrogateSpec,
     pub federation: FederationSpec,
+    pub privacy: PrivacySpec,
     pub output: OutputSpec,
 }
 
@@ -35,18 +37,70 @@ pub struct Spec {
 pub enum AlgorithmKind {
     Ts,
     Fts,
+    /// DP-FTS-DE and its special cases (FTS with a server, FTS-DE, DP-FTS) as parameters.
+    DpFtsDe,
 }
 
 impl AlgorithmKind {
-    pub const NAMES: &'static [&'static str] = &["ts", "fts"];
+    pub const NAMES: &'static [&'static str] = &["ts", "fts", "dp-fts-de"];
 
     fn parse(s: &str) -> Option<Self> {
         match s {
             "ts" => Some(AlgorithmKind::Ts),
             "fts" => Some(AlgorithmKind::Fts),
+            "dp-fts-de" => Some(AlgorithmKind::DpFtsDe),
             _ => None,
         }
     }
+}
+
+/// How the server weights agents for each sub-region (DP paper App. B).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightMode {
+    /// a_t = a + 1 for t <= t_const, linear decay to 1 over t_decay rounds, then 1 (uniform).
+    Adaptive,
+    /// a_t = a + 1 throughout (App. B.2.5's non-adaptive ablation).
+    Fixed,
+    /// Equal weights 1/N for every sub-region (App. B.1.2 Fig. 5 ablation).
+    Equal,
+}
+
+/// Where round 0's initial points come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitRegion {
+    /// Each agent's own sub-region (distributed exploration).
+    Subregion,
+    /// The whole domain (App. B.1.2 Fig. 5 ablation).
+    Domain,
+}
+
+/// Differential privacy at the server: subsampling, clipping, noise.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DpSpec {
+    pub q: f64,
+    pub z: f64,
+    /// S: vectors are clipped to norm S / sqrt(P).
+    pub clip: f64,
+    pub sampling: Sampling,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerSpec {
+    /// P, the number of sub-regions.
+    pub subregions: usize,
+    /// None: the non-private variants (all agents, no clipping, no noise).
+    pub dp: Option<DpSpec>,
+    pub weights: WeightMode,
+    pub a: f64,
+    pub t_const: usize,
+    pub t_decay: usize,
+    pub init: InitRegion,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrivacySpec {
+    pub delta: f64,
+    pub accountants: Vec<Accountant>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +121,8 @@ pub struct AlgorithmSpec {
     pub features: usize,
     pub p_t: Schedule,
     pub messages: MessageMode,
+    /// Set for `dp-fts-de`.
+    pub server: Option<ServerSpec>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -128,6 +184,8 @@ struct RawSpec {
     objective: Option<RawObjective>,
     surrogate: Option<RawSurrogate>,
     federation: Option<RawFederation>,
+    server: Option<RawServer>,
+    privacy: Option<RawPrivacy>,
     output: Option<RawOutput>,
 }
 
@@ -140,6 +198,51 @@ struct RawAlgorithm {
     p_t: Option<toml::Value>,
     p1_equals_p2: Option<bool>,
     messages: Option<String>,
+    server: Option<RawServer>,
+}
+
+/// Server settings: the top-level [server] table, overridden key by key by an algorithm's
+/// inline `server = { ... }`.
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    subregions: Option<i64>,
+    dp: Option<bool>,
+    q: Option<f64>,
+    z: Option<f64>,
+    clip: Option<f64>,
+    sampling: Option<String>,
+    weights: Option<String>,
+    a: Option<f64>,
+    t_const: Option<i64>,
+    t_decay: Option<i64>,
+    init: Option<String>,
+}
+
+impl RawServer {
+    fn or(self, base: &RawServer) -> RawServer {
+        let b = base.clone();
+        RawServer {
+            subregions: self.subregions.or(b.subregions),
+            dp: self.dp.or(b.dp),
+            q: self.q.or(b.q),
+            z: self.z.or(b.z),
+            clip: self.clip.or(b.clip),
+            sampling: self.sampling.or(b.sampling),
+            weights: self.weights.or(b.weights),
+            a: self.a.or(b.a),
+            t_const: self.t_const.or(b.t_const),
+            t_decay: self.t_decay.or(b.t_decay),
+            init: self.init.or(b.init),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawPrivacy {
+    delta: Option<f64>,
+    accountants: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -515,6 +618,7 @@ impl Spec {
                 ),
             ));
         }
+        let raw_server = raw.server.unwrap_or_default();
         let mut algorithms: Vec<AlgorithmSpec> = Vec::new();
         for (i, ra) in raw.algorithm.into_iter().enumerate() {
             let key = |k: &str| format!("algorithm[{i}].{k}");
@@ -532,13 +636,29 @@ impl Spec {
                 && (ra.features.is_some()
                     || ra.p_t.is_some()
                     || ra.messages.is_some()
-                    || ra.p1_equals_p2.is_some())
+                    || ra.p1_equals_p2.is_some()
+                    || ra.server.is_some())
             {
                 return Err(c.err(
                     &key("kind"),
-                    "TS uses no federation: features, p_t, p1_equals_p2 and messages do not apply to it",
+                    "TS uses no federation: features, p_t, p1_equals_p2, messages and server do not apply to it",
                 ));
             }
+            if kind != AlgorithmKind::Fts && ra.messages.is_some() {
+                return Err(c.err(&key("messages"), "applies only to kind = \"fts\""));
+            }
+            if kind != AlgorithmKind::DpFtsDe && ra.server.is_some() {
+                return Err(c.err(&key("server"), "applies only to kind = \"dp-fts-de\""));
+            }
+            let server = match kind {
+                AlgorithmKind::DpFtsDe => Some(check_server(
+                    &c,
+                    &key("server"),
+                    ra.server.clone().unwrap_or_default().or(&raw_server),
+                    objective.grid,
+                )?),
+                _ => None,
+            };
             let m = c.int(&key("features"), ra.features, features as i64, 1, 100_000)?;
             let p_t = match ra.p_t {
                 Some(ref v) => c.schedule(
@@ -561,9 +681,10 @@ impl Spec {
                     ));
                 }
                 Some(l) => l,
-                None => match kind {
-                    AlgorithmKind::Ts => "TS".to_string(),
-                    AlgorithmKind::Fts => format!("FTS M={m}"),
+                None => match (kind, &server) {
+                    (AlgorithmKind::DpFtsDe, Some(sv)) => server_label(sv),
+                    (AlgorithmKind::Fts, _) => format!("FTS M={m}"),
+                    _ => "TS".to_string(),
                 },
             };
             if algorithms.iter().any(|a| a.label == label) {
@@ -580,8 +701,46 @@ impl Spec {
                 features: m,
                 p_t,
                 messages,
+                server,
             });
         }
+
+        let rp = raw.privacy.unwrap_or_default();
+        let n_agents = match objective.kind {
+            ObjectiveKind::SyntheticFts => agents + 1,
+            ObjectiveKind::SyntheticDp { .. } => agents,
+        };
+        let delta = rp.delta.unwrap_or((n_agents as f64).powf(-1.1));
+        if !(delta > 0.0 && delta < 1.0) {
+            return Err(c.err("privacy.delta", format!("must be in (0, 1), got {delta}")));
+        }
+        let accountants = match rp.accountants {
+            None => Accountant::ALL.to_vec(),
+            Some(list) => {
+                let mut out = Vec::new();
+                for (i, a) in list.iter().enumerate() {
+                    let acc: Accountant = a
+                        .parse()
+                        .map_err(|e: String| c.err(&format!("privacy.accountants[{i}]"), e))?;
+                    if !out.contains(&acc) {
+                        out.push(acc);
+                    }
+                }
+                out
+            }
+        };
+        for (i, a) in algorithms.iter().enumerate() {
+            if let Some(dp) = a.server.as_ref().and_then(|s| s.dp)
+                && dp.sampling == Sampling::Fixed
+                && accountants.contains(&Accountant::Pld)
+            {
+                return Err(c.err(
+                    &format!("algorithm[{i}].server.sampling"),
+                    "fixed-size sampling has no PLD analysis here; set privacy.accountants = [\"rdp-int\", \"rdp\"]",
+                ));
+            }
+        }
+        let privacy = PrivacySpec { delta, accountants };
 
         let output = OutputSpec {
             timing: raw.output.unwrap_or_default().timing.unwrap_or(true),
@@ -599,8 +758,18 @@ impl Spec {
             objective,
             surrogate,
             federation,
+            privacy,
             output,
         })
+    }
+
+    /// Agents whose own optimisation is traced by TS: the target (agent 0) in the FTS family,
+    /// every agent in the DP family.
+    pub fn ts_targets(&self) -> Vec<usize> {
+        match self.objective.kind {
+            ObjectiveKind::SyntheticFts => vec![0],
+            ObjectiveKind::SyntheticDp { .. } => (0..self.total_agents()).collect(),
+        }
     }
 
     /// Number of agents the objective defines (target included).
@@ -610,6 +779,90 @@ impl Spec {
             ObjectiveKind::SyntheticDp { .. } => self.federation.agents,
         }
     }
+}
+
+/// Default label: FTS (server form, P = 1), FTS-DE, DP-FTS or DP-FTS-DE, with the parameters
+/// that distinguish one curve of the paper's figures from another.
+fn server_label(s: &ServerSpec) -> String {
+    let mut l = match (s.subregions > 1, s.dp.is_some()) {
+        (false, false) => "FTS-server".to_string(),
+        (true, false) => "FTS-DE".to_string(),
+        (false, true) => "DP-FTS".to_string(),
+        (true, true) => "DP-FTS-DE".to_string(),
+    };
+    if s.subregions > 1 {
+        l += &format!(" P={}", s.subregions);
+    }
+    if let Some(dp) = s.dp {
+        l += &format!(" q={} z={} S={}", dp.q, dp.z, dp.clip);
+    }
+    l
+}
+
+fn check_server(c: &Check, key: &str, r: RawServer, grid: usize) -> Result<ServerSpec> {
+    let k = |f: &str| format!("{key}.{f}");
+    let subregions = c.int(&k("subregions"), r.subregions, 1, 1, grid as i64)?;
+    let dp = if r.dp.unwrap_or(false) {
+        let q = r.q.unwrap_or(0.25);
+        if !(q.is_finite() && q > 0.0 && q <= 1.0) {
+            return Err(c.err(
+                &k("q"),
+                format!("must be a sampling rate in (0, 1], got {q}"),
+            ));
+        }
+        let sampling = match r.sampling.as_deref() {
+            None => Sampling::Poisson,
+            Some(s) => s.parse().map_err(|e: String| c.err(&k("sampling"), e))?,
+        };
+        Some(DpSpec {
+            q,
+            z: c.positive(&k("z"), r.z, 1.0)?,
+            clip: c.positive(&k("clip"), r.clip, 11.0)?,
+            sampling,
+        })
+    } else {
+        for (name, set) in [
+            ("q", r.q.is_some()),
+            ("z", r.z.is_some()),
+            ("clip", r.clip.is_some()),
+            ("sampling", r.sampling.is_some()),
+        ] {
+            if set {
+                return Err(c.err(&k(name), "applies only with dp = true"));
+            }
+        }
+        None
+    };
+    let weights = match r.weights.as_deref() {
+        None | Some("adaptive") => WeightMode::Adaptive,
+        Some("fixed") => WeightMode::Fixed,
+        Some("equal") => WeightMode::Equal,
+        Some(other) => {
+            return Err(c.err(
+                &k("weights"),
+                format!("unknown weights \"{other}\"; allowed: \"adaptive\", \"fixed\", \"equal\""),
+            ));
+        }
+    };
+    let init = match r.init.as_deref() {
+        None | Some("subregion") => InitRegion::Subregion,
+        Some("domain") => InitRegion::Domain,
+        Some(other) => {
+            return Err(c.err(
+                &k("init"),
+                format!("unknown init \"{other}\"; allowed: \"subregion\", \"domain\""),
+            ));
+        }
+    };
+    Ok(ServerSpec {
+        subregions,
+        dp,
+        weights,
+        a: c.non_negative(&k("a"), r.a, 15.0)?,
+        t_const: c.int(&k("t_const"), r.t_const, 5, 0, MAX_COUNT)?,
+        t_decay: c.int(&k("t_decay"), r.t_decay, 5, 0, MAX_COUNT)?,
+        init,
+    })
 }
 
 fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec> {

@@ -1,0 +1,348 @@
+//! The central server of DP-FTS-DE (DP paper, Algorithm 1): sub-regions, per-sub-region agent
+//! weights, subsampling, clipping, weighted aggregation and Gaussian noise. It sees vectors and
+//! agent ids only; nothing here knows about GPs or objectives.
+
+use crate::privacy::Sampling;
+use crate::rng::Rng;
+use crate::spec::{ServerSpec, WeightMode};
+use ndarray::{Array1, Array2, ArrayView1};
+use rand::Rng as _;
+use rand::seq::index::sample as sample_indices;
+use rand_distr::{Distribution, StandardNormal};
+
+/// P disjoint boxes of equal volume covering [0,1]^D (algorithms.md section 4): P = 4 with
+/// D >= 2 halves the first two dimensions, ordered (x1 low, x2 low), (x1 low, x2 high),
+/// (x1 high, x2 low), (x1 high, x2 high) (App. B.2.1); every other case splits the first
+/// dimension into P equal intervals. A point on a shared boundary belongs to the lower index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Partition {
+    pub parts: usize,
+    quadrants: bool,
+}
+
+impl Partition {
+    pub fn new(parts: usize, dim: usize) -> Self {
+        Partition {
+            parts,
+            quadrants: parts == 4 && dim >= 2,
+        }
+    }
+
+    fn cell(v: f64, k: usize) -> usize {
+        // ceil(v k) - 1 puts a boundary value k' / k into cell k' - 1 (the lower one).
+        ((v * k as f64).ceil() as i64 - 1).clamp(0, k as i64 - 1) as usize
+    }
+
+    pub fn region(&self, x: ArrayView1<f64>) -> usize {
+        if self.quadrants {
+            2 * Self::cell(x[0], 2) + Self::cell(x[1], 2)
+        } else {
+            Self::cell(x[0], self.parts)
+        }
+    }
+}
+
+/// a_t of the softmax weights at server round t (DP paper App. B): a + 1 for t <= t_const,
+/// then linear to 1 over t_decay rounds (a + 1 at t_const + 1, 1 at t_const + t_decay), then 1.
+pub fn a_t(s: &ServerSpec, round: usize) -> f64 {
+    let top = s.a + 1.0;
+    match s.weights {
+        WeightMode::Equal => 1.0,
+        WeightMode::Fixed => top,
+        WeightMode::Adaptive => {
+            if round <= s.t_const {
+                top
+            } else if s.t_decay >= 2 && round <= s.t_const + s.t_decay {
+                let k = (round - s.t_const - 1) as f64;
+                top - s.a * k / (s.t_decay - 1) as f64
+            } else {
+                1.0
+            }
+        }
+    }
+}
+
+/// phi_n^(i): row i holds sub-region i's weights over the N agents, summing to 1. An agent
+/// assigned to i weighs exp(a_t - 1) against 1 for the others (the paper's softmax with
+/// temperature a / (a_t - 1)).
+pub fn weights(a_t: f64, assignment: &[usize], parts: usize) -> Array2<f64> {
+    let n = assignment.len();
+    let boost = (a_t - 1.0).exp();
+    let mut w = Array2::from_elem((parts, n), 1.0);
+    for (agent, &r) in assignment.iter().enumerate() {
+        w[[r, agent]] = boost;
+    }
+    for mut row in w.rows_mut() {
+        let total = row.sum();
+        row /= total;
+    }
+    w
+}
+
+/// What the server did in one round (server.csv).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RoundRecord {
+    pub round: usize,
+    pub selected: usize,
+    pub clipped: usize,
+    pub a_t: f64,
+    pub phi_max: f64,
+    /// Standard deviation of the noise added to each coordinate (0 without DP).
+    pub noise_sd: f64,
+}
+
+pub struct Server {
+    spec: ServerSpec,
+    assignment: Vec<usize>,
+    rng: Rng,
+}
+
+impl Server {
+    /// `assignment[n]` is the sub-region agent n explores.
+    pub fn new(spec: ServerSpec, assignment: Vec<usize>, rng: Rng) -> Self {
+        Server {
+            spec,
+            assignment,
+            rng,
+        }
+    }
+
+    /// One round: the P vectors omega^(i) from every agent's omega_n (Algorithm 1 lines 5-11).
+    pub fn aggregate(
+        &mut self,
+        round: usize,
+        omegas: &[Array1<f64>],
+    ) -> (Vec<Array1<f64>>, RoundRecord) {
+        let p = self.spec.subregions;
+        let n = omegas.len();
+        let m = omegas.first().map_or(0, |o| o.len());
+        let a = a_t(&self.spec, round);
+        let w = if self.spec.weights == WeightMode::Equal {
+            Array2::from_elem((p, n), 1.0 / n as f64)
+        } else {
+            weights(a, &self.assignment, p)
+        };
+        let phi_max = w.iter().cloned().fold(0.0, f64::max);
+        let mut out = vec![Array1::zeros(m); p];
+        let Some(dp) = self.spec.dp else {
+            for (agent, omega) in omegas.iter().enumerate() {
+                for (i, o) in out.iter_mut().enumerate() {
+                    o.scaled_add(w[[i, agent]], omega);
+                }
+            }
+            let rec = RoundRecord {
+                round,
+                selected: n,
+                clipped: 0,
+                a_t: a,
+                phi_max,
+                noise_sd: 0.0,
+            };
+            return (out, rec);
+        };
+        let selected: Vec<usize> = match dp.sampling {
+            Sampling::Poisson => (0..n).filter(|_| self.rng.random::<f64>() < dp.q).collect(),
+            Sampling::Fixed => {
+                let k = ((n as f64 * dp.q).round() as usize).min(n);
+                let mut s = sample_indices(&mut self.rng, n, k).into_vec();
+                s.sort_unstable();
+                s
+            }
+        };
+        let bound = dp.clip / (p as f64).sqrt();
+        let mut clipped = 0;
+        for &agent in &selected {
+            let omega = &omegas[agent];
+            let norm = omega.dot(omega).sqrt();
+            let scale = if norm > bound {
+                clipped += 1;
+                bound / norm
+            } else {
+                1.0
+            };
+            for (i, o) in out.iter_mut().enumerate() {
+                o.scaled_add(w[[i, agent]] * scale / dp.q, omega);
+            }
+        }
+        // An empty subset still releases noise (algorithms.md section 4).
+        let noise_sd = dp.z * phi_max * dp.clip / dp.q;
+        for o in out.iter_mut() {
+            for v in o.iter_mut() {
+                let e: f64 = StandardNormal.sample(&mut self.rng);
+                *v += noise_sd * e;
+            }
+        }
+        let rec = RoundRecord {
+            round,
+            selected: selected.len(),
+            clipped,
+            a_t: a,
+            phi_max,
+            noise_sd,
+        };
+        (out, rec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{Purpose, SHARED, stream};
+    use crate::spec::{DpSpec, InitRegion};
+    use ndarray::array;
+
+    fn spec(p: usize, dp: Option<DpSpec>, weights: WeightMode) -> ServerSpec {
+        ServerSpec {
+            subregions: p,
+            dp,
+            weights,
+            a: 15.0,
+            t_const: 5,
+            t_decay: 5,
+            init: InitRegion::Subregion,
+        }
+    }
+
+    #[test]
+    fn a_t_follows_the_papers_synthetic_schedule() {
+        let s = spec(2, None, WeightMode::Adaptive);
+        let got: Vec<f64> = (0..=12).map(|t| a_t(&s, t)).collect();
+        let want = [
+            16.0, 16.0, 16.0, 16.0, 16.0, 16.0, 16.0, 12.25, 8.5, 4.75, 1.0, 1.0, 1.0,
+        ];
+        assert_eq!(got, want);
+        assert_eq!(a_t(&spec(2, None, WeightMode::Fixed), 100), 16.0);
+        // Real-world: 16 up to round 10, 1 from round 40.
+        let rw = ServerSpec {
+            t_const: 10,
+            t_decay: 30,
+            ..s
+        };
+        assert_eq!(a_t(&rw, 10), 16.0);
+        assert_eq!(a_t(&rw, 11), 16.0);
+        assert!((a_t(&rw, 40) - 1.0).abs() < 1e-12);
+        assert!(a_t(&rw, 25) > 1.0 && a_t(&rw, 25) < 16.0);
+    }
+
+    #[test]
+    fn weights_are_the_papers_softmax() {
+        // phi ∝ exp((a I + 1) / T) with T = a / (a_t - 1).
+        let assignment = [0, 1, 0, 1, 1];
+        let (a, at) = (15.0, 8.5);
+        let w = weights(at, &assignment, 2);
+        let temp = a / (at - 1.0);
+        for i in 0..2 {
+            let raw: Vec<f64> = assignment
+                .iter()
+                .map(|&r| ((a * (r == i) as u8 as f64 + 1.0) / temp).exp())
+                .collect();
+            let total: f64 = raw.iter().sum();
+            for n in 0..5 {
+                assert!((w[[i, n]] - raw[n] / total).abs() < 1e-12);
+            }
+        }
+        // a_t = 1: uniform.
+        assert!(
+            weights(1.0, &assignment, 2)
+                .iter()
+                .all(|&v| (v - 0.2).abs() < 1e-15)
+        );
+    }
+
+    #[test]
+    fn partition_matches_the_papers_boxes() {
+        let p = Partition::new(3, 1);
+        assert_eq!(p.region(array![0.0].view()), 0);
+        assert_eq!(
+            p.region(array![1.0 / 3.0].view()),
+            0,
+            "boundary goes to the lower index"
+        );
+        assert_eq!(p.region(array![0.34].view()), 1);
+        assert_eq!(p.region(array![1.0].view()), 2);
+        let q = Partition::new(4, 2);
+        assert_eq!(q.region(array![0.2, 0.2].view()), 0);
+        assert_eq!(q.region(array![0.2, 0.7].view()), 1);
+        assert_eq!(q.region(array![0.7, 0.2].view()), 2);
+        assert_eq!(q.region(array![0.7, 0.7].view()), 3);
+    }
+
+    #[test]
+    fn non_private_aggregate_is_the_weighted_sum() {
+        let s = spec(2, None, WeightMode::Adaptive);
+        let mut srv = Server::new(s, vec![0, 1], stream(1, 0, SHARED, Purpose::Server));
+        let omegas = [array![1.0, 0.0], array![0.0, 1.0]];
+        let (out, rec) = srv.aggregate(0, &omegas);
+        let b = 15f64.exp();
+        assert!(
+            (out[0][0] - b / (b + 1.0)).abs() < 1e-12
+                && (out[0][1] - 1.0 / (b + 1.0)).abs() < 1e-12
+        );
+        assert!((out[1][1] - b / (b + 1.0)).abs() < 1e-12);
+        assert_eq!((rec.selected, rec.clipped, rec.noise_sd), (2, 0, 0.0));
+    }
+
+    #[test]
+    fn private_aggregate_clips_subsamples_and_adds_the_right_noise() {
+        let dp = DpSpec {
+            q: 0.5,
+            z: 1.0,
+            clip: 2.0,
+            sampling: Sampling::Poisson,
+        };
+        let s = spec(1, Some(dp), WeightMode::Equal);
+        let n = 400;
+        let omegas: Vec<Array1<f64>> = (0..n)
+            .map(|i| array![if i % 2 == 0 { 10.0 } else { 0.5 }])
+            .collect();
+        let mut srv = Server::new(s, vec![0; n], stream(2, 0, SHARED, Purpose::Server));
+        let mut selected = 0;
+        let mut clipped = 0;
+        let mut noise = Vec::new();
+        for round in 0..200 {
+            let (_, rec) = srv.aggregate(round, &omegas);
+            selected += rec.selected;
+            clipped += rec.clipped;
+            assert!((rec.noise_sd - 1.0 * (1.0 / n as f64) * 2.0 / 0.5).abs() < 1e-12);
+            noise.push(rec.noise_sd);
+        }
+        // Poisson(q = 0.5) over 400 agents x 200 rounds; half the vectors exceed the bound 2.
+        let rate = selected as f64 / (n * 200) as f64;
+        assert!((rate - 0.5).abs() < 0.01, "{rate}");
+        let frac = clipped as f64 / selected as f64;
+        assert!((frac - 0.5).abs() < 0.02, "{frac}");
+        // Fixed-size sampling selects exactly round(N q).
+        let fixed = ServerSpec {
+            dp: Some(DpSpec {
+                sampling: Sampling::Fixed,
+                ..dp
+            }),
+            ..spec(1, None, WeightMode::Equal)
+        };
+        let mut srv = Server::new(fixed, vec![0; n], stream(3, 0, SHARED, Purpose::Server));
+        assert_eq!(srv.aggregate(0, &omegas).1.selected, 200);
+    }
+
+    #[test]
+    fn private_mean_is_unbiased() {
+        // E[omega^(i)] = sum_n phi_n omega_n when nothing is clipped.
+        let dp = DpSpec {
+            q: 0.25,
+            z: 0.5,
+            clip: 100.0,
+            sampling: Sampling::Poisson,
+        };
+        let s = spec(1, Some(dp), WeightMode::Equal);
+        let n = 50;
+        let omegas: Vec<Array1<f64>> = (0..n).map(|i| array![i as f64 / 10.0]).collect();
+        let exact = omegas.iter().map(|o| o[0]).sum::<f64>() / n as f64;
+        let mut srv = Server::new(s, vec![0; n], stream(4, 0, SHARED, Purpose::Server));
+        let reps = 20_000;
+        let mean = (0..reps)
+            .map(|r| srv.aggregate(r, &omegas).0[0][0])
+            .sum::<f64>()
+            / reps as f64;
+        // Var per draw: sampling (~1.6) + noise (z phi S / q)^2 = 16 -> s.e. ~ 0.03.
+        assert!((mean - exact).abs() < 0.15, "{mean} vs {exact}");
+    }
+}
