@@ -333,21 +333,36 @@ fn merge(spec: &Spec, parts: &Path, out: &Path, jobs: &[(usize, usize)], dim: us
     let header = output::trace_header(dim).join(",");
     trace.extend_from_slice(header.as_bytes());
     trace.push(b'\n');
+    let mut server = output::SERVER_HEADER.as_bytes().to_vec();
+    let mut done = Vec::new();
     for &(a, r) in jobs {
         let p = part_path(parts, a, r);
         if !p.exists() {
             continue;
         }
+        done.push((a, r));
         let text = fs::read(&p).map_err(|e| FboError::io(&p, e))?;
         let body_start = text
             .iter()
             .position(|&b| b == b'\n')
             .map_or(text.len(), |i| i + 1);
         trace.extend_from_slice(&text[body_start..]);
+        let sp = server_part_path(parts, a, r);
+        server.extend(fs::read(&sp).map_err(|e| FboError::io(&sp, e))?);
     }
     let trace_path = out.join("trace.csv");
     let summary_rows = output::read_summary_input(&trace, &trace_path)?;
     write_atomic(&trace_path, &trace)?;
+    if spec.algorithms.iter().any(|a| a.server.is_some()) {
+        write_atomic(&out.join("server.csv"), &server)?;
+    }
+    let curves = privacy_curves(spec)?;
+    if !curves.is_empty() {
+        write_atomic(
+            &out.join("privacy.csv"),
+            &output::privacy_csv(spec, &curves, &done),
+        )?;
+    }
     let order: Vec<String> = spec.algorithms.iter().map(|a| a.label.clone()).collect();
     write_atomic(
         &out.join("summary.csv"),
