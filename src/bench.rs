@@ -123,6 +123,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                     out: out.clone(),
                     threads: None,
                     quiet: true,
+                    progress: None,
                 },
             )?;
             std::fs::remove_dir_all(&out).map_err(|e| FboError::io(&out, e))?;

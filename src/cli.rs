@@ -5,6 +5,7 @@ use crate::error::{FboError, Result};
 use crate::privacy::{self, Accountant, Mechanism, Sampling};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::Spec;
+use crate::sweep;
 use clap::{Parser, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -38,6 +39,23 @@ pub enum Command {
         #[arg(long)]
         quiet: bool,
         /// Leave elapsed_s empty, so reruns give byte-identical traces.
+        #[arg(long)]
+        no_timing: bool,
+    },
+    /// Run a spec once per point of its [sweep] table and write sweep.csv.
+    Sweep {
+        spec: PathBuf,
+        /// Output folder [default: results/<spec name>/]. Rerunning into it skips finished points.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override every point's number of runs.
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: Option<u32>,
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        threads: Option<u32>,
+        #[arg(long)]
+        quiet: bool,
+        /// Leave elapsed_s empty in the points' traces.
         #[arg(long)]
         no_timing: bool,
     },
@@ -111,6 +129,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     out: out.clone(),
                     threads: threads.map(|t| t as usize),
                     quiet,
+                    progress: None,
                 },
             )?;
             if !quiet {
@@ -124,8 +143,42 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Sweep {
+            spec,
+            out,
+            runs,
+            threads,
+            quiet,
+            no_timing,
+        } => {
+            let base = Spec::load(&spec)?;
+            let out = out.unwrap_or_else(|| Path::new("results").join(&base.name));
+            sweep::run(
+                &spec,
+                &sweep::SweepOptions {
+                    out: out.clone(),
+                    threads: threads.map(|t| t as usize),
+                    quiet,
+                    runs: runs.map(|r| r as usize),
+                    no_timing,
+                },
+            )?;
+            if !quiet {
+                eprintln!("sweep done -> {}", out.join("sweep.csv").display());
+            }
+            Ok(())
+        }
         Command::Validate { spec } => {
             let s = load(&spec, None, false)?;
+            if s.has_sweep {
+                let sw = sweep::load(&spec)?;
+                println!(
+                    "{}: ok: sweep of {} points over {}",
+                    spec.display(),
+                    sw.points.len(),
+                    sw.keys.join(", ")
+                );
+            }
             println!(
                 "{}: ok: {} runs x {} iterations, {} agents, algorithms: {}",
                 spec.display(),

@@ -17,6 +17,7 @@ pub mod runner;
 pub mod server;
 pub mod spec;
 pub mod surrogate;
+pub mod sweep;
 
 // Link the system OpenBLAS that ndarray-linalg's LAPACK calls resolve to.
 extern crate openblas_src;

@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub out: PathBuf,
     pub threads: Option<usize>,
     pub quiet: bool,
+    /// A bar to report runs on (a sweep's); None: run_spec draws its own.
+    pub progress: Option<ProgressBar>,
 }
 
 #[derive(Debug)]
@@ -170,7 +172,7 @@ fn fingerprint(spec: &Spec) -> String {
     )
 }
 
-fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
+pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
@@ -185,6 +187,13 @@ fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
 }
 
 pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
+    if spec.has_sweep {
+        return Err(FboError::spec(
+            &spec.path,
+            "sweep",
+            "this spec has a [sweep] table: run it with `fbo sweep`, or remove the table to run the base point",
+        ));
+    }
     let started = Instant::now();
     let out = &opts.out;
     fs::create_dir_all(out).map_err(|e| FboError::io(out, e))?;
@@ -219,7 +228,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         );
     }
     let dim = landscapes[0].domain.dim();
-    let pb = progress_bar(jobs.len() as u64, opts.quiet);
+    let pb = match &opts.progress {
+        Some(bar) => {
+            bar.set_length(jobs.len() as u64);
+            bar.clone()
+        }
+        None => progress_bar(jobs.len() as u64, opts.quiet),
+    };
     pb.set_position(resumed as u64);
 
     let work = || -> Vec<(usize, usize, Result<()>)> {
@@ -250,7 +265,9 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             .install(work),
         None => work(),
     };
-    pb.finish_and_clear();
+    if opts.progress.is_none() {
+        pb.finish_and_clear();
+    }
 
     let failures: Vec<String> = results
         .into_iter()

@@ -31,6 +31,8 @@ pub struct Spec {
     pub federation: FederationSpec,
     pub privacy: PrivacySpec,
     pub output: OutputSpec,
+    /// The file has a [sweep] table (only `fbo sweep` runs it).
+    pub has_sweep: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,6 +189,8 @@ struct RawSpec {
     server: Option<RawServer>,
     privacy: Option<RawPrivacy>,
     output: Option<RawOutput>,
+    /// Read by `fbo sweep` (src/sweep.rs); here only noted.
+    sweep: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -760,6 +764,7 @@ impl Spec {
             federation,
             privacy,
             output,
+            has_sweep: raw.sweep.is_some(),
         })
     }
 

@@ -1,0 +1,452 @@
+//! `fbo sweep`: one spec, many parameter values. The [sweep] table maps spec paths to lists of
+//! values, run as a Cartesian product:
+//!
+//! ```toml
+//! [sweep]
+//! "server.q" = [0.1, 0.25, 0.35]
+//! "algorithm[1].server.clip" = [5.0, 11.0]
+//! ```
+//!
+//! or lists the points explicitly: `points = [{ "server.q" = 0.1, "server.z" = 1.0 }, ...]`.
+//! Every point is the base spec with those values set, checked like any spec, and run on the
+//! same seeds into `points/pNNN/`. A finished point leaves `point.csv`; a rerun into the same
+//! folder skips finished points whose spec is unchanged, and `sweep.csv` gathers every finished
+//! point's rows.
+
+use crate::error::{FboError, Result};
+use crate::output::write_atomic;
+use crate::privacy::Accountant;
+use crate::runner::{RunOptions, progress_bar, run_spec};
+use crate::spec::Spec;
+use indicatif::{MultiProgress, ProgressDrawTarget};
+use std::fs;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+pub struct Point {
+    pub name: String,
+    /// (path, value as written in the CSV), in the order of `Sweep::keys`.
+    pub values: Vec<(String, String)>,
+    pub spec: Spec,
+}
+
+pub struct Sweep {
+    pub keys: Vec<String>,
+    pub points: Vec<Point>,
+}
+
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// "algorithm[1].server.q" -> Key(algorithm), Index(1), Key(server), Key(q).
+fn parse_path(path: &str) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    for part in path.split('.') {
+        let (name, rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if name.is_empty() {
+            return None;
+        }
+        steps.push(Step::Key(name.to_string()));
+        let mut rest = rest;
+        while let Some(stripped) = rest.strip_prefix('[') {
+            let end = stripped.find(']')?;
+            steps.push(Step::Index(stripped[..end].parse().ok()?));
+            rest = &stripped[end + 1..];
+        }
+        if !rest.is_empty() {
+            return None;
+        }
+    }
+    Some(steps)
+}
+
+/// Sets `path` in the spec table, creating intermediate tables (an algorithm's inline
+/// `server = {...}`, say) where missing.
+fn set_path(
+    table: &mut toml::Table,
+    path: &str,
+    value: toml::Value,
+) -> std::result::Result<(), String> {
+    let steps = parse_path(path).ok_or_else(|| {
+        format!("\"{path}\" is not a spec path (use a.b.c or algorithm[1].server.q)")
+    })?;
+    let mut cur = table;
+    let mut i = 0;
+    while i < steps.len() {
+        let Step::Key(k) = &steps[i] else {
+            return Err(format!("\"{path}\": an index must follow a key"));
+        };
+        let last = i + 1 == steps.len();
+        if last {
+            cur.insert(k.clone(), value);
+            return Ok(());
+        }
+        let entry = cur
+            .entry(k.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let next = if let Some(Step::Index(n)) = steps.get(i + 1) {
+            i += 1;
+            let arr = entry
+                .as_array_mut()
+                .ok_or_else(|| format!("\"{path}\": `{k}` is not a list"))?;
+            let len = arr.len();
+            arr.get_mut(*n)
+                .ok_or_else(|| format!("\"{path}\": `{k}` has {len} entries, no [{n}]"))?
+        } else {
+            entry
+        };
+        if i + 1 == steps.len() {
+            return Err(format!(
+                "\"{path}\" ends at a list entry; name a key inside it"
+            ));
+        }
+        cur = next
+            .as_table_mut()
+            .ok_or_else(|| format!("\"{path}\": `{k}` is not a table"))?;
+        i += 1;
+    }
+    Ok(())
+}
+
+fn show(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Reads a sweep spec and expands its points, checking each one.
+pub fn load(path: &Path) -> Result<Sweep> {
+    let base = Spec::load(path)?; // the base spec must be valid on its own
+    let err = |key: &str, msg: String| FboError::spec(path, key, msg);
+    let mut table: toml::Table = base
+        .source
+        .parse()
+        .map_err(|e| err("", format!("invalid spec: {e}")))?;
+    let Some(toml::Value::Table(sweep)) = table.remove("sweep") else {
+        return Err(err(
+            "sweep",
+            "missing [sweep] table: list the values to sweep, e.g. \"server.q\" = [0.1, 0.25]"
+                .into(),
+        ));
+    };
+    let combos: Vec<Vec<(String, toml::Value)>> = if let Some(points) = sweep.get("points") {
+        if sweep.len() > 1 {
+            return Err(err(
+                "sweep",
+                "give either `points` or per-key lists, not both".into(),
+            ));
+        }
+        let list = points
+            .as_array()
+            .ok_or_else(|| err("sweep.points", "must be a list of tables".into()))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.as_table()
+                    .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                    .ok_or_else(|| {
+                        err(
+                            &format!("sweep.points[{i}]"),
+                            "must be a table of path = value".into(),
+                        )
+                    })
+            })
+            .collect::<Result<_>>()?
+    } else {
+        let mut combos: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
+        for (k, v) in &sweep {
+            let values = v.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
+                err(
+                    &format!("sweep.\"{k}\""),
+                    "must be a non-empty list of values".into(),
+                )
+            })?;
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |val| {
+                        let mut c = c.clone();
+                        c.push((k.clone(), val.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        combos
+    };
+    if combos.is_empty() || combos[0].is_empty() {
+        return Err(err("sweep", "lists no values".into()));
+    }
+    let mut keys: Vec<String> = Vec::new();
+    for c in &combos {
+        for (k, _) in c {
+            if !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    let mut points = Vec::with_capacity(combos.len());
+    for (i, combo) in combos.into_iter().enumerate() {
+        let name = format!("p{i:03}");
+        let mut t = table.clone();
+        let label = combo
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", show(v)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        for (k, v) in &combo {
+            set_path(&mut t, k, v.clone()).map_err(|m| err(&format!("sweep.\"{k}\""), m))?;
+        }
+        let text = toml::to_string(&t)
+            .map_err(|e| err("sweep", format!("cannot write point {name}: {e}")))?;
+        let spec = Spec::parse(&text, path).map_err(|e| match e {
+            FboError::Spec { file, key, message } => FboError::Spec {
+                file,
+                key,
+                message: format!("{message} (in sweep point {name}: {label})"),
+            },
+            other => other,
+        })?;
+        let values = keys
+            .iter()
+            .map(|k| {
+                let v = combo
+                    .iter()
+                    .find(|(ck, _)| ck == k)
+                    .map(|(_, v)| show(v))
+                    .unwrap_or_default();
+                (k.clone(), v)
+            })
+            .collect();
+        points.push(Point { name, values, spec });
+    }
+    Ok(Sweep { keys, points })
+}
+
+pub struct SweepOptions {
+    pub out: PathBuf,
+    pub threads: Option<usize>,
+    pub quiet: bool,
+    pub runs: Option<usize>,
+    pub no_timing: bool,
+}
+
+fn csv_escape(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Reads a point's result files into its sweep.csv rows (one per algorithm).
+fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> {
+    let spec = &point.spec;
+    let read = |f: &str| -> Result<Vec<Vec<String>>> {
+        let p = dir.join(f);
+        if !p.exists() {
+            return Ok(Vec::new());
+        }
+        let mut rdr = csv::Reader::from_path(&p)
+            .map_err(|e| FboError::Run(format!("{}: {e}", p.display())))?;
+        rdr.records()
+            .map(|r| {
+                r.map(|r| r.iter().map(String::from).collect())
+                    .map_err(|e| FboError::Run(format!("{}: {e}", p.display())))
+            })
+            .collect()
+    };
+    let last = spec.iterations.to_string();
+    let summary = read("summary.csv")?;
+    let privacy = read("privacy.csv")?;
+    let server = read("server.csv")?;
+    let mut out = String::new();
+    for a in &spec.algorithms {
+        // summary.csv: algorithm, iteration, n, mean_simple_regret, se_simple_regret,
+        // mean_best_f, se_best_f, ... (means over agents and runs).
+        let fin = summary.iter().find(|r| r[0] == a.label && r[1] == last);
+        let get = |c: usize| fin.map(|r| r[c].clone()).unwrap_or_default();
+        let eps = |acc: Accountant| -> String {
+            privacy
+                .iter()
+                .find(|r| r[0] == a.label && r[1] == "0" && r[2] == last && r[3] == acc.name())
+                .map(|r| r[5].clone())
+                .unwrap_or_default()
+        };
+        let (sel, clip) =
+            server
+                .iter()
+                .filter(|r| r[0] == a.label)
+                .fold((0usize, 0usize), |(s, c), r| {
+                    (
+                        s + r[3].parse::<usize>().unwrap_or(0),
+                        c + r[4].parse::<usize>().unwrap_or(0),
+                    )
+                });
+        let clipped = if a.server.as_ref().is_some_and(|s| s.dp.is_some()) && sel > 0 {
+            (clip as f64 / sel as f64).to_string()
+        } else {
+            String::new()
+        };
+        let mut fields = vec![point.name.clone()];
+        fields.extend(point.values.iter().map(|(_, v)| csv_escape(v)));
+        fields.extend([
+            csv_escape(&a.label),
+            spec.runs.to_string(),
+            get(5),
+            get(6),
+            get(3),
+            get(4),
+            eps(Accountant::RdpInt),
+            eps(Accountant::Rdp),
+            eps(Accountant::Pld),
+            clipped,
+            wall_s.map(|w| format!("{w:.3}")).unwrap_or_default(),
+        ]);
+        out += &fields.join(",");
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
+    let mut sweep = load(path)?;
+    for p in &mut sweep.points {
+        if let Some(r) = opts.runs {
+            p.spec.runs = r;
+        }
+        if opts.no_timing {
+            p.spec.output.timing = false;
+        }
+    }
+    let out = &opts.out;
+    fs::create_dir_all(out).map_err(|e| FboError::io(out, e))?;
+    write_atomic(
+        &out.join("spec.toml"),
+        sweep.points[0].spec.source.as_bytes(),
+    )?;
+    let draw = !opts.quiet && std::io::stderr().is_terminal();
+    let multi = MultiProgress::with_draw_target(if draw {
+        ProgressDrawTarget::stderr()
+    } else {
+        ProgressDrawTarget::hidden()
+    });
+    let points_bar = multi.add(progress_bar(sweep.points.len() as u64, !draw));
+    points_bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} points, ETA {eta}",
+        )
+        .expect("valid template"),
+    );
+    let runs_bar = multi.add(progress_bar(1, !draw));
+    let mut skipped = 0;
+    let mut failures = Vec::new();
+    for point in &sweep.points {
+        let dir = out.join("points").join(&point.name);
+        let marker = dir.join("point.csv");
+        let same_spec =
+            fs::read_to_string(dir.join("spec.toml")).is_ok_and(|s| s == point.spec.source);
+        if marker.exists() && same_spec {
+            skipped += 1;
+            points_bar.inc(1);
+            continue;
+        }
+        let _ = fs::remove_file(&marker);
+        let started = Instant::now();
+        let res = run_spec(
+            &point.spec,
+            &RunOptions {
+                out: dir.clone(),
+                threads: opts.threads,
+                quiet: true,
+                progress: Some(runs_bar.clone()),
+            },
+        )
+        .and_then(|_| point_rows(point, &dir, Some(started.elapsed().as_secs_f64())))
+        .and_then(|rows| write_atomic(&marker, rows.as_bytes()));
+        if let Err(e) = res {
+            failures.push(format!("{}: {e}", point.name));
+        }
+        points_bar.inc(1);
+    }
+    runs_bar.finish_and_clear();
+    points_bar.finish_and_clear();
+    if skipped > 0 && !opts.quiet {
+        eprintln!(
+            "resumed: skipped {skipped} of {} points already finished in {}",
+            sweep.points.len(),
+            out.display()
+        );
+    }
+    // sweep.csv from every finished point, in point order.
+    let mut header = vec!["point".to_string()];
+    header.extend(sweep.keys.iter().map(|k| csv_escape(k)));
+    header.extend(
+        [
+            "algorithm",
+            "runs",
+            "mean_best_f",
+            "se_best_f",
+            "mean_simple_regret",
+            "se_simple_regret",
+            "epsilon_rdp_int",
+            "epsilon_rdp",
+            "epsilon_pld",
+            "clipped_fraction",
+            "wall_s",
+        ]
+        .map(String::from),
+    );
+    let mut csv = header.join(",") + "\n";
+    for point in &sweep.points {
+        let marker = out.join("points").join(&point.name).join("point.csv");
+        if let Ok(rows) = fs::read_to_string(&marker) {
+            csv += &rows;
+        }
+    }
+    write_atomic(&out.join("sweep.csv"), csv.as_bytes())?;
+    if !failures.is_empty() {
+        return Err(FboError::Run(format!(
+            "{} of {} sweep points failed (rerun the same command to retry them):\n  {}",
+            failures.len(),
+            sweep.points.len(),
+            failures.join("\n  ")
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_reach_nested_tables_and_list_entries() {
+        let mut t: toml::Table =
+            "a = 1\n[[algorithm]]\nkind = \"ts\"\n[[algorithm]]\nkind = \"x\"\n"
+                .parse()
+                .unwrap();
+        set_path(&mut t, "server.q", toml::Value::Float(0.5)).unwrap();
+        set_path(&mut t, "algorithm[1].server.clip", toml::Value::Float(3.0)).unwrap();
+        assert_eq!(t["server"]["q"].as_float(), Some(0.5));
+        assert_eq!(t["algorithm"][1]["server"]["clip"].as_float(), Some(3.0));
+        assert!(
+            set_path(&mut t, "algorithm[5].q", toml::Value::Float(1.0))
+                .unwrap_err()
+                .contains("has 2 entries")
+        );
+        assert!(
+            set_path(&mut t, "a.b", toml::Value::Float(1.0))
+                .unwrap_err()
+                .contains("not a table")
+        );
+        assert!(parse_path("x[1").is_none() && parse_path(".x").is_none());
+    }
+}

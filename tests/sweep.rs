@@ -1,0 +1,121 @@
+//! `fbo sweep`: expansion, outputs, resume, errors.
+
+mod common;
+use common::*;
+use std::fs;
+
+fn sweep_spec(table: &str) -> String {
+    format!("{SMALL_DP}\n[sweep]\n{table}\n").replace("runs = 3", "runs = 2")
+}
+
+#[test]
+fn product_sweep_writes_one_row_per_point_and_algorithm_and_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "sw.toml",
+        &sweep_spec("\"server.q\" = [0.25, 0.5]\n\"server.z\" = [1.0, 2.0]"),
+    );
+    let out = dir.path().join("o");
+    let o = fbo()
+        .arg("sweep")
+        .arg(&p)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(rows[0].starts_with("point,server.q,server.z,algorithm,runs,mean_best_f"));
+    assert_eq!(rows.len(), 1 + 4 * 2, "{csv}");
+    // Privacy: larger z, smaller epsilon at the same q; larger q, larger epsilon.
+    let eps = |q: &str, z: &str| -> f64 {
+        let r = rows
+            .iter()
+            .find(|r| r.contains(&format!(",{q},{z},DP-FTS-DE")))
+            .unwrap_or_else(|| panic!("no row for q={q} z={z}"));
+        r.split(',').nth(9).unwrap().parse().unwrap()
+    };
+    assert!(eps("0.25", "2.0") < eps("0.25", "1.0"));
+    assert!(eps("0.5", "1.0") > eps("0.25", "1.0"));
+    // Rerun: every point is skipped and sweep.csv is rewritten identically (timing aside).
+    let o = fbo()
+        .arg("sweep")
+        .arg(&p)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert!(
+        stderr(&o).contains("skipped 4 of 4 points"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(fs::read_to_string(out.join("sweep.csv")).unwrap(), csv);
+}
+
+#[test]
+fn explicit_points_and_algorithm_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "sw.toml",
+        &sweep_spec(
+            "points = [{ \"algorithm[1].server.clip\" = 1.0 }, { \"algorithm[1].server.clip\" = 100.0 }]",
+        ),
+    );
+    let out = dir.path().join("o");
+    let o = fbo()
+        .arg("sweep")
+        .arg(&p)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let clipped: Vec<f64> = csv
+        .lines()
+        .filter(|l| l.contains("DP-FTS-DE"))
+        .map(|l| l.split(',').nth(12).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(clipped.len(), 2);
+    assert!(
+        clipped[0] > clipped[1],
+        "a smaller S clips more: {clipped:?}"
+    );
+}
+
+#[test]
+fn bad_sweeps_are_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    for (table, expect) in [
+        (
+            "\"server.q\" = [0.5, 1.5]",
+            "must be a sampling rate in (0, 1], got 1.5 (in sweep point p001: server.q = 1.5)",
+        ),
+        ("\"algorithm[9].server.q\" = [0.5]", "has 2 entries, no [9]"),
+        ("\"server.q\" = []", "must be a non-empty list"),
+        ("\"surrogate.featurez\" = [10]", "unknown field `featurez`"),
+    ] {
+        let p = write(dir.path(), "sw.toml", &sweep_spec(table));
+        let out = dir.path().join("o");
+        let o = fbo()
+            .arg("sweep")
+            .arg(&p)
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{table}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(expect),
+            "{table}: expected {expect:?} in {}",
+            stderr(&o)
+        );
+        assert!(!out.exists(), "{table}: nothing may be written");
+    }
+}
