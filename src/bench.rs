@@ -4,6 +4,7 @@
 use crate::algorithm::agent::{Learner, SharedFeatures};
 use crate::error::{FboError, Result};
 use crate::objective::synthetic::landscapes;
+use crate::privacy::{Accountant, Mechanism, Sampling};
 use crate::rng::{Purpose, stream};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::{ObjectiveKind, ObjectiveSpec, Spec};
@@ -106,6 +107,27 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             times[times.len() - 1],
             quantile(&msg_times, 0.5)
         );
+    }
+    println!("# privacy accounting: q = 0.25, z = 1, delta = 1e-5, 1000 steps (median of 5)");
+    println!("accountant,epsilon,median_ms");
+    let mech = Mechanism {
+        q: 0.25,
+        z: 1.0,
+        steps: 1000,
+        sampling: Sampling::Poisson,
+    };
+    for acc in Accountant::ALL {
+        let mut times = Vec::new();
+        let mut eps = f64::NAN;
+        for _ in 0..5 {
+            let t0 = Instant::now();
+            eps = crate::privacy::epsilon(acc, &mech, 1e-5)
+                .map_err(FboError::Run)?
+                .epsilon;
+            times.push(t0.elapsed().as_secs_f64() * 1e3);
+        }
+        times.sort_by(f64::total_cmp);
+        println!("{acc},{eps:.4},{:.2}", quantile(&times, 0.5));
     }
     if !opts.configs.is_empty() {
         println!("# spec wall time (all threads of this machine)");

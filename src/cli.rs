@@ -6,7 +6,7 @@ use crate::privacy::{self, Accountant, Mechanism, Sampling};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::Spec;
 use crate::sweep;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 
 #[derive(Parser)]
@@ -20,45 +20,35 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// What `run` and `sweep` share.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The experiment spec (TOML).
+    pub spec: PathBuf,
+    /// Output folder [default: results/<spec name>/].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Override the spec's number of runs (seeds).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub runs: Option<u32>,
+    /// Worker threads [default: one per core]. Results do not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+    /// No progress bar or notes on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Leave elapsed_s empty, so reruns give byte-identical traces.
+    #[arg(long)]
+    pub no_timing: bool,
+}
+
 #[derive(Subcommand)]
 pub enum Command {
     /// Run every algorithm of a spec over its seeds and write trace.csv and summary.csv.
-    Run {
-        /// The experiment spec (TOML).
-        spec: PathBuf,
-        /// Output folder [default: results/<spec name>/].
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Override the spec's number of runs (seeds).
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        runs: Option<u32>,
-        /// Worker threads [default: one per core]. Results do not depend on it.
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
-        threads: Option<u32>,
-        /// No progress bar or notes on stderr.
-        #[arg(long)]
-        quiet: bool,
-        /// Leave elapsed_s empty, so reruns give byte-identical traces.
-        #[arg(long)]
-        no_timing: bool,
-    },
-    /// Run a spec once per point of its [sweep] table and write sweep.csv.
-    Sweep {
-        spec: PathBuf,
-        /// Output folder [default: results/<spec name>/]. Rerunning into it skips finished points.
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Override every point's number of runs.
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-        runs: Option<u32>,
-        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
-        threads: Option<u32>,
-        #[arg(long)]
-        quiet: bool,
-        /// Leave elapsed_s empty in the points' traces.
-        #[arg(long)]
-        no_timing: bool,
-    },
+    Run(RunArgs),
+    /// Run a spec once per point of its [sweep] table and write sweep.csv; rerunning into
+    /// the same folder skips finished points.
+    Sweep(RunArgs),
     /// Check a spec and print what it would run; exit 2 if it is invalid.
     Validate { spec: PathBuf },
     /// Privacy loss (epsilon at delta) of `steps` rounds of the subsampled Gaussian mechanism.
@@ -113,14 +103,14 @@ fn load(path: &Path, runs: Option<u32>, no_timing: bool) -> Result<Spec> {
 
 pub fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run {
+        Command::Run(RunArgs {
             spec,
             out,
             runs,
             threads,
             quiet,
             no_timing,
-        } => {
+        }) => {
             let spec = load(&spec, runs, no_timing)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
             let report = run_spec(
@@ -143,14 +133,14 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
-        Command::Sweep {
+        Command::Sweep(RunArgs {
             spec,
             out,
             runs,
             threads,
             quiet,
             no_timing,
-        } => {
+        }) => {
             let base = Spec::load(&spec)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&base.name));
             sweep::run(

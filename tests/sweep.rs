@@ -17,36 +17,38 @@ fn product_sweep_writes_one_row_per_point_and_algorithm_and_resumes() {
         &sweep_spec("\"server.q\" = [0.25, 0.5]\n\"server.z\" = [1.0, 2.0]"),
     );
     let out = dir.path().join("o");
-    let o = fbo()
-        .arg("sweep")
-        .arg(&p)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = fbo_output([
+        "sweep".as_ref(),
+        p.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = fs::read_to_string(out.join("sweep.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert!(rows[0].starts_with("point,server.q,server.z,algorithm,runs,mean_best_f"));
     assert_eq!(rows.len(), 1 + 4 * 2, "{csv}");
     // Privacy: larger z, smaller epsilon at the same q; larger q, larger epsilon.
+    let eps_col = rows[0]
+        .split(',')
+        .position(|h| h == "epsilon_rdp_int")
+        .unwrap();
     let eps = |q: &str, z: &str| -> f64 {
         let r = rows
             .iter()
             .find(|r| r.contains(&format!(",{q},{z},DP-FTS-DE")))
             .unwrap_or_else(|| panic!("no row for q={q} z={z}"));
-        r.split(',').nth(9).unwrap().parse().unwrap()
+        r.split(',').nth(eps_col).unwrap().parse().unwrap()
     };
     assert!(eps("0.25", "2.0") < eps("0.25", "1.0"));
     assert!(eps("0.5", "1.0") > eps("0.25", "1.0"));
     // Rerun: every point is skipped and sweep.csv is rewritten identically (timing aside).
-    let o = fbo()
-        .arg("sweep")
-        .arg(&p)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let o = fbo_output([
+        "sweep".as_ref(),
+        p.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
     assert!(o.status.success());
     assert!(
         stderr(&o).contains("skipped 4 of 4 points"),
@@ -67,20 +69,26 @@ fn explicit_points_and_algorithm_paths() {
         ),
     );
     let out = dir.path().join("o");
-    let o = fbo()
-        .arg("sweep")
-        .arg(&p)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .output()
-        .unwrap();
+    let o = fbo_output([
+        "sweep".as_ref(),
+        p.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--quiet".as_ref(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let col = csv
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|h| h == "clipped_fraction")
+        .unwrap();
     let clipped: Vec<f64> = csv
         .lines()
         .filter(|l| l.contains("DP-FTS-DE"))
-        .map(|l| l.split(',').nth(12).unwrap().parse().unwrap())
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
         .collect();
     assert_eq!(clipped.len(), 2);
     assert!(
@@ -103,13 +111,12 @@ fn bad_sweeps_are_refused_before_running() {
     ] {
         let p = write(dir.path(), "sw.toml", &sweep_spec(table));
         let out = dir.path().join("o");
-        let o = fbo()
-            .arg("sweep")
-            .arg(&p)
-            .arg("--out")
-            .arg(&out)
-            .output()
-            .unwrap();
+        let o = fbo_output([
+            "sweep".as_ref(),
+            p.as_os_str(),
+            "--out".as_ref(),
+            out.as_os_str(),
+        ]);
         assert_eq!(o.status.code(), Some(2), "{table}: {}", stderr(&o));
         assert!(
             stderr(&o).contains(expect),

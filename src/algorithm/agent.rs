@@ -2,6 +2,7 @@
 //! hyperparameters and its Thompson sampler; and the shared random features through which
 //! agents talk.
 
+use super::RunContext;
 use crate::error::Result;
 use crate::linalg::argmax;
 use crate::objective::Domain;
@@ -95,6 +96,20 @@ impl SharedFeatures {
             RandomFeatures::draw(m, domain.dim(), length_scale, variance, normalize, &mut rng);
         let grid_phi = features.matrix(domain.points());
         SharedFeatures { features, grid_phi }
+    }
+
+    /// The features of a run as its spec and algorithm define them (M from the algorithm).
+    pub fn for_run(ctx: &RunContext) -> Self {
+        let sur = &ctx.spec.surrogate;
+        SharedFeatures::draw(
+            &ctx.landscape.domain,
+            ctx.algorithm.features,
+            sur.length_scale,
+            sur.kernel_variance,
+            sur.normalize_features,
+            ctx.seed(),
+            ctx.run,
+        )
     }
 
     pub fn phi(&self, index: usize) -> ArrayView1<'_, f64> {

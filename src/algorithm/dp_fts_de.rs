@@ -71,15 +71,7 @@ impl DpFtsDe {
                 ));
             }
         }
-        let shared = SharedFeatures::draw(
-            &domain,
-            alg.features,
-            sur.length_scale,
-            sur.kernel_variance,
-            sur.normalize_features,
-            seed,
-            ctx.run,
-        );
+        let shared = SharedFeatures::for_run(ctx);
         let n = ctx.landscape.agents();
         let assignment: Vec<usize> = (0..n).map(|a| a % p).collect();
         let peers = (0..n)

@@ -49,15 +49,7 @@ impl Fts {
         let domain = ctx.landscape.domain.clone();
         let seed = ctx.seed();
         let sur = &spec.surrogate;
-        let shared = SharedFeatures::draw(
-            &domain,
-            alg.features,
-            sur.length_scale,
-            sur.kernel_variance,
-            sur.normalize_features,
-            seed,
-            ctx.run,
-        );
+        let shared = SharedFeatures::for_run(ctx);
         let n_others = ctx.landscape.agents() - 1;
         let t_n = spec.federation.observations;
         let mut others = Vec::with_capacity(n_others);

@@ -36,6 +36,15 @@ kind = "ts"
 kind = "fts"
 "#;
 
+/// `fbo <args>` with its output collected.
+pub fn fbo_output<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    fbo().args(args).output().unwrap()
+}
+
 pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
