@@ -259,20 +259,17 @@ pub fn epsilon(
     if steps > u32::MAX as u64 {
         return Err("pld: at most 2^32 - 1 steps".into());
     }
-    let mut worst: f64 = 0.0;
-    let mut h_used = interval;
-    for dir in [Direction::Remove, Direction::Add] {
+    // The two directions of add/remove adjacency are independent: compose them in parallel.
+    let one = |dir: Direction| -> (f64, f64) {
         let mut h = interval;
         let (mut up, mut down) = discretise(dir, q, z, h);
         let (mut w, mut wrap) = window(&up, h, steps);
-        let cells = |h: f64, w: f64, len: usize| (2.0 * w / h) as usize + len;
-        if cells(h, w, up.mass.len()) > MAX_FFT {
+        if (2.0 * w / h) as usize + up.mass.len() > MAX_FFT {
             // Coarsen so the composed loss fits; epsilon stays an upper (lower) bound.
             h = 2.0 * w / (MAX_FFT / 2) as f64;
             (up, down) = discretise(dir, q, z, h);
             (w, wrap) = window(&up, h, steps);
         }
-        h_used = h_used.max(h);
         let p = if bound == Bound::Upper { &up } else { &down };
         let mean: f64 = up
             .mass
@@ -282,9 +279,11 @@ pub fn epsilon(
             .sum();
         let (offset, mass, inf) = compose(p, h, steps, steps as f64 * mean, w);
         let wrap = if bound == Bound::Upper { wrap } else { 0.0 };
-        worst = worst.max(epsilon_for(offset, &mass, inf, wrap, h, delta));
-    }
-    Ok((worst, h_used))
+        (epsilon_for(offset, &mass, inf, wrap, h, delta), h)
+    };
+    let ((e_remove, h_remove), (e_add, h_add)) =
+        rayon::join(|| one(Direction::Remove), || one(Direction::Add));
+    Ok((e_remove.max(e_add), h_remove.max(h_add)))
 }
 
 pub fn epsilon_bounds(
