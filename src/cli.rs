@@ -6,6 +6,7 @@ use crate::privacy::{self, Accountant, Mechanism, Sampling};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::Spec;
 use crate::sweep;
+use crate::tabulate;
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -49,6 +50,21 @@ pub enum Command {
     /// Run a spec once per point of its [sweep] table and write sweep.csv; rerunning into
     /// the same folder skips finished points.
     Sweep(RunArgs),
+    /// Build a hyperparameter-response table from a raw dataset (resumable).
+    Tabulate {
+        /// The tabulation config (TOML), e.g. configs/tabulate-landmine.toml.
+        config: PathBuf,
+        /// The raw data file, e.g. ../shared/data/landmine/landmine.csv.
+        #[arg(long)]
+        data: PathBuf,
+        /// Output folder [default: data/<dataset>/].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        threads: Option<u32>,
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Check a spec and print what it would run; exit 2 if it is invalid.
     Validate { spec: PathBuf },
     /// Privacy loss (epsilon at delta) of `steps` rounds of the subsampled Gaussian mechanism.
@@ -155,6 +171,33 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             )?;
             if !quiet {
                 eprintln!("sweep done -> {}", out.join("sweep.csv").display());
+            }
+            Ok(())
+        }
+        Command::Tabulate {
+            config,
+            data,
+            out,
+            threads,
+            quiet,
+        } => {
+            let cfg = tabulate::TabulateConfig::load(&config)?;
+            let out = out.unwrap_or_else(|| {
+                Path::new("data").join(match cfg.dataset {
+                    tabulate::Dataset::Landmine => "landmine",
+                })
+            });
+            tabulate::run(
+                &config,
+                &tabulate::TabulateOptions {
+                    data,
+                    out: out.clone(),
+                    threads: threads.map(|t| t as usize),
+                    quiet,
+                },
+            )?;
+            if !quiet {
+                eprintln!("table -> {}", out.join("table.csv").display());
             }
             Ok(())
         }

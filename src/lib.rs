@@ -5,9 +5,11 @@
 pub mod algorithm;
 pub mod bench;
 pub mod cli;
+pub mod data;
 pub mod error;
 pub mod fastmath;
 pub mod linalg;
+pub mod model;
 pub mod objective;
 pub mod optim;
 pub mod output;
@@ -18,6 +20,7 @@ pub mod server;
 pub mod spec;
 pub mod surrogate;
 pub mod sweep;
+pub mod tabulate;
 
 // Link the system OpenBLAS that ndarray-linalg's LAPACK calls resolve to.
 extern crate openblas_src;

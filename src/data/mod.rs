@@ -1,0 +1,82 @@
+//! Raw datasets: readers that check what they read (shape, label set, checksum) and say which
+//! file and line is wrong, and the seeded train/validation splits.
+
+pub mod landmine;
+
+use crate::error::{FboError, Result};
+use crate::rng::{Purpose, stream};
+use rand::seq::SliceRandom;
+use sha2::{Digest, Sha256};
+use std::path::Path;
+
+/// Hex sha256 of a file's bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Reads a file whole and checks its sha256 when one is known.
+pub fn read_checked(
+    path: &Path,
+    expected_sha256: Option<&str>,
+    what: &str,
+) -> Result<(Vec<u8>, String)> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| FboError::spec(path, "", format!("cannot read the {what}: {e}")))?;
+    let sha = sha256_hex(&bytes);
+    if let Some(want) = expected_sha256
+        && sha != want
+    {
+        return Err(FboError::spec(
+            path,
+            "",
+            format!(
+                "this is not the expected {what}: sha256 {sha}, expected {want} (a truncated or different file; see ../shared/data/*/README.md)"
+            ),
+        ));
+    }
+    Ok((bytes, sha))
+}
+
+/// Stratified split: within each class, a seeded shuffle puts floor(n_c / 2) rows in training
+/// and the rest in validation. Returns true for training rows. (scikit-learn's shuffle, which
+/// the authors used, cannot be reproduced outside Python; this split is recorded instead.)
+pub fn stratified_half_split(labels: &[usize], seed: u64, agent: usize) -> Vec<bool> {
+    let mut rng = stream(seed, 0, agent as u64, Purpose::AgentData);
+    let mut train = vec![false; labels.len()];
+    let classes = labels.iter().copied().max().map_or(0, |m| m + 1);
+    for c in 0..classes {
+        let mut rows: Vec<usize> = (0..labels.len()).filter(|&i| labels[i] == c).collect();
+        rows.shuffle(&mut rng);
+        for &r in &rows[..rows.len() / 2] {
+            train[r] = true;
+        }
+    }
+    train
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_is_stratified_and_seeded() {
+        let labels: Vec<usize> = (0..101).map(|i| (i % 10 == 0) as usize).collect();
+        let s = stratified_half_split(&labels, 3, 1);
+        let pos_train = (0..101).filter(|&i| labels[i] == 1 && s[i]).count();
+        let neg_train = (0..101).filter(|&i| labels[i] == 0 && s[i]).count();
+        assert_eq!((pos_train, neg_train), (5, 45));
+        assert_eq!(s, stratified_half_split(&labels, 3, 1));
+        assert_ne!(s, stratified_half_split(&labels, 4, 1));
+    }
+
+    #[test]
+    fn sha256_of_a_known_string() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}
