@@ -38,6 +38,7 @@ pub fn peak_rss_mib() -> Option<f64> {
 
 pub fn run(opts: &BenchOptions) -> Result<()> {
     let obj = ObjectiveSpec {
+        targets: vec![0],
         kind: ObjectiveKind::SyntheticFts,
         grid: opts.grid,
         length_scale: 0.03,

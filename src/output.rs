@@ -46,7 +46,11 @@ pub struct TraceRow {
     pub source: String,
     pub y: f64,
     pub f: f64,
+    /// f in the objective's own units (AUC, validation error; = f for synthetic objectives).
+    pub metric: f64,
     pub best_f: f64,
+    /// The best metric so far (the lowest error when the metric is minimised).
+    pub best_metric: f64,
     pub simple_regret: f64,
     pub cumulative_regret: f64,
     pub elapsed_s: Option<f64>,
@@ -63,7 +67,9 @@ pub fn trace_header(dim: usize) -> Vec<String> {
             "source",
             "y",
             "f",
+            "metric",
             "best_f",
+            "best_metric",
             "simple_regret",
             "cumulative_regret",
             "elapsed_s",
@@ -93,7 +99,9 @@ pub fn trace_csv(rows: &[TraceRow], dim: usize) -> Result<Vec<u8>> {
             r.source.clone(),
             r.y.to_string(),
             r.f.to_string(),
+            r.metric.to_string(),
             r.best_f.to_string(),
+            r.best_metric.to_string(),
             r.simple_regret.to_string(),
             r.cumulative_regret.to_string(),
             r.elapsed_s.map(|v| format!("{v:.6}")).unwrap_or_default(),
@@ -154,6 +162,7 @@ pub struct SummaryInput {
     pub iteration: i64,
     pub simple_regret: f64,
     pub best_f: f64,
+    pub best_metric: f64,
     pub cumulative_regret: f64,
 }
 
@@ -169,11 +178,12 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
             .position(|h| h == name)
             .ok_or_else(|| FboError::Run(format!("{}: no column {name}", path.display())))
     };
-    let (ca, ci, cs, cb, cc) = (
+    let (ca, ci, cs, cb, cm, cc) = (
         col("algorithm")?,
         col("iteration")?,
         col("simple_regret")?,
         col("best_f")?,
+        col("best_metric")?,
         col("cumulative_regret")?,
     );
     let mut out = Vec::new();
@@ -191,6 +201,7 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
             })?,
             simple_regret: num(cs)?,
             best_f: num(cb)?,
+            best_metric: num(cm)?,
             cumulative_regret: num(cc)?,
         });
     }
@@ -211,7 +222,7 @@ pub fn mean_se(v: &[f64]) -> (f64, f64) {
 /// summary.csv: per algorithm (in the given order) and iteration, mean and s.e. over runs and
 /// target agents.
 pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
-    let mut groups: BTreeMap<(usize, i64), [Vec<f64>; 3]> = BTreeMap::new();
+    let mut groups: BTreeMap<(usize, i64), [Vec<f64>; 4]> = BTreeMap::new();
     for r in rows {
         let Some(a) = order.iter().position(|l| *l == r.algorithm) else {
             continue;
@@ -220,6 +231,7 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
         g[0].push(r.simple_regret);
         g[1].push(r.best_f);
         g[2].push(r.cumulative_regret);
+        g[3].push(r.best_metric);
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| FboError::Run(format!("formatting summary CSV: {e}"));
@@ -233,12 +245,15 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
         "se_best_f",
         "mean_cumulative_regret",
         "se_cumulative_regret",
+        "mean_best_metric",
+        "se_best_metric",
     ])
     .map_err(err)?;
     for ((a, it), g) in &groups {
         let (sm, ss) = mean_se(&g[0]);
         let (bm, bs) = mean_se(&g[1]);
         let (cm, cs) = mean_se(&g[2]);
+        let (mm, ms) = mean_se(&g[3]);
         w.write_record([
             order[*a].clone(),
             it.to_string(),
@@ -249,6 +264,8 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
             bs.to_string(),
             cm.to_string(),
             cs.to_string(),
+            mm.to_string(),
+            ms.to_string(),
         ])
         .map_err(err)?;
     }

@@ -7,7 +7,7 @@
 
 use crate::algorithm::{self, Query, RunContext, Source};
 use crate::error::{FboError, Result};
-use crate::objective::{Landscape, synthetic};
+use crate::objective::{self, Landscape};
 use crate::output::{self, TraceRow, write_atomic};
 use crate::privacy::{self, Accountant, Mechanism};
 use crate::rng::{Purpose, stream};
@@ -91,7 +91,9 @@ pub fn run_one(
             source: q.source.to_string(),
             y,
             f,
+            metric: landscape.metric(f),
             best_f: best[slot],
+            best_metric: landscape.metric(best[slot]),
             simple_regret: opt - best[slot],
             cumulative_regret: cumulative[slot],
             elapsed_s: timing.then(|| {
@@ -210,7 +212,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     write_atomic(&fp_path, fp.as_bytes())?;
     write_atomic(&out.join("spec.toml"), spec.source.as_bytes())?;
 
-    let landscapes = synthetic::landscapes(&spec.objective, spec.total_agents(), spec.seed)?;
+    let landscapes = objective::landscapes(spec)?;
     let jobs: Vec<(usize, usize)> = (0..spec.algorithms.len())
         .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
         .collect();

@@ -270,7 +270,8 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
     let mut out = String::new();
     for a in &spec.algorithms {
         // summary.csv: algorithm, iteration, n, mean_simple_regret, se_simple_regret,
-        // mean_best_f, se_best_f, ... (means over agents and runs).
+        // mean_best_f, se_best_f, mean_cumulative_regret, se_cumulative_regret,
+        // mean_best_metric, se_best_metric (means over agents and runs).
         let fin = summary.iter().find(|r| r[0] == a.label && r[1] == last);
         let get = |c: usize| fin.map(|r| r[c].clone()).unwrap_or_default();
         let eps = |acc: Accountant| -> String {
@@ -300,8 +301,8 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
         fields.extend([
             csv_escape(&a.label),
             spec.runs.to_string(),
-            get(5),
-            get(6),
+            get(9),
+            get(10),
             get(3),
             get(4),
             eps(Accountant::RdpInt),
@@ -392,8 +393,8 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         [
             "algorithm",
             "runs",
-            "mean_best_f",
-            "se_best_f",
+            "mean_best_metric",
+            "se_best_metric",
             "mean_simple_regret",
             "se_simple_regret",
             "epsilon_rdp_int",

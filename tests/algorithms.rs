@@ -107,19 +107,26 @@ fn messages_from_near_identical_agents_find_good_points() {
 }
 
 #[test]
-fn fts_runs_on_the_dp_family_with_the_other_agents_as_senders() {
-    // synthetic-dp defines N agents in all; FTS's target is agent 0, so P_N covers N - 1.
+fn fts_runs_every_target_of_the_dp_family_with_the_others_as_senders() {
+    // synthetic-dp defines N = 3 agents, all targets; each target's P_N covers the other two.
     let text = common::SMALL
         .replace("kind = \"synthetic-fts\"", "kind = \"synthetic-dp\"")
         .replace("observations = 10", "observations = 10\np_t = 0.05");
     let s = Spec::parse(&text, Path::new("t.toml")).unwrap();
+    assert_eq!(s.targets(), &[0, 1, 2]);
     assert_eq!(s.federation.weights.len(), 2);
     let rows = run_one(&s, 1, 0, landscape(&s, 0)).unwrap().rows;
-    let senders: Vec<usize> = rows.iter().filter_map(|r| r.source.parse().ok()).collect();
-    assert_eq!(
-        senders.len(),
-        2,
-        "both other agents' messages get used: {senders:?}"
-    );
-    assert!(senders.iter().all(|&a| a == 1 || a == 2));
+    for target in 0..3 {
+        let mut senders: Vec<usize> = rows
+            .iter()
+            .filter(|r| r.agent == target)
+            .filter_map(|r| r.source.parse().ok())
+            .collect();
+        senders.sort();
+        let others: Vec<usize> = (0..3).filter(|&a| a != target).collect();
+        assert_eq!(
+            senders, others,
+            "target {target}: both other agents' one-shot messages, once each"
+        );
+    }
 }

@@ -26,7 +26,7 @@ fn product_sweep_writes_one_row_per_point_and_algorithm_and_resumes() {
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = fs::read_to_string(out.join("sweep.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
-    assert!(rows[0].starts_with("point,server.q,server.z,algorithm,runs,mean_best_f"));
+    assert!(rows[0].starts_with("point,server.q,server.z,algorithm,runs,mean_best_metric"));
     assert_eq!(rows.len(), 1 + 4 * 2, "{csv}");
     // Privacy: larger z, smaller epsilon at the same q; larger q, larger epsilon.
     let eps_col = rows[0]

@@ -1,44 +1,61 @@
-//! Federated Thompson sampling (FTS paper, Algorithm 1), for one target agent (agent 0) and
-//! N other agents that send omega_n drawn from their posteriors over the shared features.
+//! Federated Thompson sampling (FTS paper, Algorithm 1) for each target agent of the spec.
+//! Every other agent sends omega_n drawn from its posterior over the shared features; its data
+//! are t_n random observations (App. D.1) or the history of t_n iterations of its own TS
+//! (App. D.2), and depend on (run, agent) only, so every target, algorithm and M of a spec sees
+//! the same agents.
 //!
 //! One-shot messages (the paper's main setting): each agent sends one omega before the target
-//! starts; once used, the agent is removed from P_N and P_N renormalised. When every message
-//! has been used the target falls back to its own sample. Every-iteration messages
-//! (App. D.2.1): before each iteration t > 1 every other agent runs one more TS iteration of
-//! its own and sends a fresh omega, so t_n grows and no agent is removed.
+//! starts; once used it is removed from the target's P_N, which is renormalised. When every
+//! message has been used the target falls back to its own sample. Every-iteration messages
+//! (App. D.2.1): before each iteration t > 1 every other agent runs one more TS iteration and
+//! sends a fresh omega, so t_n grows and no agent is removed.
 
 use super::agent::{Learner, Messenger, SharedFeatures};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
 use crate::objective::Landscape;
 use crate::rng::{Purpose, Rng, stream};
-use crate::spec::MessageMode;
 use crate::spec::schedule::Schedule;
+use crate::spec::{MessageMode, ObservationSource};
 use ndarray::Array1;
 use rand::Rng as _;
 use rand::seq::index::sample as sample_indices;
 use std::sync::Arc;
 
-struct OtherAgent {
+/// An agent in its role as a sender of messages.
+struct Sender {
     learner: Learner,
     messenger: Messenger,
     data_rng: Rng,
 }
 
-enum Mode {
-    OneShot(Vec<Option<Array1<f64>>>),
-    EveryIteration(Vec<OtherAgent>, Vec<Array1<f64>>),
+impl Sender {
+    fn observe(&mut self, landscape: &Landscape, shared: &SharedFeatures, idx: usize) {
+        let y = landscape.observe(self.learner.agent, idx, &mut self.data_rng);
+        self.learner.add(idx, y);
+        self.messenger.observe(shared, idx, y);
+    }
+}
+
+/// One target's own optimisation and its view of the senders.
+struct Target {
+    learner: Learner,
+    mixing: Rng,
+    /// P_N over all agents (zero for the target itself and for used one-shot messages).
+    weights: Vec<f64>,
+    /// One-shot messages still unused, by agent.
+    messages: Vec<Option<Array1<f64>>>,
 }
 
 pub struct Fts {
-    target: Learner,
-    targets: [usize; 1],
+    ids: Vec<usize>,
+    targets: Vec<Target>,
+    senders: Vec<Option<Sender>>,
+    /// Every-iteration mode: the latest message of every sender.
+    latest: Vec<Option<Array1<f64>>>,
+    mode: MessageMode,
     shared: SharedFeatures,
     schedule: Schedule,
-    mixing: Rng,
-    /// P_N over the other agents; entry i belongs to agent i + 1.
-    weights: Vec<f64>,
-    mode: Mode,
     landscape: Arc<Landscape>,
 }
 
@@ -46,136 +63,167 @@ impl Fts {
     pub fn new(ctx: &RunContext) -> Result<Self> {
         let spec = ctx.spec;
         let alg = ctx.algorithm;
-        let domain = ctx.landscape.domain.clone();
+        let land = ctx.landscape.clone();
+        let domain = land.domain.clone();
         let seed = ctx.seed();
+        let run = ctx.run;
         let sur = &spec.surrogate;
+        let fed = &spec.federation;
         let shared = SharedFeatures::for_run(ctx);
-        let n_others = ctx.landscape.agents() - 1;
-        let t_n = spec.federation.observations;
-        let mut others = Vec::with_capacity(n_others);
-        for agent in 1..=n_others {
-            // The other agents' data depend on (run, agent) only, so every algorithm in a spec
-            // (and every M) sees the same observations.
-            let mut data_rng = stream(seed, ctx.run as u64, agent as u64, Purpose::AgentData);
-            let mut messenger = Messenger::new(alg.features, sur.lambda, seed, ctx.run, agent);
-            let mut learner = Learner::new(agent, domain.clone(), sur.own.clone(), seed, ctx.run);
-            let points: Vec<usize> = if t_n <= domain.len() {
-                sample_indices(&mut data_rng, domain.len(), t_n).into_vec()
+        let ids = spec.targets().to_vec();
+        let n = land.agents();
+        let mut senders: Vec<Option<Sender>> = Vec::with_capacity(n);
+        for agent in 0..n {
+            // An agent sends only if some other agent is a target.
+            if !ids.iter().any(|&t| t != agent) {
+                senders.push(None);
+                continue;
+            }
+            let mut s = Sender {
+                learner: Learner::new(agent, domain.clone(), sur.own.clone(), seed, run),
+                messenger: Messenger::new(alg.features, sur.lambda, seed, run, agent),
+                data_rng: stream(seed, run as u64, agent as u64, Purpose::AgentData),
+            };
+            let t_n = fed.observations;
+            let random_points = match fed.observations_from {
+                ObservationSource::Random => t_n,
+                ObservationSource::Ts => spec.initial_points.max(1),
+            };
+            let points: Vec<usize> = if random_points <= domain.len() {
+                sample_indices(&mut s.data_rng, domain.len(), random_points).into_vec()
             } else {
-                (0..t_n)
-                    .map(|_| data_rng.random_range(0..domain.len()))
+                (0..random_points)
+                    .map(|_| s.data_rng.random_range(0..domain.len()))
                     .collect()
             };
             for idx in points {
-                let y = ctx.landscape.observe(agent, idx, &mut data_rng);
-                messenger.observe(&shared, idx, y);
-                learner.add(idx, y);
+                s.observe(&land, &shared, idx);
             }
-            others.push(OtherAgent {
-                learner,
-                messenger,
-                data_rng,
-            });
+            if fed.observations_from == ObservationSource::Ts {
+                for _ in 0..t_n {
+                    let idx = s.learner.thompson()?;
+                    s.observe(&land, &shared, idx);
+                }
+            }
+            senders.push(Some(s));
         }
-        let mode = match alg.messages {
-            MessageMode::OneShot => Mode::OneShot(
-                others
-                    .into_iter()
-                    .map(|mut o| Some(o.messenger.message()))
-                    .collect(),
-            ),
-            MessageMode::EveryIteration => {
-                let latest = others.iter_mut().map(|o| o.messenger.message()).collect();
-                Mode::EveryIteration(others, latest)
-            }
-        };
-        let target = 0;
+        let first: Vec<Option<Array1<f64>>> = senders
+            .iter_mut()
+            .map(|s| s.as_mut().map(|s| s.messenger.message()))
+            .collect();
+        let targets = ids
+            .iter()
+            .map(|&t| {
+                // P_N: the spec's weights are over the agents other than the target, in order.
+                let mut weights = vec![0.0; n];
+                for (k, a) in (0..n).filter(|&a| a != t).enumerate() {
+                    weights[a] = fed.weights[k];
+                }
+                Target {
+                    learner: Learner::new(t, domain.clone(), sur.own.clone(), seed, run),
+                    mixing: stream(seed, run as u64, t as u64, Purpose::Mixing),
+                    weights,
+                    messages: match alg.messages {
+                        MessageMode::OneShot => first.clone(),
+                        MessageMode::EveryIteration => vec![None; n],
+                    },
+                }
+            })
+            .collect();
         Ok(Fts {
-            target: Learner::new(target, domain, sur.own.clone(), seed, ctx.run),
-            targets: [target],
+            ids,
+            targets,
+            senders,
+            latest: first,
+            mode: alg.messages,
             shared,
             schedule: alg.p_t.clone(),
-            mixing: stream(seed, ctx.run as u64, target as u64, Purpose::Mixing),
-            weights: spec.federation.weights.clone(),
-            mode,
-            landscape: ctx.landscape.clone(),
+            landscape: land,
         })
     }
 
-    /// Every other agent takes one more TS step and sends a fresh message.
-    fn advance_others(&mut self) -> Result<()> {
-        if let Mode::EveryIteration(others, latest) = &mut self.mode {
-            for (o, msg) in others.iter_mut().zip(latest.iter_mut()) {
-                let idx = o.learner.thompson()?;
-                let y = self
-                    .landscape
-                    .observe(o.learner.agent, idx, &mut o.data_rng);
-                o.learner.add(idx, y);
-                o.messenger.observe(&self.shared, idx, y);
-                *msg = o.messenger.message();
+    /// Every sender takes one more TS step and sends a fresh message.
+    fn advance_senders(&mut self) -> Result<()> {
+        for (s, msg) in self.senders.iter_mut().zip(self.latest.iter_mut()) {
+            if let Some(s) = s {
+                let idx = s.learner.thompson()?;
+                s.observe(&self.landscape, &self.shared, idx);
+                *msg = Some(s.messenger.message());
             }
         }
         Ok(())
     }
+}
 
-    /// Draws an agent from P_N restricted to agents that still have a message.
-    fn pick_agent(&mut self) -> Option<usize> {
-        let total: f64 = self.weights.iter().sum();
-        if total <= 0.0 {
-            return None;
-        }
-        let mut u = self.mixing.random::<f64>() * total;
-        let mut last = None;
-        for (i, &w) in self.weights.iter().enumerate() {
-            if w > 0.0 {
-                last = Some(i);
-                if u < w {
-                    return Some(i);
-                }
-                u -= w;
-            }
-        }
-        last // rounding at the top end
+/// Draws an agent from P_N restricted to positive weights.
+fn pick_agent(weights: &[f64], rng: &mut Rng) -> Option<usize> {
+    let total: f64 = weights.iter().sum();
+    if total <= 0.0 {
+        return None;
     }
+    let mut u = rng.random::<f64>() * total;
+    let mut last = None;
+    for (i, &w) in weights.iter().enumerate() {
+        if w > 0.0 {
+            last = Some(i);
+            if u < w {
+                return Some(i);
+            }
+            u -= w;
+        }
+    }
+    last // rounding at the top end
 }
 
 impl Algorithm for Fts {
     fn targets(&self) -> &[usize] {
-        &self.targets
+        &self.ids
     }
 
     fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
-        if t > 1 {
-            self.advance_others()?;
+        if t > 1 && self.mode == MessageMode::EveryIteration {
+            self.advance_senders()?;
         }
-        let r: f64 = self.mixing.random();
-        let own = r <= self.schedule.p(t);
-        let choice = if own { None } else { self.pick_agent() };
-        let (index, source) = match choice {
-            None => (self.target.thompson()?, Source::Own),
-            Some(i) => {
-                let omega = match &mut self.mode {
-                    Mode::OneShot(msgs) => {
-                        self.weights[i] = 0.0;
-                        msgs[i]
-                            .take()
-                            .expect("agents without a message have zero weight")
-                    }
-                    Mode::EveryIteration(_, latest) => latest[i].clone(),
-                };
-                (self.shared.argmax(&omega), Source::Agent(i + 1))
-            }
-        };
-        Ok(vec![Query {
-            agent: self.targets[0],
-            index,
-            source,
-        }])
+        let p_t = self.schedule.p(t);
+        let mut out = Vec::with_capacity(self.targets.len());
+        for target in &mut self.targets {
+            let r: f64 = target.mixing.random();
+            let choice = if r <= p_t {
+                None
+            } else {
+                pick_agent(&target.weights, &mut target.mixing)
+            };
+            let (index, source) = match choice {
+                None => (target.learner.thompson()?, Source::Own),
+                Some(a) => {
+                    let omega = match self.mode {
+                        MessageMode::OneShot => {
+                            target.weights[a] = 0.0;
+                            target.messages[a]
+                                .take()
+                                .expect("agents without a message have zero weight")
+                        }
+                        MessageMode::EveryIteration => self.latest[a]
+                            .clone()
+                            .expect("senders always have a message"),
+                    };
+                    (self.shared.argmax(&omega), Source::Agent(a))
+                }
+            };
+            out.push(Query {
+                agent: target.learner.agent,
+                index,
+                source,
+            });
+        }
+        Ok(out)
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
         for (q, y) in queries.iter().zip(ys) {
-            self.target.add(q.index, *y);
+            if let Some(t) = self.targets.iter_mut().find(|t| t.learner.agent == q.agent) {
+                t.learner.add(q.index, *y);
+            }
         }
     }
 }

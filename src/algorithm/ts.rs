@@ -13,7 +13,7 @@ pub struct Ts {
 
 impl Ts {
     pub fn new(ctx: &RunContext) -> Self {
-        let targets = ctx.spec.ts_targets();
+        let targets = ctx.spec.targets().to_vec();
         let learners = targets
             .iter()
             .map(|&a| {

@@ -2,7 +2,10 @@
 //! Every acquisition is an exact argmax over the domain (algorithms.md section 1).
 
 pub mod synthetic;
+pub mod table;
 
+use crate::error::Result;
+use crate::spec::{ObjectiveKind, Spec};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -52,6 +55,8 @@ pub struct Landscape {
     values: Vec<Array1<f64>>,
     optimum: Vec<f64>,
     noise_sd: f64,
+    /// metric = sign * f (tables of a minimised metric store f = -metric).
+    metric_sign: f64,
 }
 
 impl Landscape {
@@ -65,7 +70,18 @@ impl Landscape {
             values,
             optimum,
             noise_sd: noise_var.sqrt(),
+            metric_sign: 1.0,
         }
+    }
+
+    pub fn with_metric_sign(mut self, sign: f64) -> Self {
+        self.metric_sign = sign;
+        self
+    }
+
+    /// f in the metric's own units (AUC, validation error).
+    pub fn metric(&self, f: f64) -> f64 {
+        self.metric_sign * f
     }
 
     pub fn agents(&self) -> usize {
@@ -85,5 +101,17 @@ impl Landscape {
     pub fn observe<R: Rng + ?Sized>(&self, agent: usize, index: usize, rng: &mut R) -> f64 {
         let eps: f64 = StandardNormal.sample(rng);
         self.value(agent, index) + self.noise_sd * eps
+    }
+}
+
+/// The landscapes of a spec; run r uses `landscapes[r % len]`.
+pub fn landscapes(spec: &Spec) -> Result<Vec<Arc<Landscape>>> {
+    match &spec.objective.kind {
+        ObjectiveKind::Table { meta, agents } => Ok(vec![table::landscape(
+            meta,
+            agents,
+            spec.objective.noise_var,
+        )?]),
+        _ => synthetic::landscapes(&spec.objective, spec.total_agents(), spec.seed),
     }
 }

@@ -95,6 +95,7 @@ pub fn landscapes(spec: &ObjectiveSpec, agents: usize, seed: u64) -> Result<Vec<
                     })
                     .collect()
             }
+            ObjectiveKind::Table { .. } => unreachable!("tables are not synthetic"),
         };
         out.push(Arc::new(Landscape::new(
             domain.clone(),
@@ -111,6 +112,7 @@ mod tests {
 
     fn spec(kind: ObjectiveKind) -> ObjectiveSpec {
         ObjectiveSpec {
+            targets: vec![0],
             kind,
             grid: 200,
             length_scale: 0.03,

@@ -5,6 +5,7 @@
 pub mod schedule;
 
 use crate::error::{FboError, Result};
+use crate::objective::table::TableMeta;
 use crate::privacy::{Accountant, Sampling};
 use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds};
 use crate::surrogate::own::OwnSettings;
@@ -133,11 +134,25 @@ pub enum ObjectiveKind {
     SyntheticFts,
     /// DP paper App. B.1.1: N agents f +/- d, or alpha-mixtures of independent draws.
     SyntheticDp { heterogeneous: Option<f64> },
+    /// A hyperparameter-response table; `agents` are the table's agent ids taking part, in
+    /// the order fbo numbers them 0, 1, ...
+    Table { meta: TableMeta, agents: Vec<usize> },
+}
+
+/// Where FTS's other agents get their t_n observations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObservationSource {
+    /// t_n distinct random points (FTS paper App. D.1).
+    Random,
+    /// initial_points random points, then t_n iterations of their own TS (App. D.2).
+    Ts,
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObjectiveSpec {
     pub kind: ObjectiveKind,
+    /// Agents (fbo's numbering) whose optimisation TS and FTS trace.
+    pub targets: Vec<usize>,
     pub grid: usize,
     pub length_scale: f64,
     pub noise_var: f64,
@@ -160,6 +175,7 @@ pub struct FederationSpec {
     pub agents: usize,
     /// t_n: observations each other agent holds when it sends its first message.
     pub observations: usize,
+    pub observations_from: ObservationSource,
     /// P_N, normalised; one weight per agent other than the target (agent 0).
     pub weights: Vec<f64>,
 }
@@ -260,6 +276,9 @@ struct RawObjective {
     d: Option<f64>,
     heterogeneous: Option<bool>,
     alpha: Option<f64>,
+    table: Option<String>,
+    agents: Option<Vec<i64>>,
+    targets: Option<Vec<i64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -295,6 +314,7 @@ struct RawOwn {
 struct RawFederation {
     agents: Option<i64>,
     observations: Option<i64>,
+    observations_from: Option<String>,
     p_t: Option<toml::Value>,
     p1_equals_p2: Option<bool>,
     agent_weights: Option<toml::Value>,
@@ -471,7 +491,42 @@ impl Spec {
         let iterations = c.int("iterations", raw.iterations, 50, 1, MAX_COUNT)?;
         let initial_points = c.int("initial_points", raw.initial_points, 1, 0, MAX_COUNT)?;
 
-        let objective = check_objective(&c, raw.objective)?;
+        let rf = raw.federation.unwrap_or_default();
+        let mut objective = check_objective(&c, raw.objective)?;
+        let agents = match &objective.kind {
+            ObjectiveKind::Table { agents, .. } => {
+                if rf.agents.is_some() {
+                    return Err(c.err(
+                        "federation.agents",
+                        "is set by the table: choose participants with objective.agents",
+                    ));
+                }
+                agents.len()
+            }
+            _ => c.int("federation.agents", rf.agents, 50, 1, 100_000)?,
+        };
+        let total_agents = match objective.kind {
+            ObjectiveKind::SyntheticFts => agents + 1,
+            _ => agents,
+        };
+        objective.targets = match objective.targets.is_empty() {
+            false => {
+                if let Some(&t) = objective.targets.iter().find(|&&t| t >= total_agents) {
+                    return Err(c.err(
+                        "objective.targets",
+                        format!(
+                            "target {t} is not one of the {total_agents} agents (0..{})",
+                            total_agents - 1
+                        ),
+                    ));
+                }
+                objective.targets.clone()
+            }
+            true => match objective.kind {
+                ObjectiveKind::SyntheticFts => vec![0],
+                _ => (0..total_agents).collect(),
+            },
+        };
         // Initial points are drawn without replacement.
         if initial_points > objective.grid {
             return Err(c.err(
@@ -549,8 +604,6 @@ impl Spec {
             own,
         };
 
-        let rf = raw.federation.unwrap_or_default();
-        let agents = c.int("federation.agents", rf.agents, 50, 1, 100_000)?;
         let observations = c.int("federation.observations", rf.observations, 40, 0, MAX_COUNT)?;
         let p1 = rf.p1_equals_p2.unwrap_or(true);
         let fed_pt = c.schedule("federation.p_t", rf.p_t.as_ref(), p1, iterations)?;
@@ -559,11 +612,14 @@ impl Spec {
             rf.messages.as_deref(),
             MessageMode::OneShot,
         )?;
-        // P_N ranges over the agents other than the target (agent 0).
-        let others = match objective.kind {
-            ObjectiveKind::SyntheticFts => agents,
-            ObjectiveKind::SyntheticDp { .. } => agents - 1,
-        };
+        // P_N ranges over the agents other than the target.
+        let others = total_agents - 1;
+        if rf.agent_weights.as_ref().is_some_and(|w| w.is_array()) && objective.targets.len() > 1 {
+            return Err(c.err(
+                "federation.agent_weights",
+                "a list of weights needs a single target (objective.targets); with several use \"uniform\"",
+            ));
+        }
         let uniform = vec![1.0 / others.max(1) as f64; others];
         let weights = match rf.agent_weights {
             None => uniform,
@@ -607,9 +663,20 @@ impl Spec {
                 ));
             }
         };
+        let observations_from = match rf.observations_from.as_deref() {
+            None | Some("random") => ObservationSource::Random,
+            Some("ts") => ObservationSource::Ts,
+            Some(o) => {
+                return Err(c.err(
+                    "federation.observations_from",
+                    format!("unknown source \"{o}\"; allowed: \"random\", \"ts\""),
+                ));
+            }
+        };
         let federation = FederationSpec {
             agents,
             observations,
+            observations_from,
             weights,
         };
 
@@ -710,11 +777,7 @@ impl Spec {
         }
 
         let rp = raw.privacy.unwrap_or_default();
-        let n_agents = match objective.kind {
-            ObjectiveKind::SyntheticFts => agents + 1,
-            ObjectiveKind::SyntheticDp { .. } => agents,
-        };
-        let delta = rp.delta.unwrap_or((n_agents as f64).powf(-1.1));
+        let delta = rp.delta.unwrap_or((total_agents as f64).powf(-1.1));
         if !(delta > 0.0 && delta < 1.0) {
             return Err(c.err("privacy.delta", format!("must be in (0, 1), got {delta}")));
         }
@@ -768,20 +831,16 @@ impl Spec {
         })
     }
 
-    /// Agents whose own optimisation is traced by TS: the target (agent 0) in the FTS family,
-    /// every agent in the DP family.
-    pub fn ts_targets(&self) -> Vec<usize> {
-        match self.objective.kind {
-            ObjectiveKind::SyntheticFts => vec![0],
-            ObjectiveKind::SyntheticDp { .. } => (0..self.total_agents()).collect(),
-        }
+    /// Agents whose own optimisation TS and FTS trace.
+    pub fn targets(&self) -> &[usize] {
+        &self.objective.targets
     }
 
     /// Number of agents the objective defines (target included).
     pub fn total_agents(&self) -> usize {
         match self.objective.kind {
             ObjectiveKind::SyntheticFts => self.federation.agents + 1,
-            ObjectiveKind::SyntheticDp { .. } => self.federation.agents,
+            _ => self.federation.agents,
         }
     }
 }
@@ -871,13 +930,83 @@ fn check_server(c: &Check, key: &str, r: RawServer, grid: usize) -> Result<Serve
 }
 
 fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec> {
-    let Some(o) = raw else {
+    let Some(mut o) = raw else {
         return Err(c.err(
             "objective",
             "missing [objective] table (kind = \"synthetic-fts\" or \"synthetic-dp\")",
         ));
     };
+    let ids = |key: &str, v: Option<Vec<i64>>| -> Result<Option<Vec<usize>>> {
+        let Some(v) = v else { return Ok(None) };
+        if v.is_empty() {
+            return Err(c.err(key, "must list at least one agent"));
+        }
+        let mut out: Vec<usize> = Vec::new();
+        for (i, a) in v.iter().enumerate() {
+            if *a < 0 || out.contains(&(*a as usize)) {
+                return Err(c.err(
+                    &format!("{key}[{i}]"),
+                    format!("must be a distinct agent id >= 0, got {a}"),
+                ));
+            }
+            out.push(*a as usize);
+        }
+        Ok(Some(out))
+    };
+    let targets = ids("objective.targets", o.targets.take())?;
+    if o.kind != "table" && (o.table.is_some() || o.agents.is_some()) {
+        return Err(c.err(
+            "objective.table",
+            "table and agents apply only to kind = \"table\"",
+        ));
+    }
     let kind = match o.kind.as_str() {
+        "table" => {
+            for (k, set) in [
+                ("grid", o.grid.is_some()),
+                ("functions", o.functions.is_some()),
+                ("d", o.d.is_some()),
+                ("alpha", o.alpha.is_some()),
+            ] {
+                if set {
+                    return Err(c.err(
+                        &format!("objective.{k}"),
+                        "does not apply to kind = \"table\" (the table fixes the domain)",
+                    ));
+                }
+            }
+            let rel = o.table.take().ok_or_else(|| {
+                c.err(
+                    "objective.table",
+                    "missing: the table.toml written by `fbo tabulate`, relative to this spec",
+                )
+            })?;
+            let base = c.file.parent().unwrap_or(Path::new("."));
+            let meta = crate::objective::table::read_meta(&base.join(&rel))?;
+            let agents = match ids("objective.agents", o.agents.take())? {
+                Some(list) => {
+                    if let Some(a) = list.iter().find(|&&a| a >= meta.agents) {
+                        return Err(c.err(
+                            "objective.agents",
+                            format!("agent {a} is not in the table (0..{})", meta.agents - 1),
+                        ));
+                    }
+                    list
+                }
+                None => (0..meta.agents).collect(),
+            };
+            let points = meta.points;
+            let spec = ObjectiveSpec {
+                kind: ObjectiveKind::Table { meta, agents },
+                targets: targets.unwrap_or_default(),
+                grid: points,
+                length_scale: c.positive("objective.length_scale", o.length_scale, 0.01)?,
+                noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.0)?,
+                functions: 1,
+                d: 0.0,
+            };
+            return Ok(spec);
+        }
         "synthetic-fts" => {
             if o.heterogeneous.is_some() || o.alpha.is_some() {
                 return Err(c.err(
@@ -909,13 +1038,14 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             return Err(c.err(
                 "objective.kind",
                 format!(
-                    "unknown objective \"{other}\"; allowed: \"synthetic-fts\", \"synthetic-dp\""
+                    "unknown objective \"{other}\"; allowed: \"synthetic-fts\", \"synthetic-dp\", \"table\""
                 ),
             ));
         }
     };
     Ok(ObjectiveSpec {
         kind,
+        targets: targets.unwrap_or_default(),
         grid: c.int("objective.grid", o.grid, 1000, 2, 1_000_000)?,
         length_scale: c.positive("objective.length_scale", o.length_scale, 0.03)?,
         noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.01)?,

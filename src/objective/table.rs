@@ -1,0 +1,244 @@
+//! Hyperparameter-response tables (made by `fbo tabulate`) as objectives: each table agent's
+//! metric on a grid over the normalised hyperparameter box. BO maximises f; a metric that is
+//! minimised (validation error) enters as f = -metric and is reported back in its own units.
+
+use super::{Domain, Landscape};
+use crate::error::{FboError, Result};
+use ndarray::{Array1, Array2};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What table.toml says about its table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableMeta {
+    pub path: PathBuf,
+    pub dataset: String,
+    pub metric: String,
+    /// +1 if the metric is maximised, -1 if minimised.
+    pub sign: f64,
+    pub agents: usize,
+    pub points: usize,
+    pub dims: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct RawMeta {
+    dataset: String,
+    metric: String,
+    direction: String,
+    agents: usize,
+    points_per_agent: usize,
+    hyperparameters: Vec<RawHyper>,
+}
+
+#[derive(Deserialize)]
+struct RawHyper {
+    name: String,
+}
+
+pub fn read_meta(path: &Path) -> Result<TableMeta> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        FboError::spec(
+            path,
+            "",
+            format!("cannot read the table description: {e} (build it with `fbo tabulate`)"),
+        )
+    })?;
+    // Tables carry provenance keys fbo does not read; only the ones below matter here.
+    let raw: RawMeta = toml::from_str(&text).map_err(|e| {
+        FboError::spec(
+            path,
+            "",
+            format!("invalid table description: {}", e.to_string().trim_end()),
+        )
+    })?;
+    let sign = match raw.direction.as_str() {
+        "maximize" => 1.0,
+        "minimize" => -1.0,
+        other => {
+            return Err(FboError::spec(
+                path,
+                "direction",
+                format!("must be \"maximize\" or \"minimize\", got \"{other}\""),
+            ));
+        }
+    };
+    Ok(TableMeta {
+        path: path.to_path_buf(),
+        dataset: raw.dataset,
+        metric: raw.metric,
+        sign,
+        agents: raw.agents,
+        points: raw.points_per_agent,
+        dims: raw.hyperparameters.into_iter().map(|h| h.name).collect(),
+    })
+}
+
+/// The table's rows for the chosen agents: domain, each agent's metric, each agent's training
+/// seconds per point. Every value is checked: a missing point, a NaN or a stray row is an
+/// error naming the file and line.
+pub struct Table {
+    pub domain: Arc<Domain>,
+    pub metric: Vec<Array1<f64>>,
+    pub train_seconds: Vec<Array1<f64>>,
+}
+
+pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
+    let csv_path = meta.path.with_file_name("table.csv");
+    let text = std::fs::read_to_string(&csv_path)
+        .map_err(|e| FboError::spec(&csv_path, "", format!("cannot read the table: {e}")))?;
+    let d = meta.dims.len();
+    let err = |line: usize, msg: String| FboError::spec(&csv_path, format!("line {line}"), msg);
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let want = 2 + 2 * d + 2;
+    if header.len() != want
+        || header[0] != "agent"
+        || header[1] != "point"
+        || header[want - 2] != "metric"
+    {
+        return Err(err(
+            1,
+            format!(
+                "header must be agent,point,x0..x{},<hyperparameters>,metric,train_seconds",
+                d - 1
+            ),
+        ));
+    }
+    let slot: Vec<Option<usize>> = (0..meta.agents)
+        .map(|a| agents.iter().position(|&b| b == a))
+        .collect();
+    let n = meta.points;
+    let mut points = Array2::from_elem((n, d), f64::NAN);
+    let mut metric = vec![Array1::from_elem(n, f64::NAN); agents.len()];
+    let mut secs = vec![Array1::zeros(n); agents.len()];
+    let mut seen = vec![vec![false; n]; agents.len()];
+    for (k, line) in lines.enumerate() {
+        let ln = k + 2;
+        let f: Vec<&str> = line.split(',').collect();
+        if f.len() != want {
+            return Err(err(ln, format!("has {} fields, expected {want}", f.len())));
+        }
+        let a: usize = f[0]
+            .parse()
+            .map_err(|_| err(ln, format!("agent {:?} is not an integer", f[0])))?;
+        let p: usize = f[1]
+            .parse()
+            .map_err(|_| err(ln, format!("point {:?} is not an integer", f[1])))?;
+        if a >= meta.agents || p >= n {
+            return Err(err(
+                ln,
+                format!(
+                    "agent {a} or point {p} outside the table's {} agents x {n} points",
+                    meta.agents
+                ),
+            ));
+        }
+        let num = |s: &str, what: &str| -> Result<f64> {
+            match s.parse::<f64>() {
+                Ok(v) if v.is_finite() => Ok(v),
+                _ => Err(err(ln, format!("{what} {s:?} is not a finite number"))),
+            }
+        };
+        let Some(i) = slot[a] else { continue };
+        if seen[i][p] {
+            return Err(err(ln, format!("agent {a} point {p} appears twice")));
+        }
+        seen[i][p] = true;
+        for k in 0..d {
+            let x = num(f[2 + k], "coordinate")?;
+            if points[[p, k]].is_nan() {
+                points[[p, k]] = x;
+            } else if points[[p, k]] != x {
+                return Err(err(
+                    ln,
+                    format!(
+                        "point {p} has coordinate {x}, another agent has {}",
+                        points[[p, k]]
+                    ),
+                ));
+            }
+        }
+        metric[i][p] = num(f[want - 2], "metric")?;
+        secs[i][p] = num(f[want - 1], "train_seconds")?;
+    }
+    for (i, s) in seen.iter().enumerate() {
+        if let Some(p) = s.iter().position(|v| !v) {
+            return Err(FboError::spec(
+                &csv_path,
+                "",
+                format!("agent {} has no row for point {p}", agents[i]),
+            ));
+        }
+    }
+    Ok(Table {
+        domain: Arc::new(Domain::new(points)),
+        metric,
+        train_seconds: secs,
+    })
+}
+
+/// The landscape of a table: f = sign * metric per participating agent.
+pub fn landscape(meta: &TableMeta, agents: &[usize], noise_var: f64) -> Result<Arc<Landscape>> {
+    let t = load(meta, agents)?;
+    let values = t.metric.iter().map(|m| m * meta.sign).collect();
+    Ok(Arc::new(
+        Landscape::new(t.domain, values, noise_var).with_metric_sign(meta.sign),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write_table(dir: &Path, rows: &str, direction: &str) -> PathBuf {
+        let meta = dir.join("table.toml");
+        std::fs::write(
+            &meta,
+            format!(
+                "dataset = \"toy\"\nmetric = \"error\"\ndirection = \"{direction}\"\nagents = 2\npoints_per_agent = 2\nextra = 1\n\
+                 [[hyperparameters]]\nname = \"lr\"\nlow = 1\nhigh = 2\n"
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("table.csv"),
+            format!("agent,point,x0,lr,metric,train_seconds\n{rows}"),
+        )
+        .unwrap();
+        meta
+    }
+
+    #[test]
+    fn loads_and_negates_minimised_metrics() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = write_table(
+            dir.path(),
+            "0,0,0,1,0.3,0.1\n0,1,1,2,0.1,0.1\n1,0,0,1,0.5,0.2\n1,1,1,2,0.2,0.2\n",
+            "minimize",
+        );
+        let m = read_meta(&meta).unwrap();
+        let l = landscape(&m, &[1], 0.0).unwrap();
+        assert_eq!(l.agents(), 1);
+        assert_eq!(l.value(0, 1), -0.2);
+        assert_eq!(l.metric(-0.2), 0.2);
+        assert_eq!(l.domain.point(1)[0], 1.0);
+    }
+
+    #[test]
+    fn bad_rows_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        for (rows, expect) in [
+            ("0,0,0,1,NaN,0.1\n0,1,1,2,0.1,0.1\n", "line 2"),
+            ("0,0,0,1,0.3,0.1\n", "agent 0 has no row for point 1"),
+            ("0,0,0,1,0.3,0.1\n0,0,0,1,0.3,0.1\n", "appears twice"),
+            ("0,0,0,1,0.3\n", "has 5 fields"),
+        ] {
+            let meta = write_table(dir.path(), rows, "minimize");
+            let m = read_meta(&meta).unwrap();
+            let e = load(&m, &[0]).err().expect(expect).to_string();
+            assert!(e.contains(expect) && e.contains("table.csv"), "{e}");
+        }
+    }
+}
