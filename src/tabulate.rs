@@ -333,7 +333,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let (name, model, metric, direction) = match cfg.dataset {
         Dataset::Landmine => (
             "landmine",
-            "RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, tol 1e-3, no shrinking), raw features",
+            "RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-3 min(1, C)^2, no shrinking), raw features, score = decision value",
             "auc",
             "maximize",
         ),

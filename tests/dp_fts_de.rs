@@ -149,8 +149,8 @@ fn server_options_are_checked() {
             "key `algorithm[1].server.subregions`",
         ),
         (
-            "dp = true",
-            "dp = false",
+            "kind = \"dp-fts-de\"",
+            "kind = \"dp-fts-de\"\nserver = { dp = false, q = 0.3 }",
             "key `algorithm[1].server.q`: applies only with dp = true",
         ),
         (

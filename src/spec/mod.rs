@@ -726,6 +726,7 @@ impl Spec {
                     &c,
                     &key("server"),
                     ra.server.clone().unwrap_or_default().or(&raw_server),
+                    ra.server.as_ref(),
                     objective.grid,
                 )?),
                 _ => None,
@@ -863,7 +864,16 @@ fn server_label(s: &ServerSpec) -> String {
     l
 }
 
-fn check_server(c: &Check, key: &str, r: RawServer, grid: usize) -> Result<ServerSpec> {
+/// `r` is the algorithm's settings merged over the top-level [server] table; `own` the
+/// algorithm's own overrides. Top-level DP values are defaults that non-private algorithms
+/// leave unused; an algorithm that sets them itself without dp = true is a mistake.
+fn check_server(
+    c: &Check,
+    key: &str,
+    r: RawServer,
+    own: Option<&RawServer>,
+    grid: usize,
+) -> Result<ServerSpec> {
     let k = |f: &str| format!("{key}.{f}");
     let subregions = c.int(&k("subregions"), r.subregions, 1, 1, grid as i64)?;
     let dp = if r.dp.unwrap_or(false) {
@@ -885,11 +895,12 @@ fn check_server(c: &Check, key: &str, r: RawServer, grid: usize) -> Result<Serve
             sampling,
         })
     } else {
+        let own = own.cloned().unwrap_or_default();
         for (name, set) in [
-            ("q", r.q.is_some()),
-            ("z", r.z.is_some()),
-            ("clip", r.clip.is_some()),
-            ("sampling", r.sampling.is_some()),
+            ("q", own.q.is_some()),
+            ("z", own.z.is_some()),
+            ("clip", own.clip.is_some()),
+            ("sampling", own.sampling.is_some()),
         ] {
             if set {
                 return Err(c.err(&k(name), "applies only with dp = true"));

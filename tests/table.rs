@@ -1,0 +1,133 @@
+//! Tables end to end: tabulate a small landmine grid, then run on it.
+
+mod common;
+use common::*;
+use std::fs;
+use std::path::Path;
+
+fn landmine_csv() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/landmine/landmine.csv")
+}
+
+fn tabulate(dir: &Path, grid: usize) -> std::path::PathBuf {
+    let cfg = write(dir, "tab.toml", &format!("dataset = \"landmine\"\ngrid = {grid}\nsplit_seed = 0\n"));
+    let out = dir.join("table");
+    let o = fbo()
+        .arg("tabulate")
+        .arg(&cfg)
+        .arg("--data")
+        .arg(landmine_csv())
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    out
+}
+
+#[test]
+fn tabulate_writes_a_complete_checked_table_with_its_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tabulate(dir.path(), 3);
+    let table = fs::read_to_string(out.join("table.csv")).unwrap();
+    assert_eq!(table.lines().count(), 1 + 29 * 9);
+    assert!(table.starts_with("agent,point,x0,x1,C,gamma,metric,train_seconds\n"));
+    for line in table.lines().skip(1) {
+        let auc: f64 = line.split(',').nth(6).unwrap().parse().unwrap();
+        assert!((0.0..=1.0).contains(&auc));
+    }
+    let meta = fs::read_to_string(out.join("table.toml")).unwrap();
+    assert!(meta.contains("source_sha256 = \"394720fa"));
+    assert!(meta.contains("direction = \"maximize\""));
+    let split = fs::read_to_string(out.join("split.csv")).unwrap();
+    assert_eq!(split.lines().count(), 1 + 14820, "every raw row is assigned");
+    assert!(!out.join("parts").exists());
+    // Deterministic: a second build gives the same metrics (only timings differ).
+    let first: Vec<String> = table.lines().map(|l| l.rsplit_once(',').unwrap().0.to_string()).collect();
+    let again = tabulate(dir.path(), 3);
+    let second: Vec<String> = fs::read_to_string(again.join("table.csv"))
+        .unwrap()
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect();
+    assert_eq!(first, second);
+}
+
+#[test]
+fn runs_on_a_table_report_the_metric_in_its_own_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = tabulate(dir.path(), 4);
+    let spec = format!(
+        r#"
+name = "t"
+runs = 2
+iterations = 6
+initial_points = 3
+[objective]
+kind = "table"
+table = "{}"
+agents = [0, 1, 2, 3, 4, 5]
+targets = [0, 2]
+[surrogate]
+features = 20
+[surrogate.own]
+features = 30
+[federation]
+observations = 4
+observations_from = "ts"
+p_t = 0.3
+[server]
+subregions = 4
+[[algorithm]]
+kind = "ts"
+[[algorithm]]
+kind = "fts"
+[[algorithm]]
+kind = "dp-fts-de"
+"#,
+        table.join("table.toml").display()
+    );
+    let p = write(dir.path(), "spec.toml", &spec);
+    let out = dir.path().join("o");
+    let o = fbo().arg("run").arg(&p).arg("--out").arg(&out).arg("--quiet").output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut rdr = csv::Reader::from_path(out.join("trace.csv")).unwrap();
+    let h = rdr.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|c| c == n).unwrap();
+    let mut agents = std::collections::BTreeMap::<String, std::collections::BTreeSet<usize>>::new();
+    for r in rdr.records() {
+        let r = r.unwrap();
+        let (f, m): (f64, f64) = (r[col("f")].parse().unwrap(), r[col("metric")].parse().unwrap());
+        assert_eq!(f, m, "AUC is maximised: metric = f");
+        assert!((0.0..=1.0).contains(&m));
+        agents.entry(r[col("algorithm")].to_string()).or_default().insert(r[col("agent")].parse().unwrap());
+    }
+    assert_eq!(agents["TS"], [0, 2].into());
+    assert_eq!(agents["FTS M=20"], [0, 2].into());
+    assert_eq!(agents["FTS-DE P=4"], (0..6).collect());
+}
+
+#[test]
+fn table_specs_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = tabulate(dir.path(), 3);
+    let base = format!(
+        "[objective]\nkind = \"table\"\ntable = \"{}\"\n[[algorithm]]\nkind = \"ts\"\n",
+        table.join("table.toml").display()
+    );
+    for (extra, expect) in [
+        ("agents = [0, 40]\n", "agent 40 is not in the table"),
+        ("targets = [7]\nagents = [0, 1]\n", "key `objective.targets`: target 7 is not one of the 2 agents"),
+        ("grid = 10\n", "key `objective.grid`: does not apply to kind = \"table\""),
+    ] {
+        let p = write(dir.path(), "s.toml", &base.replace("kind = \"table\"\n", &format!("kind = \"table\"\n{extra}")));
+        let o = fbo().arg("validate").arg(&p).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{extra}");
+        assert!(stderr(&o).contains(expect), "expected {expect:?} in {}", stderr(&o));
+    }
+    let p = write(dir.path(), "s.toml", &base.replace(&table.join("table.toml").display().to_string(), "missing/table.toml"));
+    let o = fbo().arg("validate").arg(&p).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("cannot read the table description"), "{}", stderr(&o));
+}
