@@ -54,10 +54,10 @@ pub enum Command {
     Tabulate {
         /// The tabulation config (TOML), e.g. configs/tabulate-landmine.toml.
         config: PathBuf,
-        /// The raw data file, e.g. ../shared/data/landmine/landmine.csv.
+        /// The raw data: the landmine CSV file, or the HAR folder (../shared/data/har).
         #[arg(long)]
         data: PathBuf,
-        /// Output folder [default: data/<dataset>/].
+        /// Output folder [default: data/<name>/, name from the config, else the dataset].
         #[arg(long)]
         out: Option<PathBuf>,
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -182,11 +182,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             quiet,
         } => {
             let cfg = tabulate::TabulateConfig::load(&config)?;
-            let out = out.unwrap_or_else(|| {
-                Path::new("data").join(match cfg.dataset {
-                    tabulate::Dataset::Landmine => "landmine",
-                })
-            });
+            let out = out.unwrap_or_else(|| Path::new("data").join(&cfg.name));
             tabulate::run(
                 &config,
                 &tabulate::TabulateOptions {

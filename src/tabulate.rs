@@ -2,14 +2,20 @@
 //! and every point of a grid over the normalised hyperparameter box it trains the model and
 //! records the validation metric. Each agent's rows are written as soon as it finishes, so an
 //! interrupted build resumes where it stopped.
+//!
+//! A dataset is a `Task`: its agents' prepared splits and a function from (agent, grid point,
+//! raw hyperparameters) to the metric. The driver (grid, parallelism, resume, provenance) is
+//! shared.
 
-use crate::data::{self, landmine};
+use crate::data::{self, har, landmine};
 use crate::error::{FboError, Result};
+use crate::model::logreg::{self, SgdParams};
 use crate::model::metrics::roc_auc;
 use crate::model::svm::{SvmParams, rbf_kernel, train};
 use crate::output::write_atomic;
+use crate::rng::{Purpose, stream};
 use crate::runner::progress_bar;
-use ndarray::{Array2, Axis};
+use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::fs;
@@ -38,19 +44,67 @@ impl Hyper {
             Scale::Log => (self.low.ln() + (self.high.ln() - self.low.ln()) * u).exp(),
         }
     }
+
+    fn linear(name: &str, low: f64, high: f64) -> Self {
+        Hyper {
+            name: name.into(),
+            low,
+            high,
+            scale: Scale::Linear,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dataset {
     Landmine,
+    Har,
+}
+
+impl Dataset {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "landmine" => Some(Dataset::Landmine),
+            "har" => Some(Dataset::Har),
+            _ => None,
+        }
+    }
+
+    /// The papers' hyperparameters and ranges (algorithms.md section 1; linear maps as in the
+    /// authors' code). HAR defaults to the FTS paper's ranges; the DP paper's are in
+    /// configs/tabulate-har-dp.toml.
+    fn defaults(self) -> Vec<Hyper> {
+        match self {
+            Dataset::Landmine => vec![
+                Hyper::linear("C", 1e-4, 10.0),
+                Hyper::linear("gamma", 0.01, 10.0),
+            ],
+            Dataset::Har => vec![
+                Hyper::linear("batch_size", 20.0, 60.0),
+                Hyper::linear("l2", 1e-6, 1.0),
+                Hyper::linear("learning_rate", 0.01, 0.1),
+            ],
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Dataset::Landmine => "landmine",
+            Dataset::Har => "har",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TabulateConfig {
     pub dataset: Dataset,
+    /// Names the default output folder data/<name>/.
+    pub name: String,
     /// Points per dimension.
     pub grid: usize,
     pub split_seed: u64,
+    /// Training epochs (SGD models).
+    pub epochs: usize,
     pub hyper: Vec<Hyper>,
     pub source: String,
 }
@@ -59,8 +113,10 @@ pub struct TabulateConfig {
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     dataset: String,
+    name: Option<String>,
     grid: Option<i64>,
     split_seed: Option<i64>,
+    epochs: Option<i64>,
     hyperparameters: Option<Vec<RawHyper>>,
 }
 
@@ -85,32 +141,16 @@ impl TabulateConfig {
             )
         })?;
         let err = |k: &str, m: String| FboError::spec(path, k, m);
-        let (dataset, defaults) = match raw.dataset.as_str() {
-            // algorithms.md section 1: the authors' linear maps.
-            "landmine" => (
-                Dataset::Landmine,
-                vec![
-                    Hyper {
-                        name: "C".into(),
-                        low: 1e-4,
-                        high: 10.0,
-                        scale: Scale::Linear,
-                    },
-                    Hyper {
-                        name: "gamma".into(),
-                        low: 0.01,
-                        high: 10.0,
-                        scale: Scale::Linear,
-                    },
-                ],
-            ),
-            other => {
-                return Err(err(
-                    "dataset",
-                    format!("unknown dataset \"{other}\"; allowed: \"landmine\""),
-                ));
-            }
-        };
+        let dataset = Dataset::parse(&raw.dataset).ok_or_else(|| {
+            err(
+                "dataset",
+                format!(
+                    "unknown dataset \"{}\"; allowed: \"landmine\", \"har\"",
+                    raw.dataset
+                ),
+            )
+        })?;
+        let defaults = dataset.defaults();
         let grid = raw.grid.unwrap_or(64);
         if !(2..=4096).contains(&grid) {
             return Err(err(
@@ -121,6 +161,20 @@ impl TabulateConfig {
         let split_seed = raw.split_seed.unwrap_or(0);
         if split_seed < 0 {
             return Err(err("split_seed", format!("must be >= 0, got {split_seed}")));
+        }
+        let epochs = raw.epochs.unwrap_or(20);
+        if !(1..=100_000).contains(&epochs) {
+            return Err(err(
+                "epochs",
+                format!("must be an integer in [1, 100000], got {epochs}"),
+            ));
+        }
+        let name = raw.name.unwrap_or_else(|| dataset.name().to_string());
+        if name.is_empty() || name.contains(['/', '\\']) {
+            return Err(err(
+                "name",
+                "must be non-empty without path separators".into(),
+            ));
         }
         let hyper = match raw.hyperparameters {
             None => defaults,
@@ -158,7 +212,7 @@ impl TabulateConfig {
                             ));
                         }
                     };
-                    // Every hyperparameter here (C, gamma, rates, penalties) is positive.
+                    // Every hyperparameter here (C, gamma, rates, penalties, sizes) is positive.
                     if !(h.low.is_finite() && h.high.is_finite() && 0.0 < h.low && h.low < h.high) {
                         return Err(err(
                             &k("low"),
@@ -177,8 +231,10 @@ impl TabulateConfig {
         };
         Ok(TabulateConfig {
             dataset,
+            name,
             grid: grid as usize,
             split_seed: split_seed as u64,
+            epochs: epochs as usize,
             hyper,
             source: text,
         })
@@ -249,22 +305,127 @@ pub fn svm_auc(a: &AgentSplit, c: f64, gamma: f64) -> f64 {
         .expect("both classes in validation")
 }
 
+/// One subject's multiclass split, standardised with the training half's mean and s.d.
+pub struct ClassSplit {
+    pub x_train: Array2<f64>,
+    pub y_train: Vec<usize>,
+    pub x_valid: Array2<f64>,
+    pub y_valid: Vec<usize>,
+}
+
+impl ClassSplit {
+    pub fn new(x: &Array2<f64>, labels: &[usize], seed: u64, agent: usize) -> (Self, Vec<bool>) {
+        let train_rows = data::stratified_half_split(labels, seed, agent);
+        let pick =
+            |t: bool| -> Vec<usize> { (0..labels.len()).filter(|&i| train_rows[i] == t).collect() };
+        let (tr, va) = (pick(true), pick(false));
+        let mut x_train = x.select(Axis(0), &tr);
+        let mut x_valid = x.select(Axis(0), &va);
+        let mean: Array1<f64> = x_train.mean_axis(Axis(0)).expect("training rows");
+        let sd: Array1<f64> = x_train
+            .std_axis(Axis(0), 0.0)
+            .mapv(|s| if s > 1e-12 { s } else { 1.0 });
+        for m in [&mut x_train, &mut x_valid] {
+            *m -= &mean;
+            *m /= &sd;
+        }
+        let split = ClassSplit {
+            x_train,
+            y_train: tr.iter().map(|&i| labels[i]).collect(),
+            x_valid,
+            y_valid: va.iter().map(|&i| labels[i]).collect(),
+        };
+        (split, train_rows)
+    }
+}
+
+/// Validation error of multinomial logistic regression trained by minibatch SGD; the batch
+/// order is seeded by (split seed, agent, grid point).
+pub fn logreg_error(s: &ClassSplit, p: &SgdParams, seed: u64, agent: usize, point: usize) -> f64 {
+    let mut rng = stream(seed, point as u64, agent as u64, Purpose::HyperFit);
+    let m = logreg::train(s.x_train.view(), &s.y_train, har::CLASSES, p, &mut rng);
+    logreg::error_rate(&m.predict(s.x_valid.view()), &s.y_valid)
+}
+
+/// A dataset ready to tabulate.
+enum Task {
+    Landmine(Vec<AgentSplit>),
+    Har(Vec<ClassSplit>),
+}
+
+impl Task {
+    fn agents(&self) -> usize {
+        match self {
+            Task::Landmine(a) => a.len(),
+            Task::Har(a) => a.len(),
+        }
+    }
+
+    fn evaluate(&self, cfg: &TabulateConfig, agent: usize, point: usize, raw: &[f64]) -> f64 {
+        match self {
+            Task::Landmine(a) => svm_auc(&a[agent], raw[0], raw[1]),
+            Task::Har(a) => {
+                let p = SgdParams {
+                    batch: raw[0].round() as usize,
+                    l2: raw[1],
+                    lr: raw[2],
+                    epochs: cfg.epochs,
+                };
+                logreg_error(&a[agent], &p, cfg.split_seed, agent, point)
+            }
+        }
+    }
+}
+
+/// Reads and splits the raw data: the task, split.csv, the source's sha256, and the lines of
+/// provenance particular to the dataset.
+fn prepare(cfg: &TabulateConfig, data_path: &Path) -> Result<(Task, String, String, String)> {
+    let mut split_csv = String::from("agent,index,set\n");
+    let mut note = |a: usize, rows: &[bool]| {
+        for (i, &t) in rows.iter().enumerate() {
+            split_csv += &format!("{a},{i},{}\n", if t { "train" } else { "valid" });
+        }
+    };
+    match cfg.dataset {
+        Dataset::Landmine => {
+            let (fields, sha) = landmine::read(data_path)?;
+            let mut agents = Vec::with_capacity(fields.len());
+            for (a, f) in fields.iter().enumerate() {
+                let (split, rows) = AgentSplit::landmine(f, cfg.split_seed, a);
+                note(a, &rows);
+                agents.push(split);
+            }
+            let meta = "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-3 min(1, C)^2, no shrinking), raw features, score = decision value\"\n\
+                        metric = \"auc\"\ndirection = \"maximize\"\n\
+                        agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n";
+            Ok((Task::Landmine(agents), split_csv, sha, meta.to_string()))
+        }
+        Dataset::Har => {
+            let (subjects, sha) = har::read(data_path)?;
+            let mut agents = Vec::with_capacity(subjects.len());
+            for (a, s) in subjects.iter().enumerate() {
+                let (split, rows) = ClassSplit::new(&s.x, &s.labels, cfg.split_seed, a);
+                note(a, &rows);
+                agents.push(split);
+            }
+            let ids: Vec<String> = subjects.iter().map(|s| s.id.to_string()).collect();
+            let meta = format!(
+                "model = \"multinomial logistic regression, minibatch SGD from zero weights, {} epochs, features standardised by the training half, batch size rounded to an integer; a diverged fit predicts class 0\"\n\
+                 metric = \"validation_error\"\ndirection = \"minimize\"\n\
+                 agent_ids = \"UCI HAR subjects [{}] in this order; split.csv index = the subject's row among its X_train rows\"\n",
+                cfg.epochs,
+                ids.join(", ")
+            );
+            Ok((Task::Har(agents), split_csv, sha, meta))
+        }
+    }
+}
+
 pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let cfg = TabulateConfig::load(config_path)?;
     let started = Instant::now();
-    let (fields, sha) = match cfg.dataset {
-        Dataset::Landmine => landmine::read(&opts.data)?,
-    };
-    // Splits, recorded for anyone who wants to re-check an entry with another tool.
-    let mut split_csv = String::from("agent,index_in_field,set\n");
-    let mut agents = Vec::with_capacity(fields.len());
-    for (a, f) in fields.iter().enumerate() {
-        let (split, train_rows) = AgentSplit::landmine(f, cfg.split_seed, a);
-        for (i, &t) in train_rows.iter().enumerate() {
-            split_csv += &format!("{a},{i},{}\n", if t { "train" } else { "valid" });
-        }
-        agents.push(split);
-    }
+    let (task, split_csv, sha, dataset_meta) = prepare(&cfg, &opts.data)?;
+    let n_agents = task.agents();
     let out = &opts.out;
     let parts = out.join("parts");
     fs::create_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
@@ -280,18 +441,17 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     }
     write_atomic(&out.join("split.csv"), split_csv.as_bytes())?;
     let part = |a: usize| parts.join(format!("agent-{a:03}.csv"));
-    let todo: Vec<usize> = (0..agents.len()).filter(|&a| !part(a).exists()).collect();
+    let todo: Vec<usize> = (0..n_agents).filter(|&a| !part(a).exists()).collect();
     let n_points = cfg.points();
-    if todo.len() < agents.len() && !opts.quiet {
+    if todo.len() < n_agents && !opts.quiet {
         eprintln!(
-            "resuming: {} of {} agents already tabulated in {}",
-            agents.len() - todo.len(),
-            agents.len(),
+            "resuming: {} of {n_agents} agents already tabulated in {}",
+            n_agents - todo.len(),
             parts.display()
         );
     }
-    let pb = progress_bar((agents.len() * n_points) as u64, opts.quiet);
-    pb.set_position(((agents.len() - todo.len()) * n_points) as u64);
+    let pb = progress_bar((n_agents * n_points) as u64, opts.quiet);
+    pb.set_position(((n_agents - todo.len()) * n_points) as u64);
     let work = || -> Result<()> {
         todo.par_iter().try_for_each(|&a| {
             let mut rows = String::new();
@@ -299,9 +459,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
                 let u = cfg.coords(p);
                 let raw: Vec<f64> = cfg.hyper.iter().zip(&u).map(|(h, &v)| h.value(v)).collect();
                 let t0 = Instant::now();
-                let metric = match cfg.dataset {
-                    Dataset::Landmine => svm_auc(&agents[a], raw[0], raw[1]),
-                };
+                let metric = task.evaluate(&cfg, a, p, &raw);
                 let secs = t0.elapsed().as_secs_f64();
                 let coords: Vec<String> = u.iter().chain(&raw).map(|v| v.to_string()).collect();
                 rows += &format!("{a},{p},{},{metric},{secs:.6}\n", coords.join(","));
@@ -319,37 +477,27 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         None => work()?,
     }
     pb.finish_and_clear();
-    // Merge.
     let d = cfg.hyper.len();
     let mut header = vec!["agent".to_string(), "point".to_string()];
     header.extend((0..d).map(|k| format!("x{k}")));
     header.extend(cfg.hyper.iter().map(|h| h.name.clone()));
     header.extend(["metric".to_string(), "train_seconds".to_string()]);
     let mut table = header.join(",") + "\n";
-    for a in 0..agents.len() {
+    for a in 0..n_agents {
         table += &fs::read_to_string(part(a)).map_err(|e| FboError::io(part(a), e))?;
     }
     write_atomic(&out.join("table.csv"), table.as_bytes())?;
-    let (name, model, metric, direction) = match cfg.dataset {
-        Dataset::Landmine => (
-            "landmine",
-            "RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-3 min(1, C)^2, no shrinking), raw features, score = decision value",
-            "auc",
-            "maximize",
-        ),
-    };
     let mut meta = format!(
         "# Hyperparameter-response table made by `fbo tabulate` (src/tabulate.rs).\n\
-         dataset = \"{name}\"\nsource_file = \"{}\"\nsource_sha256 = \"{sha}\"\n\
-         model = \"{model}\"\nmetric = \"{metric}\"\ndirection = \"{direction}\"\n\
-         agents = {}\ngrid = {}\npoints_per_agent = {n_points}\n\
+         dataset = \"{}\"\nsource = \"{}\"\nsource_sha256 = \"{sha}\"\n{dataset_meta}\
+         agents = {n_agents}\ngrid = {}\npoints_per_agent = {n_points}\n\
          split = \"stratified 50/50 per agent, split_seed {}: split.csv (set = train | valid)\"\n\
          build_seconds = {:.1}\n",
+        cfg.dataset.name(),
         opts.data
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        agents.len(),
         cfg.grid,
         cfg.split_seed,
         started.elapsed().as_secs_f64(),
@@ -378,25 +526,20 @@ mod tests {
 
     #[test]
     fn grid_coordinates_and_value_maps() {
-        let h = Hyper {
-            name: "C".into(),
-            low: 1e-4,
-            high: 10.0,
-            scale: Scale::Linear,
-        };
+        let h = Hyper::linear("C", 1e-4, 10.0);
         assert_eq!(h.value(0.0), 1e-4);
         assert_eq!(h.value(1.0), 10.0);
         let g = Hyper {
-            name: "lr".into(),
-            low: 1e-6,
-            high: 1.0,
             scale: Scale::Log,
+            ..Hyper::linear("lr", 1e-6, 1.0)
         };
         assert!((g.value(0.5) - 1e-3).abs() < 1e-15);
         let cfg = TabulateConfig {
             dataset: Dataset::Landmine,
+            name: "t".into(),
             grid: 4,
             split_seed: 0,
+            epochs: 1,
             hyper: vec![h.clone(), h],
             source: String::new(),
         };

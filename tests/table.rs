@@ -10,7 +10,11 @@ fn landmine_csv() -> std::path::PathBuf {
 }
 
 fn tabulate(dir: &Path, grid: usize) -> std::path::PathBuf {
-    let cfg = write(dir, "tab.toml", &format!("dataset = \"landmine\"\ngrid = {grid}\nsplit_seed = 0\n"));
+    let cfg = write(
+        dir,
+        "tab.toml",
+        &format!("dataset = \"landmine\"\ngrid = {grid}\nsplit_seed = 0\n"),
+    );
     let out = dir.join("table");
     let o = fbo()
         .arg("tabulate")
@@ -41,10 +45,17 @@ fn tabulate_writes_a_complete_checked_table_with_its_split() {
     assert!(meta.contains("source_sha256 = \"394720fa"));
     assert!(meta.contains("direction = \"maximize\""));
     let split = fs::read_to_string(out.join("split.csv")).unwrap();
-    assert_eq!(split.lines().count(), 1 + 14820, "every raw row is assigned");
+    assert_eq!(
+        split.lines().count(),
+        1 + 14820,
+        "every raw row is assigned"
+    );
     assert!(!out.join("parts").exists());
     // Deterministic: a second build gives the same metrics (only timings differ).
-    let first: Vec<String> = table.lines().map(|l| l.rsplit_once(',').unwrap().0.to_string()).collect();
+    let first: Vec<String> = table
+        .lines()
+        .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+        .collect();
     let again = tabulate(dir.path(), 3);
     let second: Vec<String> = fs::read_to_string(again.join("table.csv"))
         .unwrap()
@@ -90,7 +101,14 @@ kind = "dp-fts-de"
     );
     let p = write(dir.path(), "spec.toml", &spec);
     let out = dir.path().join("o");
-    let o = fbo().arg("run").arg(&p).arg("--out").arg(&out).arg("--quiet").output().unwrap();
+    let o = fbo()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     let mut rdr = csv::Reader::from_path(out.join("trace.csv")).unwrap();
     let h = rdr.headers().unwrap().clone();
@@ -98,10 +116,16 @@ kind = "dp-fts-de"
     let mut agents = std::collections::BTreeMap::<String, std::collections::BTreeSet<usize>>::new();
     for r in rdr.records() {
         let r = r.unwrap();
-        let (f, m): (f64, f64) = (r[col("f")].parse().unwrap(), r[col("metric")].parse().unwrap());
+        let (f, m): (f64, f64) = (
+            r[col("f")].parse().unwrap(),
+            r[col("metric")].parse().unwrap(),
+        );
         assert_eq!(f, m, "AUC is maximised: metric = f");
         assert!((0.0..=1.0).contains(&m));
-        agents.entry(r[col("algorithm")].to_string()).or_default().insert(r[col("agent")].parse().unwrap());
+        agents
+            .entry(r[col("algorithm")].to_string())
+            .or_default()
+            .insert(r[col("agent")].parse().unwrap());
     }
     assert_eq!(agents["TS"], [0, 2].into());
     assert_eq!(agents["FTS M=20"], [0, 2].into());
@@ -118,16 +142,41 @@ fn table_specs_are_checked() {
     );
     for (extra, expect) in [
         ("agents = [0, 40]\n", "agent 40 is not in the table"),
-        ("targets = [7]\nagents = [0, 1]\n", "key `objective.targets`: target 7 is not one of the 2 agents"),
-        ("grid = 10\n", "key `objective.grid`: does not apply to kind = \"table\""),
+        (
+            "targets = [7]\nagents = [0, 1]\n",
+            "key `objective.targets`: target 7 is not one of the 2 agents",
+        ),
+        (
+            "grid = 10\n",
+            "key `objective.grid`: does not apply to kind = \"table\"",
+        ),
     ] {
-        let p = write(dir.path(), "s.toml", &base.replace("kind = \"table\"\n", &format!("kind = \"table\"\n{extra}")));
+        let p = write(
+            dir.path(),
+            "s.toml",
+            &base.replace("kind = \"table\"\n", &format!("kind = \"table\"\n{extra}")),
+        );
         let o = fbo().arg("validate").arg(&p).output().unwrap();
         assert_eq!(o.status.code(), Some(2), "{extra}");
-        assert!(stderr(&o).contains(expect), "expected {expect:?} in {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(expect),
+            "expected {expect:?} in {}",
+            stderr(&o)
+        );
     }
-    let p = write(dir.path(), "s.toml", &base.replace(&table.join("table.toml").display().to_string(), "missing/table.toml"));
+    let p = write(
+        dir.path(),
+        "s.toml",
+        &base.replace(
+            &table.join("table.toml").display().to_string(),
+            "missing/table.toml",
+        ),
+    );
     let o = fbo().arg("validate").arg(&p).output().unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cannot read the table description"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cannot read the table description"),
+        "{}",
+        stderr(&o)
+    );
 }
