@@ -275,13 +275,7 @@ pub struct AgentSplit {
 impl AgentSplit {
     /// Splits a field with `stratified_half_split`; returns it with the train mask.
     pub fn landmine(f: &landmine::Field, seed: u64, agent: usize) -> (Self, Vec<bool>) {
-        let train_rows = data::stratified_half_split(&f.labels, seed, agent);
-        let pick = |t: bool| -> Vec<usize> {
-            (0..f.labels.len())
-                .filter(|&i| train_rows[i] == t)
-                .collect()
-        };
-        let (tr, va) = (pick(true), pick(false));
+        let (tr, va, train_rows) = data::half_split_rows(&f.labels, seed, agent);
         let split = AgentSplit {
             x_train: f.x.select(Axis(0), &tr),
             y_train: tr
@@ -315,10 +309,7 @@ pub struct ClassSplit {
 
 impl ClassSplit {
     pub fn new(x: &Array2<f64>, labels: &[usize], seed: u64, agent: usize) -> (Self, Vec<bool>) {
-        let train_rows = data::stratified_half_split(labels, seed, agent);
-        let pick =
-            |t: bool| -> Vec<usize> { (0..labels.len()).filter(|&i| train_rows[i] == t).collect() };
-        let (tr, va) = (pick(true), pick(false));
+        let (tr, va, train_rows) = data::half_split_rows(labels, seed, agent);
         let mut x_train = x.select(Axis(0), &tr);
         let mut x_valid = x.select(Axis(0), &va);
         let mean: Array1<f64> = x_train.mean_axis(Axis(0)).expect("training rows");

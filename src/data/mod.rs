@@ -58,6 +58,17 @@ pub fn stratified_half_split(labels: &[usize], seed: u64, agent: usize) -> Vec<b
     train
 }
 
+/// The training rows, the validation rows and the training mask of `stratified_half_split`.
+pub fn half_split_rows(
+    labels: &[usize],
+    seed: u64,
+    agent: usize,
+) -> (Vec<usize>, Vec<usize>, Vec<bool>) {
+    let train = stratified_half_split(labels, seed, agent);
+    let (tr, va): (Vec<usize>, Vec<usize>) = (0..labels.len()).partition(|&i| train[i]);
+    (tr, va, train)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
