@@ -21,6 +21,7 @@ pub struct BenchOptions {
     pub observations: usize,
     pub repeats: usize,
     pub configs: Vec<PathBuf>,
+    pub tables: Vec<PathBuf>,
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -129,6 +130,23 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         }
         times.sort_by(f64::total_cmp);
         println!("{acc},{eps:.4},{:.2}", quantile(&times, 0.5));
+    }
+    if !opts.tables.is_empty() {
+        println!("# table loading (read, check, build the landscape; all agents)");
+        println!("table,agents,points,load_s");
+        for path in &opts.tables {
+            let meta = crate::objective::table::read_meta(path)?;
+            let agents: Vec<usize> = (0..meta.agents).collect();
+            let t0 = Instant::now();
+            let land = crate::objective::table::landscape(&meta, &agents, 0.0)?;
+            println!(
+                "{},{},{},{:.3}",
+                path.display(),
+                land.agents(),
+                land.domain.len(),
+                t0.elapsed().as_secs_f64()
+            );
+        }
     }
     if !opts.configs.is_empty() {
         println!("# spec wall time (all threads of this machine)");

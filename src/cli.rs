@@ -103,6 +103,9 @@ pub enum Command {
         /// Specs to time end to end.
         #[arg(long = "config")]
         configs: Vec<PathBuf>,
+        /// Tables (table.toml) whose loading to time.
+        #[arg(long = "table")]
+        tables: Vec<PathBuf>,
     },
 }
 
@@ -285,6 +288,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             observations,
             repeats,
             configs,
+            tables,
         } => {
             if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
                 return Err(FboError::spec(
@@ -299,6 +303,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 observations,
                 repeats,
                 configs,
+                tables,
             })
         }
     }
