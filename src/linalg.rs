@@ -5,10 +5,26 @@
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use ndarray_linalg::{UPLO, cholesky::Cholesky};
 
+unsafe extern "C" {
+    fn openblas_set_num_threads(n: i32);
+}
+
+/// Pins OpenBLAS to one thread, once per process, before the first LAPACK call. fbo's matrices
+/// are at most a few hundred wide and its runs are already parallel; OpenBLAS threads on top
+/// of them only spin against busy cores (measured: one GP-fit test went from 1 s to 145 s with
+/// the other core loaded). Every function here that calls LAPACK calls this first.
+pub fn single_threaded_blas() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: a plain setter of OpenBLAS's thread count, called once before any other BLAS use
+    // from fbo.
+    ONCE.call_once(|| unsafe { openblas_set_num_threads(1) });
+}
+
 /// Lower Cholesky factor of a symmetric positive-definite matrix. When rounding makes the
 /// matrix numerically indefinite, retries with growing diagonal jitter (relative to the mean
 /// diagonal) and reports the jitter used.
 pub fn cholesky_jittered(a: &Array2<f64>) -> Option<(Array2<f64>, f64)> {
+    single_threaded_blas();
     if let Ok(l) = a.cholesky(UPLO::Lower) {
         return Some((l, 0.0));
     }

@@ -95,6 +95,7 @@ pub fn log_marginal_likelihood(
     for i in 0..n {
         k[[i, i]] += h.noise_var;
     }
+    crate::linalg::single_threaded_blas();
     let fac = k.factorizec(UPLO::Lower).ok()?;
     let alpha = fac.solvec(&y.to_owned()).ok()?;
     let log_det: f64 = (0..n).map(|i| fac.factor[[i, i]].ln()).sum::<f64>() * 2.0;
@@ -225,6 +226,7 @@ pub fn exact_posterior(
     for i in 0..n {
         k[[i, i]] += noise_var;
     }
+    crate::linalg::single_threaded_blas();
     let fac = k.factorizec(UPLO::Lower).ok()?;
     let alpha = fac.solvec(&y.to_owned()).ok()?;
     let mean = k_cross.t().dot(&alpha);
