@@ -65,7 +65,7 @@ pub enum Command {
         #[arg(long)]
         quiet: bool,
     },
-    /// Check a spec and print what it would run; exit 2 if it is invalid.
+    /// Check a spec (or a tabulation config) and print what it would run; exit 2 if invalid.
     Validate { spec: PathBuf },
     /// Privacy loss (epsilon at delta) of `steps` rounds of the subsampled Gaussian mechanism.
     Privacy {
@@ -201,6 +201,23 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Validate { spec } => {
+            // A tabulation config is recognised by its `dataset` key.
+            let is_table_config = std::fs::read_to_string(&spec)
+                .ok()
+                .and_then(|t| t.parse::<toml::Table>().ok())
+                .is_some_and(|t| t.contains_key("dataset"));
+            if is_table_config {
+                let cfg = tabulate::TabulateConfig::load(&spec)?;
+                println!(
+                    "{}: ok: tabulation of {} on {} grid points ({} per dimension) -> data/{}/",
+                    spec.display(),
+                    cfg.dataset.name(),
+                    cfg.points(),
+                    cfg.grid,
+                    cfg.name
+                );
+                return Ok(());
+            }
             let s = load(&spec, None, false)?;
             if s.has_sweep {
                 let sw = sweep::load(&spec)?;

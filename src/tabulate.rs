@@ -87,7 +87,7 @@ impl Dataset {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Dataset::Landmine => "landmine",
             Dataset::Har => "har",
