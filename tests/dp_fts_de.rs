@@ -85,15 +85,12 @@ fn run_writes_server_and_privacy_files_deterministically() {
     let mut outs = Vec::new();
     for threads in ["1", "2"] {
         let out = dir.path().join(format!("t{threads}"));
-        let o = fbo()
-            .arg("run")
-            .arg(&spec_path)
-            .arg("--out")
-            .arg(&out)
-            .args(["--quiet", "--no-timing", "--threads", threads])
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
+        fbo_ok(
+            "run",
+            &spec_path,
+            &out,
+            &["--no-timing", "--threads", threads],
+        );
         outs.push(out);
     }
     for f in ["trace.csv", "summary.csv", "server.csv", "privacy.csv"] {
@@ -177,7 +174,7 @@ fn server_options_are_checked() {
             );
         }
         let p = write(dir.path(), "bad.toml", &text);
-        let o = fbo().arg("validate").arg(&p).output().unwrap();
+        let o = validate(&p);
         assert_eq!(o.status.code(), Some(2), "{expect}: {}", stderr(&o));
         assert!(
             stderr(&o).contains(expect),

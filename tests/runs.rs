@@ -8,16 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 fn run(spec: &Path, out: &Path, extra: &[&str]) {
-    let o = fbo()
-        .arg("run")
-        .arg(spec)
-        .arg("--out")
-        .arg(out)
-        .arg("--quiet")
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    fbo_ok("run", spec, out, extra);
 }
 
 #[test]

@@ -17,13 +17,7 @@ fn product_sweep_writes_one_row_per_point_and_algorithm_and_resumes() {
         &sweep_spec("\"server.q\" = [0.25, 0.5]\n\"server.z\" = [1.0, 2.0]"),
     );
     let out = dir.path().join("o");
-    let o = fbo_output([
-        "sweep".as_ref(),
-        p.as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    fbo_ok("sweep", &p, &out, &[]);
     let csv = fs::read_to_string(out.join("sweep.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
     assert!(rows[0].starts_with("point,server.q,server.z,algorithm,runs,mean_best_metric"));
@@ -69,14 +63,7 @@ fn explicit_points_and_algorithm_paths() {
         ),
     );
     let out = dir.path().join("o");
-    let o = fbo_output([
-        "sweep".as_ref(),
-        p.as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-        "--quiet".as_ref(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    fbo_ok("sweep", &p, &out, &[]);
     let csv = fs::read_to_string(out.join("sweep.csv")).unwrap();
     let col = csv
         .lines()

@@ -16,17 +16,12 @@ fn tabulate(dir: &Path, grid: usize) -> std::path::PathBuf {
         &format!("dataset = \"landmine\"\ngrid = {grid}\nsplit_seed = 0\n"),
     );
     let out = dir.join("table");
-    let o = fbo()
-        .arg("tabulate")
-        .arg(&cfg)
-        .arg("--data")
-        .arg(landmine_csv())
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    fbo_ok(
+        "tabulate",
+        &cfg,
+        &out,
+        &["--data", landmine_csv().to_str().unwrap()],
+    );
     out
 }
 
@@ -101,15 +96,7 @@ kind = "dp-fts-de"
     );
     let p = write(dir.path(), "spec.toml", &spec);
     let out = dir.path().join("o");
-    let o = fbo()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    fbo_ok("run", &p, &out, &[]);
     let mut rdr = csv::Reader::from_path(out.join("trace.csv")).unwrap();
     let h = rdr.headers().unwrap().clone();
     let col = |n: &str| h.iter().position(|c| c == n).unwrap();
@@ -156,7 +143,7 @@ fn table_specs_are_checked() {
             "s.toml",
             &base.replace("kind = \"table\"\n", &format!("kind = \"table\"\n{extra}")),
         );
-        let o = fbo().arg("validate").arg(&p).output().unwrap();
+        let o = validate(&p);
         assert_eq!(o.status.code(), Some(2), "{extra}");
         assert!(
             stderr(&o).contains(expect),
@@ -172,7 +159,7 @@ fn table_specs_are_checked() {
             "missing/table.toml",
         ),
     );
-    let o = fbo().arg("validate").arg(&p).output().unwrap();
+    let o = validate(&p);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("cannot read the table description"),

@@ -182,7 +182,7 @@ fn every_invalid_spec_is_refused_with_file_and_key() {
 fn a_valid_spec_validates() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write(dir.path(), "ok.toml", SMALL);
-    let o = fbo().arg("validate").arg(&spec).output().unwrap();
+    let o = validate(&spec);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -208,7 +208,7 @@ fn shipped_configs_are_valid() {
     for entry in std::fs::read_dir(dir).unwrap() {
         let p = entry.unwrap().path();
         if p.extension().is_some_and(|e| e == "toml") {
-            let o = fbo().arg("validate").arg(&p).output().unwrap();
+            let o = validate(&p);
             assert!(o.status.success(), "{}: {}", p.display(), stderr(&o));
             n += 1;
         }

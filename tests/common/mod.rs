@@ -36,6 +36,31 @@ kind = "ts"
 kind = "fts"
 "#;
 
+/// `fbo <cmd> SPEC --out OUT --quiet <extra>`, asserting that it succeeds.
+pub fn fbo_ok(cmd: &str, spec: &Path, out: &Path, extra: &[&str]) -> Output {
+    let o = fbo()
+        .arg(cmd)
+        .arg(spec)
+        .arg("--out")
+        .arg(out)
+        .arg("--quiet")
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "fbo {cmd} {}: {}",
+        spec.display(),
+        stderr(&o)
+    );
+    o
+}
+
+/// `fbo validate SPEC`.
+pub fn validate(spec: &Path) -> Output {
+    fbo().arg("validate").arg(spec).output().unwrap()
+}
+
 /// `fbo <args>` with its output collected.
 pub fn fbo_output<I, S>(args: I) -> Output
 where
