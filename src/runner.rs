@@ -174,6 +174,18 @@ fn fingerprint(spec: &Spec) -> String {
     )
 }
 
+/// Runs `work` on a pool of `threads` workers, or on rayon's global pool (one per core).
+pub fn with_threads<T: Send>(threads: Option<usize>, work: impl FnOnce() -> T + Send) -> Result<T> {
+    match threads {
+        Some(n) => Ok(rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| FboError::Run(format!("cannot start {n} threads: {e}")))?
+            .install(work)),
+        None => Ok(work()),
+    }
+}
+
 pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     if quiet || !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
@@ -259,14 +271,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             })
             .collect()
     };
-    let results = match opts.threads {
-        Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .map_err(|e| FboError::Run(format!("cannot start {n} threads: {e}")))?
-            .install(work),
-        None => work(),
-    };
+    let results = with_threads(opts.threads, work)?;
     if opts.progress.is_none() {
         pb.finish_and_clear();
     }

@@ -14,7 +14,7 @@ use crate::model::metrics::roc_auc;
 use crate::model::svm::{SvmParams, rbf_kernel, train};
 use crate::output::write_atomic;
 use crate::rng::{Purpose, stream};
-use crate::runner::progress_bar;
+use crate::runner::{progress_bar, with_threads};
 use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -459,14 +459,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             write_atomic(&part(a), rows.as_bytes())
         })
     };
-    match opts.threads {
-        Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
-            .build()
-            .map_err(|e| FboError::Run(format!("cannot start {n} threads: {e}")))?
-            .install(work)?,
-        None => work()?,
-    }
+    with_threads(opts.threads, work)??;
     pb.finish_and_clear();
     let d = cfg.hyper.len();
     let mut header = vec!["agent".to_string(), "point".to_string()];
