@@ -1,6 +1,7 @@
 //! Raw datasets: readers that check what they read (shape, label set, checksum) and say which
 //! file and line is wrong, and the seeded train/validation splits.
 
+pub mod emnist;
 pub mod har;
 pub mod landmine;
 
