@@ -2,11 +2,9 @@
 //! one agent per writer, the source's own train / validation split, 28 x 28 images. Pixels are
 //! returned MNIST-style, ink bright: (255 - byte) / 255 in [0, 1].
 
-use super::read_checked;
+use super::{as_text, read_checked, read_gz_checked};
 use crate::error::{FboError, Result};
-use flate2::read::GzDecoder;
 use ndarray::Array2;
-use std::io::Read;
 use std::path::Path;
 
 pub const PIXELS: usize = 28 * 28;
@@ -30,13 +28,8 @@ pub fn read(dir: &Path) -> Result<(Vec<Writer>, String)> {
     let index_path = dir.join("femnist_digits_first50_index.csv");
     let pixel_path = dir.join("femnist_digits_first50_pixels.u8.gz");
     let (index, _) = read_checked(&index_path, Some(INDEX_SHA256), "EMNIST index CSV")?;
-    let (gz, sha) = read_checked(&pixel_path, Some(PIXELS_GZ_SHA256), "EMNIST pixel file")?;
-    let mut pixels = Vec::new();
-    GzDecoder::new(gz.as_slice())
-        .read_to_end(&mut pixels)
-        .map_err(|e| FboError::spec(&pixel_path, "", format!("cannot decompress: {e}")))?;
-    let text = std::str::from_utf8(&index)
-        .map_err(|_| FboError::spec(&index_path, "", "not UTF-8 text"))?;
+    let (pixels, sha) = read_gz_checked(&pixel_path, PIXELS_GZ_SHA256, "EMNIST pixel file")?;
+    let text = as_text(&index_path, &index)?;
     let err = |line: usize, m: String| FboError::spec(&index_path, format!("line {line}"), m);
     let mut lines = text.lines();
     if lines.next() != Some(HEADER) {

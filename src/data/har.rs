@@ -2,11 +2,9 @@
 //! features are available (the original train part; see that folder's README), 561 features,
 //! 6 classes. One agent per subject, in ascending subject order.
 
-use super::read_checked;
+use super::{as_text, read_gz_checked};
 use crate::error::{FboError, Result};
-use flate2::read::GzDecoder;
 use ndarray::Array2;
-use std::io::Read;
 use std::path::Path;
 
 pub const FEATURES: usize = 561;
@@ -24,27 +22,23 @@ pub struct Subject {
     pub labels: Vec<usize>,
 }
 
-fn gunzip(path: &Path, sha: &str, what: &str) -> Result<(String, String)> {
-    let (bytes, digest) = read_checked(path, Some(sha), what)?;
-    let mut text = String::new();
-    GzDecoder::new(bytes.as_slice())
-        .read_to_string(&mut text)
-        .map_err(|e| FboError::spec(path, "", format!("cannot decompress the {what}: {e}")))?;
-    Ok((text, digest))
-}
-
 /// Reads X_train, y_train and subject_train from the HAR folder; returns the subjects and the
 /// features file's sha256.
 pub fn read(dir: &Path) -> Result<(Vec<Subject>, String)> {
+    let text_of = |file: &str, sha: &str, what: &str| -> Result<(String, String)> {
+        let path = dir.join(file);
+        let (bytes, digest) = read_gz_checked(&path, sha, what)?;
+        Ok((as_text(&path, &bytes)?.to_string(), digest))
+    };
     let xp = dir.join("X_train.txt.gz");
-    let (xt, x_sha) = gunzip(&xp, X_SHA256, "HAR feature file X_train.txt.gz")?;
-    let (yt, _) = gunzip(
-        &dir.join("y_train.txt.gz"),
-        Y_SHA256,
-        "HAR label file y_train.txt.gz",
+    let (xt, x_sha) = text_of(
+        "X_train.txt.gz",
+        X_SHA256,
+        "HAR feature file X_train.txt.gz",
     )?;
-    let (st, _) = gunzip(
-        &dir.join("subject_train.txt.gz"),
+    let (yt, _) = text_of("y_train.txt.gz", Y_SHA256, "HAR label file y_train.txt.gz")?;
+    let (st, _) = text_of(
+        "subject_train.txt.gz",
         S_SHA256,
         "HAR subject file subject_train.txt.gz",
     )?;

@@ -1,7 +1,7 @@
 //! The landmine detection data (29 fields, 9 features, binary labels) from the CSV
 //! transcription in ../shared/data/landmine/landmine.csv.
 
-use super::read_checked;
+use super::{as_text, read_checked};
 use crate::error::{FboError, Result};
 use ndarray::Array2;
 use std::path::Path;
@@ -20,8 +20,7 @@ pub struct Field {
 /// Reads and checks the CSV; returns the fields in order and the file's sha256.
 pub fn read(path: &Path) -> Result<(Vec<Field>, String)> {
     let (bytes, sha) = read_checked(path, Some(CSV_SHA256), "landmine CSV")?;
-    let text =
-        std::str::from_utf8(&bytes).map_err(|_| FboError::spec(path, "", "not UTF-8 text"))?;
+    let text = as_text(path, &bytes)?;
     let err = |line: usize, msg: String| FboError::spec(path, format!("line {line}"), msg);
     let mut lines = text.lines();
     if lines.next() != Some(HEADER) {

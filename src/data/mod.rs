@@ -7,8 +7,10 @@ pub mod landmine;
 
 use crate::error::{FboError, Result};
 use crate::rng::{Purpose, stream};
+use flate2::read::GzDecoder;
 use rand::seq::SliceRandom;
 use sha2::{Digest, Sha256};
+use std::io::Read;
 use std::path::Path;
 
 /// Hex sha256 of a file's bytes.
@@ -40,6 +42,25 @@ pub fn read_checked(
         ));
     }
     Ok((bytes, sha))
+}
+
+/// A checked file that is gzip-compressed, decompressed: (bytes, sha256 of the .gz file).
+pub fn read_gz_checked(
+    path: &Path,
+    expected_sha256: &str,
+    what: &str,
+) -> Result<(Vec<u8>, String)> {
+    let (gz, sha) = read_checked(path, Some(expected_sha256), what)?;
+    let mut out = Vec::new();
+    GzDecoder::new(gz.as_slice())
+        .read_to_end(&mut out)
+        .map_err(|e| FboError::spec(path, "", format!("cannot decompress the {what}: {e}")))?;
+    Ok((out, sha))
+}
+
+/// Bytes as text, or an error naming the file.
+pub fn as_text<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str> {
+    std::str::from_utf8(bytes).map_err(|_| FboError::spec(path, "", "not UTF-8 text"))
 }
 
 /// Stratified split: within each class, a seeded shuffle puts floor(n_c / 2) rows in training
