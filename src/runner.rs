@@ -131,22 +131,15 @@ pub fn run_one(
     }
     for t in 1..=spec.iterations {
         let queries = alg.propose(t)?;
-        let ys: Vec<f64> = queries
-            .iter()
-            .map(|q| {
-                let slot = targets
-                    .iter()
-                    .position(|&a| a == q.agent)
-                    .expect("query for a target");
-                landscape.observe(q.agent, q.index, &mut noise[slot])
-            })
-            .collect();
-        for (q, y) in queries.iter().zip(&ys) {
+        let mut ys = Vec::with_capacity(queries.len());
+        for q in &queries {
             let slot = targets
                 .iter()
                 .position(|&a| a == q.agent)
                 .expect("query for a target");
-            record(&mut rows, slot, q, *y, t as i64);
+            let y = landscape.observe(q.agent, q.index, &mut noise[slot]);
+            record(&mut rows, slot, q, y, t as i64);
+            ys.push(y);
         }
         alg.observe(&queries, &ys);
     }
