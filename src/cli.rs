@@ -54,7 +54,7 @@ pub enum Command {
     Tabulate {
         /// The tabulation config (TOML), e.g. configs/tabulate-landmine.toml.
         config: PathBuf,
-        /// The raw data: the landmine CSV file, or the HAR folder (../shared/data/har).
+        /// The raw data: the landmine CSV file, the HAR folder (../shared/data/har) or the EMNIST folder (../shared/data/emnist).
         #[arg(long)]
         data: PathBuf,
         /// Output folder [default: data/<name>/, name from the config, else the dataset].

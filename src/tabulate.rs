@@ -7,8 +7,9 @@
 //! raw hyperparameters) to the metric. The driver (grid, parallelism, resume, provenance) is
 //! shared.
 
-use crate::data::{self, har, landmine};
+use crate::data::{self, emnist, har, landmine};
 use crate::error::{FboError, Result};
+use crate::model::cnn::{self, CnnParams};
 use crate::model::logreg::{self, SgdParams};
 use crate::model::metrics::roc_auc;
 use crate::model::svm::{SvmParams, rbf_kernel, train};
@@ -59,6 +60,7 @@ impl Hyper {
 pub enum Dataset {
     Landmine,
     Har,
+    Emnist,
 }
 
 impl Dataset {
@@ -66,6 +68,7 @@ impl Dataset {
         match s {
             "landmine" => Some(Dataset::Landmine),
             "har" => Some(Dataset::Har),
+            "emnist" => Some(Dataset::Emnist),
             _ => None,
         }
     }
@@ -84,6 +87,11 @@ impl Dataset {
                 Hyper::linear("l2", 1e-6, 1.0),
                 Hyper::linear("learning_rate", 0.01, 0.1),
             ],
+            Dataset::Emnist => vec![
+                Hyper::linear("learning_rate", 1e-7, 0.02),
+                Hyper::linear("lr_decay", 1e-7, 0.02),
+                Hyper::linear("l2", 1e-7, 0.02),
+            ],
         }
     }
 
@@ -91,6 +99,7 @@ impl Dataset {
         match self {
             Dataset::Landmine => "landmine",
             Dataset::Har => "har",
+            Dataset::Emnist => "emnist",
         }
     }
 }
@@ -105,6 +114,8 @@ pub struct TabulateConfig {
     pub split_seed: u64,
     /// Training epochs (SGD models).
     pub epochs: usize,
+    /// Minibatch size of the CNN (EMNIST); HAR tunes its batch size, the SVM has none.
+    pub batch_size: usize,
     pub hyper: Vec<Hyper>,
     pub source: String,
 }
@@ -117,6 +128,7 @@ struct RawConfig {
     grid: Option<i64>,
     split_seed: Option<i64>,
     epochs: Option<i64>,
+    batch_size: Option<i64>,
     hyperparameters: Option<Vec<RawHyper>>,
 }
 
@@ -145,7 +157,7 @@ impl TabulateConfig {
             err(
                 "dataset",
                 format!(
-                    "unknown dataset \"{}\"; allowed: \"landmine\", \"har\"",
+                    "unknown dataset \"{}\"; allowed: \"landmine\", \"har\", \"emnist\"",
                     raw.dataset
                 ),
             )
@@ -167,6 +179,22 @@ impl TabulateConfig {
             return Err(err(
                 "epochs",
                 format!("must be an integer in [1, 100000], got {epochs}"),
+            ));
+        }
+        let batch_size = match (dataset, raw.batch_size) {
+            (Dataset::Emnist, b) => b.unwrap_or(20),
+            (_, None) => 0,
+            (_, Some(_)) => {
+                return Err(err(
+                    "batch_size",
+                    "only the emnist dataset has a fixed batch size (har tunes it as a hyperparameter)".into(),
+                ));
+            }
+        };
+        if dataset == Dataset::Emnist && !(1..=100_000).contains(&batch_size) {
+            return Err(err(
+                "batch_size",
+                format!("must be an integer in [1, 100000], got {batch_size}"),
             ));
         }
         let name = raw.name.unwrap_or_else(|| dataset.name().to_string());
@@ -235,6 +263,7 @@ impl TabulateConfig {
             grid: grid as usize,
             split_seed: split_seed as u64,
             epochs: epochs as usize,
+            batch_size: batch_size as usize,
             hyper,
             source: text,
         })
@@ -338,10 +367,28 @@ pub fn logreg_error(s: &ClassSplit, p: &SgdParams, seed: u64, agent: usize, poin
     logreg::error_rate(&m.predict(s.x_valid.view()), &s.y_valid)
 }
 
+/// One writer's images as the network's f32 input.
+pub struct ImageSplit {
+    pub x_train: Array2<f32>,
+    pub y_train: Vec<usize>,
+    pub x_valid: Array2<f32>,
+    pub y_valid: Vec<usize>,
+}
+
+/// Validation error of the CNN. The seed depends on the agent only, so every grid point of an
+/// agent starts from the same weights and batch order (common random numbers): neighbouring
+/// table entries then differ by their hyperparameters, not by initialisation luck.
+pub fn cnn_error(s: &ImageSplit, p: &CnnParams, seed: u64, agent: usize) -> f64 {
+    let mut rng = stream(seed, 0, agent as u64, Purpose::HyperFit);
+    let net = cnn::train(s.x_train.view(), &s.y_train, emnist::CLASSES, p, &mut rng);
+    logreg::error_rate(&net.predict(s.x_valid.view()), &s.y_valid)
+}
+
 /// A dataset ready to tabulate.
 enum Task {
     Landmine(Vec<AgentSplit>),
     Har(Vec<ClassSplit>),
+    Emnist(Vec<ImageSplit>),
 }
 
 impl Task {
@@ -349,6 +396,7 @@ impl Task {
         match self {
             Task::Landmine(a) => a.len(),
             Task::Har(a) => a.len(),
+            Task::Emnist(a) => a.len(),
         }
     }
 
@@ -364,8 +412,24 @@ impl Task {
                 };
                 logreg_error(&a[agent], &p, cfg.split_seed, agent, point)
             }
+            Task::Emnist(a) => {
+                let p = CnnParams {
+                    lr: raw[0],
+                    decay: raw[1],
+                    l2: raw[2],
+                    batch: cfg.batch_size,
+                    epochs: cfg.epochs,
+                };
+                cnn_error(&a[agent], &p, cfg.split_seed, agent)
+            }
         }
     }
+}
+
+fn half_split_note(seed: u64) -> String {
+    format!(
+        "split = \"stratified 50/50 per agent, split_seed {seed}: split.csv (set = train | valid)\"\n"
+    )
 }
 
 /// Reads and splits the raw data: the task, split.csv, the source's sha256, and the lines of
@@ -389,7 +453,8 @@ fn prepare(cfg: &TabulateConfig, data_path: &Path) -> Result<(Task, String, Stri
             let meta = "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-3 min(1, C)^2, no shrinking), raw features, score = decision value\"\n\
                         metric = \"auc\"\ndirection = \"maximize\"\n\
                         agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n";
-            Ok((Task::Landmine(agents), split_csv, sha, meta.to_string()))
+            let meta = format!("{meta}{}", half_split_note(cfg.split_seed));
+            Ok((Task::Landmine(agents), split_csv, sha, meta))
         }
         Dataset::Har => {
             let (subjects, sha) = har::read(data_path)?;
@@ -403,11 +468,40 @@ fn prepare(cfg: &TabulateConfig, data_path: &Path) -> Result<(Task, String, Stri
             let meta = format!(
                 "model = \"multinomial logistic regression, minibatch SGD from zero weights, {} epochs, features standardised by the training half, batch size rounded to an integer; a diverged fit predicts class 0\"\n\
                  metric = \"validation_error\"\ndirection = \"minimize\"\n\
-                 agent_ids = \"UCI HAR subjects [{}] in this order; split.csv index = the subject's row among its X_train rows\"\n",
+                 agent_ids = \"UCI HAR subjects [{}] in this order; split.csv index = the subject's row among its X_train rows\"\n{}",
+                cfg.epochs,
+                ids.join(", "),
+                half_split_note(cfg.split_seed)
+            );
+            Ok((Task::Har(agents), split_csv, sha, meta))
+        }
+        Dataset::Emnist => {
+            let (writers, sha) = emnist::read(data_path)?;
+            let mut agents = Vec::with_capacity(writers.len());
+            for (a, w) in writers.iter().enumerate() {
+                for (set, images) in [("train", &w.train_images), ("valid", &w.valid_images)] {
+                    for i in images {
+                        split_csv += &format!("{a},{i},{set}\n");
+                    }
+                }
+                agents.push(ImageSplit {
+                    x_train: cnn::to_f32(&w.x_train),
+                    y_train: w.y_train.clone(),
+                    x_valid: cnn::to_f32(&w.x_valid),
+                    y_valid: w.y_valid.clone(),
+                });
+            }
+            let ids: Vec<&str> = writers.iter().map(|w| w.id.as_str()).collect();
+            let meta = format!(
+                "model = \"CNN conv3x3(8)-relu-maxpool2-conv3x3(16)-relu-maxpool2-dense(10), He-normal init seeded per agent, plain SGD, batch {}, {} epochs, lr_t = lr / (1 + lr_decay t) per step, loss + l2 sum(w^2); pixels (255 - byte) / 255; a diverged fit predicts class 0\"\n\
+                 metric = \"validation_error\"\ndirection = \"minimize\"\n\
+                 agent_ids = \"LEAF FEMNIST writers [{}] (writer_index = agent); split.csv index = image (row of femnist_digits_first50_index.csv)\"\n\
+                 split = \"the source's own per-writer train / val split (LEAF 90/10): split.csv (set = train | valid)\"\n",
+                cfg.batch_size,
                 cfg.epochs,
                 ids.join(", ")
             );
-            Ok((Task::Har(agents), split_csv, sha, meta))
+            Ok((Task::Emnist(agents), split_csv, sha, meta))
         }
     }
 }
@@ -475,7 +569,6 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         "# Hyperparameter-response table made by `fbo tabulate` (src/tabulate.rs).\n\
          dataset = \"{}\"\nsource = \"{}\"\nsource_sha256 = \"{sha}\"\n{dataset_meta}\
          agents = {n_agents}\ngrid = {}\npoints_per_agent = {n_points}\n\
-         split = \"stratified 50/50 per agent, split_seed {}: split.csv (set = train | valid)\"\n\
          build_seconds = {:.1}\n",
         cfg.dataset.name(),
         opts.data
@@ -483,7 +576,6 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         cfg.grid,
-        cfg.split_seed,
         started.elapsed().as_secs_f64(),
     );
     for h in &cfg.hyper {
@@ -524,6 +616,7 @@ mod tests {
             grid: 4,
             split_seed: 0,
             epochs: 1,
+            batch_size: 0,
             hyper: vec![h.clone(), h],
             source: String::new(),
         };

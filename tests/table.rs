@@ -167,3 +167,74 @@ fn table_specs_are_checked() {
         stderr(&o)
     );
 }
+
+#[test]
+fn emnist_tabulation_keeps_the_source_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "tab.toml",
+        "dataset = \"emnist\"\ngrid = 2\nepochs = 1\nbatch_size = 50\n",
+    );
+    let out = dir.path().join("table");
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/emnist");
+    fbo_ok("tabulate", &cfg, &out, &["--data", data.to_str().unwrap()]);
+    let table = fs::read_to_string(out.join("table.csv")).unwrap();
+    assert!(
+        table.starts_with("agent,point,x0,x1,x2,learning_rate,lr_decay,l2,metric,train_seconds\n")
+    );
+    assert_eq!(table.lines().count(), 1 + 50 * 8);
+    let mut frozen = Vec::new();
+    for line in table.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let err: f64 = f[8].parse().unwrap();
+        assert!((0.0..=1.0).contains(&err));
+        if f[5] == "0.0000001" || f[5] == "1e-7" {
+            frozen.push(err);
+        }
+    }
+    // lr = 1e-7 for one epoch leaves the network at its random start: chance-level error.
+    let mean = frozen.iter().sum::<f64>() / frozen.len() as f64;
+    assert_eq!(frozen.len(), 50 * 4);
+    assert!(mean > 0.7, "mean error at lr 1e-7: {mean}");
+    // The source's split, image by image: 5188 training and 576 validation images.
+    let split = fs::read_to_string(out.join("split.csv")).unwrap();
+    let count = |set: &str| split.lines().filter(|l| l.ends_with(set)).count();
+    assert_eq!((count(",train"), count(",valid")), (5188, 576));
+    assert!(split.lines().nth(1).unwrap() == "0,0,train");
+    let meta = fs::read_to_string(out.join("table.toml")).unwrap();
+    assert!(meta.contains("direction = \"minimize\""));
+    assert!(meta.contains("source's own per-writer train / val split"));
+}
+
+#[test]
+fn tabulation_configs_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, expect) in [
+        (
+            "dataset = \"mnist\"\n",
+            "unknown dataset \"mnist\"; allowed: \"landmine\", \"har\", \"emnist\"",
+        ),
+        (
+            "dataset = \"landmine\"\nbatch_size = 10\n",
+            "key `batch_size`: only the emnist dataset has a fixed batch size",
+        ),
+        (
+            "dataset = \"emnist\"\nbatch_size = 0\n",
+            "key `batch_size`: must be an integer in [1, 100000], got 0",
+        ),
+        (
+            "dataset = \"emnist\"\ngrid = 1\n",
+            "key `grid`: must be an integer in [2, 4096], got 1",
+        ),
+    ] {
+        let p = write(dir.path(), "tab.toml", text);
+        let o = validate(&p);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        assert!(
+            stderr(&o).contains(expect),
+            "expected {expect:?} in {}",
+            stderr(&o)
+        );
+    }
+}

@@ -20,6 +20,9 @@ pub struct Writer {
     pub y_train: Vec<usize>,
     pub x_valid: Array2<f64>,
     pub y_valid: Vec<usize>,
+    /// Image numbers (rows of the index CSV) of the training and validation images.
+    pub train_images: Vec<usize>,
+    pub valid_images: Vec<usize>,
 }
 
 /// Reads the index and the pixel stream from the EMNIST folder; returns the writers in order
@@ -101,15 +104,16 @@ pub fn read(dir: &Path) -> Result<(Vec<Writer>, String)> {
                 format!("writer {w} has no images"),
             ));
         };
-        let pick = |train: bool| -> (Array2<f64>, Vec<usize>) {
+        let pick = |train: bool| -> (Array2<f64>, Vec<usize>, Vec<usize>) {
             let sel: Vec<&&Row> = mine.iter().filter(|r| r.train == train).collect();
             let x = Array2::from_shape_fn((sel.len(), PIXELS), |(i, p)| {
                 (255.0 - pixels[sel[i].image * PIXELS + p] as f64) / 255.0
             });
-            (x, sel.iter().map(|r| r.label).collect())
+            let labels = sel.iter().map(|r| r.label).collect();
+            (x, labels, sel.iter().map(|r| r.image).collect())
         };
-        let (x_train, y_train) = pick(true);
-        let (x_valid, y_valid) = pick(false);
+        let (x_train, y_train, train_images) = pick(true);
+        let (x_valid, y_valid, valid_images) = pick(false);
         if y_train.is_empty() || y_valid.is_empty() {
             return Err(FboError::spec(
                 &index_path,
@@ -123,6 +127,8 @@ pub fn read(dir: &Path) -> Result<(Vec<Writer>, String)> {
             y_train,
             x_valid,
             y_valid,
+            train_images,
+            valid_images,
         });
     }
     Ok((writers, sha))
