@@ -2,6 +2,7 @@
 
 use crate::bench::{self, BenchOptions};
 use crate::error::{FboError, Result};
+use crate::plot;
 use crate::privacy::{self, Accountant, Mechanism, Sampling};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::Spec;
@@ -86,6 +87,36 @@ pub enum Command {
         accountant: Option<String>,
         #[arg(long, default_value = "poisson", value_parser = ["poisson", "fixed"])]
         sampling: String,
+    },
+    /// Draw a figure (PNG or SVG, by the output's extension) from fbo's CSVs.
+    Plot {
+        /// What to draw: iterations, time (summary.csv); messages (summary.csv); privacy,
+        /// scaling (sweep.csv).
+        #[arg(value_enum)]
+        kind: plot::Kind,
+        /// Input CSV; repeat to overlay several runs' summaries.
+        #[arg(long = "input", required = true)]
+        inputs: Vec<PathBuf>,
+        /// Output image, ending in .png or .svg.
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long)]
+        title: Option<String>,
+        /// The quantity on the vertical axis (iterations and time plots).
+        #[arg(long, value_enum, default_value = "best-metric")]
+        y: plot::Quantity,
+        /// The clock of a time plot.
+        #[arg(long, value_enum, default_value = "simulated")]
+        clock: plot::Clock,
+        /// The epsilon column of a privacy plot.
+        #[arg(long, default_value = "rdp-int", value_parser = ["rdp-int", "rdp", "pld"])]
+        accountant: String,
+        /// Logarithmic vertical axis.
+        #[arg(long)]
+        log_y: bool,
+        /// Only these algorithm labels, in this order (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        algorithms: Vec<String>,
     },
     /// Measure per-iteration cost and, optionally, whole specs' wall time.
     Bench {
@@ -177,6 +208,27 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Plot {
+            kind,
+            inputs,
+            out,
+            title,
+            y,
+            clock,
+            accountant,
+            log_y,
+            algorithms,
+        } => plot::run(&plot::PlotOptions {
+            kind,
+            inputs,
+            out,
+            title,
+            quantity: y,
+            clock,
+            accountant,
+            log_y,
+            algorithms,
+        }),
         Command::Tabulate {
             config,
             data,

@@ -2,6 +2,7 @@
 //!
 //! spec -> objective -> surrogate -> algorithm -> runner -> output. See README.md.
 
+pub mod acquisition;
 pub mod algorithm;
 pub mod bench;
 pub mod cli;
@@ -13,6 +14,7 @@ pub mod model;
 pub mod objective;
 pub mod optim;
 pub mod output;
+pub mod plot;
 pub mod privacy;
 pub mod rng;
 pub mod runner;

@@ -53,7 +53,21 @@ pub struct TraceRow {
     pub best_metric: f64,
     pub simple_regret: f64,
     pub cumulative_regret: f64,
+    /// The target's BO overhead since set-up (shared by all targets of a run); None when
+    /// output.timing is off.
     pub elapsed_s: Option<f64>,
+    /// Parameters each other agent has sent by this iteration (uplink, per agent).
+    pub params_sent: u64,
+    /// Seconds of model training the target's evaluations so far cost, from the table's
+    /// recorded train_seconds (0 for synthetic objectives).
+    pub train_s: f64,
+}
+
+impl TraceRow {
+    /// Simulated wall clock: measured BO overhead plus recorded training time.
+    pub fn sim_clock_s(&self) -> Option<f64> {
+        self.elapsed_s.map(|e| e + self.train_s)
+    }
 }
 
 pub fn trace_header(dim: usize) -> Vec<String> {
@@ -73,6 +87,9 @@ pub fn trace_header(dim: usize) -> Vec<String> {
             "simple_regret",
             "cumulative_regret",
             "elapsed_s",
+            "params_sent",
+            "train_s",
+            "sim_clock_s",
         ]
         .iter()
         .map(|s| s.to_string()),
@@ -105,6 +122,11 @@ pub fn trace_csv(rows: &[TraceRow], dim: usize) -> Result<Vec<u8>> {
             r.simple_regret.to_string(),
             r.cumulative_regret.to_string(),
             r.elapsed_s.map(|v| format!("{v:.6}")).unwrap_or_default(),
+            r.params_sent.to_string(),
+            format!("{:.6}", r.train_s),
+            r.sim_clock_s()
+                .map(|v| format!("{v:.6}"))
+                .unwrap_or_default(),
         ]);
         w.write_record(rec).map_err(err)?;
     }
@@ -164,6 +186,9 @@ pub struct SummaryInput {
     pub best_f: f64,
     pub best_metric: f64,
     pub cumulative_regret: f64,
+    pub params_sent: u64,
+    pub elapsed_s: Option<f64>,
+    pub sim_clock_s: Option<f64>,
 }
 
 pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>> {
@@ -186,6 +211,7 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
         col("best_metric")?,
         col("cumulative_regret")?,
     );
+    let (cp, ce, ck) = (col("params_sent")?, col("elapsed_s")?, col("sim_clock_s")?);
     let mut out = Vec::new();
     for rec in rdr.records() {
         let rec = rec.map_err(|e| FboError::Run(format!("{}: {e}", path.display())))?;
@@ -203,6 +229,23 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
             best_f: num(cb)?,
             best_metric: num(cm)?,
             cumulative_regret: num(cc)?,
+            params_sent: rec[cp].parse().map_err(|_| {
+                FboError::Run(format!(
+                    "{}: bad params_sent {:?}",
+                    path.display(),
+                    &rec[cp]
+                ))
+            })?,
+            elapsed_s: if rec[ce].is_empty() {
+                None
+            } else {
+                Some(num(ce)?)
+            },
+            sim_clock_s: if rec[ck].is_empty() {
+                None
+            } else {
+                Some(num(ck)?)
+            },
         });
     }
     Ok(out)
@@ -222,7 +265,8 @@ pub fn mean_se(v: &[f64]) -> (f64, f64) {
 /// summary.csv: per algorithm (in the given order) and iteration, mean and s.e. over runs and
 /// target agents.
 pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
-    let mut groups: BTreeMap<(usize, i64), [Vec<f64>; 4]> = BTreeMap::new();
+    let mut groups: BTreeMap<(usize, i64), [Vec<f64>; 6]> = BTreeMap::new();
+    let mut params: BTreeMap<(usize, i64), u64> = BTreeMap::new();
     for r in rows {
         let Some(a) = order.iter().position(|l| *l == r.algorithm) else {
             continue;
@@ -232,6 +276,10 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
         g[1].push(r.best_f);
         g[2].push(r.cumulative_regret);
         g[3].push(r.best_metric);
+        g[4].extend(r.elapsed_s);
+        g[5].extend(r.sim_clock_s);
+        let p = params.entry((a, r.iteration)).or_default();
+        *p = (*p).max(r.params_sent);
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| FboError::Run(format!("formatting summary CSV: {e}"));
@@ -247,6 +295,9 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
         "se_cumulative_regret",
         "mean_best_metric",
         "se_best_metric",
+        "params_sent",
+        "mean_elapsed_s",
+        "mean_sim_clock_s",
     ])
     .map_err(err)?;
     for ((a, it), g) in &groups {
@@ -254,6 +305,14 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
         let (bm, bs) = mean_se(&g[1]);
         let (cm, cs) = mean_se(&g[2]);
         let (mm, ms) = mean_se(&g[3]);
+        // Timing columns stay empty when the runs recorded no timing.
+        let mean_or_empty = |v: &[f64]| {
+            if v.is_empty() {
+                String::new()
+            } else {
+                format!("{:.6}", mean_se(v).0)
+            }
+        };
         w.write_record([
             order[*a].clone(),
             it.to_string(),
@@ -266,6 +325,9 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
             cs.to_string(),
             mm.to_string(),
             ms.to_string(),
+            params[&(*a, *it)].to_string(),
+            mean_or_empty(&g[4]),
+            mean_or_empty(&g[5]),
         ])
         .map_err(err)?;
     }

@@ -68,43 +68,48 @@ pub fn run_one(
         .collect();
     let mut best = vec![f64::NEG_INFINITY; targets.len()];
     let mut cumulative = vec![0.0; targets.len()];
+    let mut trained = vec![0.0; targets.len()];
     let mut rows = Vec::with_capacity(targets.len() * (spec.iterations + spec.initial_points));
     // elapsed_s counts the target's BO overhead from after set-up (the other agents'
     // message preparation is their work, not the target's).
     let start = Instant::now();
     let timing = spec.output.timing;
 
-    let mut record = |rows: &mut Vec<TraceRow>, slot: usize, q: &Query, y: f64, iteration: i64| {
-        let f = landscape.value(q.agent, q.index);
-        let opt = landscape.optimum(q.agent);
-        best[slot] = best[slot].max(f);
-        if iteration > 0 {
-            cumulative[slot] += opt - f;
-        }
-        rows.push(TraceRow {
-            algorithm: alg_spec.label.clone(),
-            run,
-            agent: q.agent,
-            iteration,
-            x_index: q.index,
-            x: domain.point(q.index).to_vec(),
-            source: q.source.to_string(),
-            y,
-            f,
-            metric: landscape.metric(f),
-            best_f: best[slot],
-            best_metric: landscape.metric(best[slot]),
-            simple_regret: opt - best[slot],
-            cumulative_regret: cumulative[slot],
-            elapsed_s: timing.then(|| {
-                if iteration > 0 {
-                    start.elapsed().as_secs_f64()
-                } else {
-                    0.0
-                }
-            }),
-        });
-    };
+    let mut record =
+        |rows: &mut Vec<TraceRow>, slot: usize, q: &Query, y: f64, iteration: i64, params: u64| {
+            let f = landscape.value(q.agent, q.index);
+            let opt = landscape.optimum(q.agent);
+            trained[slot] += landscape.cost(q.agent, q.index);
+            best[slot] = best[slot].max(f);
+            if iteration > 0 {
+                cumulative[slot] += opt - f;
+            }
+            rows.push(TraceRow {
+                algorithm: alg_spec.label.clone(),
+                run,
+                agent: q.agent,
+                iteration,
+                x_index: q.index,
+                x: domain.point(q.index).to_vec(),
+                source: q.source.to_string(),
+                y,
+                f,
+                metric: landscape.metric(f),
+                best_f: best[slot],
+                best_metric: landscape.metric(best[slot]),
+                simple_regret: opt - best[slot],
+                cumulative_regret: cumulative[slot],
+                elapsed_s: timing.then(|| {
+                    if iteration > 0 {
+                        start.elapsed().as_secs_f64()
+                    } else {
+                        0.0
+                    }
+                }),
+                params_sent: params,
+                train_s: trained[slot],
+            });
+        };
 
     // Initial points: distinct, uniformly random, from a stream of (run, agent) alone so every
     // algorithm starts from the same points.
@@ -125,12 +130,13 @@ pub fn run_one(
                 source: Source::Init,
             };
             let y = landscape.observe(agent, index, &mut noise[slot]);
-            record(&mut rows, slot, &q, y, k as i64 + 1 - n_init as i64);
+            record(&mut rows, slot, &q, y, k as i64 + 1 - n_init as i64, 0);
             alg.observe(&[q], &[y]);
         }
     }
     for t in 1..=spec.iterations {
         let queries = alg.propose(t)?;
+        let params = alg.params_sent(t);
         let mut ys = Vec::with_capacity(queries.len());
         for q in &queries {
             let slot = targets
@@ -138,7 +144,7 @@ pub fn run_one(
                 .position(|&a| a == q.agent)
                 .expect("query for a target");
             let y = landscape.observe(q.agent, q.index, &mut noise[slot]);
-            record(&mut rows, slot, q, y, t as i64);
+            record(&mut rows, slot, q, y, t as i64, params);
             ys.push(y);
         }
         alg.observe(&queries, &ys);

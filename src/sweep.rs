@@ -271,7 +271,8 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
     for a in &spec.algorithms {
         // summary.csv: algorithm, iteration, n, mean_simple_regret, se_simple_regret,
         // mean_best_f, se_best_f, mean_cumulative_regret, se_cumulative_regret,
-        // mean_best_metric, se_best_metric (means over agents and runs).
+        // mean_best_metric, se_best_metric, params_sent, mean_elapsed_s, mean_sim_clock_s
+        // (means over agents and runs).
         let fin = summary.iter().find(|r| r[0] == a.label && r[1] == last);
         let get = |c: usize| fin.map(|r| r[c].clone()).unwrap_or_default();
         let eps = |acc: Accountant| -> String {
@@ -310,6 +311,10 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
             eps(Accountant::Pld),
             clipped,
             wall_s.map(|w| format!("{w:.3}")).unwrap_or_default(),
+            spec.total_agents().to_string(),
+            get(11),
+            get(12),
+            get(13),
         ]);
         out += &fields.join(",");
         out.push('\n');
@@ -402,6 +407,10 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             "epsilon_pld",
             "clipped_fraction",
             "wall_s",
+            "agents",
+            "params_sent",
+            "mean_elapsed_s",
+            "mean_sim_clock_s",
         ]
         .map(String::from),
     );

@@ -143,6 +143,36 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
             "key `federation.agent_weights`: must list one weight per agent other than the target (3)",
         ),
         (
+            "p_t on a meta-learner",
+            with("kind = \"fts\"", "kind = \"rgpe\"\np_t = 0.5"),
+            "key `algorithm[1].p_t`: RGPE and TAF choose every query by their acquisition function",
+        ),
+        (
+            "samples on taf",
+            with("kind = \"fts\"", "kind = \"taf\"\nsamples = 10"),
+            "key `algorithm[1].samples`: applies only to kind = \"rgpe\"",
+        ),
+        (
+            "bandwidth out of range",
+            with("kind = \"fts\"", "kind = \"taf\"\nbandwidth = 0"),
+            "key `algorithm[1].bandwidth`: must be in (0, 10], got 0",
+        ),
+        (
+            "rgpe samples out of range",
+            with("kind = \"fts\"", "kind = \"rgpe\"\nsamples = 0"),
+            "key `algorithm[1].samples`",
+        ),
+        (
+            "every-iteration messages with a meta-learner",
+            with("kind = \"fts\"", "kind = \"rgpe\"\n[federation.x]")
+                .replace(
+                    "observations = 10",
+                    "observations = 10\nmessages = \"every-iteration\"",
+                )
+                .replace("\n[federation.x]", ""),
+            "key `federation.messages`: RGPE and TAF receive one message per agent",
+        ),
+        (
             "nan",
             with("features = 20", "features = 20\nlambda = nan"),
             "key `surrogate.lambda`: must be a finite number > 0, got NaN",

@@ -5,12 +5,16 @@
 use super::RunContext;
 use crate::error::Result;
 use crate::linalg::argmax;
-use crate::objective::Domain;
+use crate::objective::{Domain, Landscape};
 use crate::rng::{Purpose, Rng, SHARED, stream};
+use crate::spec::ObservationSource;
 use crate::surrogate::blr::BlrPosterior;
+use crate::surrogate::gp::GpHyper;
 use crate::surrogate::own::{OwnModel, OwnSettings};
 use crate::surrogate::rff::RandomFeatures;
 use ndarray::{Array1, Array2, ArrayView1};
+use rand::Rng as _;
+use rand::seq::index::sample as sample_indices;
 use std::sync::Arc;
 
 /// A single agent running standard GP Thompson sampling on its own data.
@@ -52,7 +56,30 @@ impl Learner {
         self.ys.len()
     }
 
-    fn inputs(&self) -> Array2<f64> {
+    /// Observed grid indices and their y, in observation order.
+    pub fn observations(&self) -> (&[usize], &[f64]) {
+        (&self.indices, &self.ys)
+    }
+
+    /// The GP hyperparameters after the refit the schedule asks for at this many
+    /// observations (acquisition-based algorithms use the GP itself, not a sample).
+    pub fn fitted_hyper(&mut self) -> GpHyper {
+        let x = self.inputs();
+        self.model
+            .maybe_refit(x.view(), &self.ys, &mut self.fit_rng);
+        self.model.hyper()
+    }
+
+    /// The observations on the scale the agent's own model uses (standardised by default).
+    pub fn scaled_ys(&self) -> Array1<f64> {
+        self.model.targets(&self.ys)
+    }
+
+    pub fn domain(&self) -> &Domain {
+        &self.domain
+    }
+
+    pub fn inputs(&self) -> Array2<f64> {
         let d = self.domain.dim();
         let mut x = Array2::zeros((self.indices.len(), d));
         for (r, &i) in self.indices.iter().enumerate() {
@@ -153,4 +180,74 @@ impl Messenger {
     pub fn n_obs(&self) -> usize {
         self.blr.n_obs()
     }
+}
+
+/// An agent in its role as a sender of messages (FTS, RGPE, TAF): its own data and the
+/// posterior over the shared features it draws messages from.
+pub struct Sender {
+    pub learner: Learner,
+    pub messenger: Messenger,
+    data_rng: Rng,
+}
+
+impl Sender {
+    pub fn observe(&mut self, landscape: &Landscape, shared: &SharedFeatures, idx: usize) {
+        let y = landscape.observe(self.learner.agent, idx, &mut self.data_rng);
+        self.learner.add(idx, y);
+        self.messenger.observe(shared, idx, y);
+    }
+}
+
+/// The senders of a run, by agent (None for an agent no other agent hears from: the only
+/// target). Their data are t_n random observations (FTS App. D.1) or the history of t_n
+/// iterations of their own TS (App. D.2), and depend on (run, agent) only, so every target,
+/// algorithm and M of a spec sees the same agents.
+pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Option<Sender>>> {
+    let spec = ctx.spec;
+    let land = &ctx.landscape;
+    let domain = &land.domain;
+    let (seed, run) = (ctx.seed(), ctx.run);
+    let fed = &spec.federation;
+    let ids = spec.targets();
+    let mut senders = Vec::with_capacity(land.agents());
+    for agent in 0..land.agents() {
+        if !ids.iter().any(|&t| t != agent) {
+            senders.push(None);
+            continue;
+        }
+        let mut s = Sender {
+            learner: Learner::new(agent, domain.clone(), spec.surrogate.own.clone(), seed, run),
+            messenger: Messenger::new(
+                ctx.algorithm.features,
+                spec.surrogate.lambda,
+                seed,
+                run,
+                agent,
+            ),
+            data_rng: stream(seed, run as u64, agent as u64, Purpose::AgentData),
+        };
+        let t_n = fed.observations;
+        let random_points = match fed.observations_from {
+            ObservationSource::Random => t_n,
+            ObservationSource::Ts => spec.initial_points.max(1),
+        };
+        let points: Vec<usize> = if random_points <= domain.len() {
+            sample_indices(&mut s.data_rng, domain.len(), random_points).into_vec()
+        } else {
+            (0..random_points)
+                .map(|_| s.data_rng.random_range(0..domain.len()))
+                .collect()
+        };
+        for idx in points {
+            s.observe(land, shared, idx);
+        }
+        if fed.observations_from == ObservationSource::Ts {
+            for _ in 0..t_n {
+                let idx = s.learner.thompson()?;
+                s.observe(land, shared, idx);
+            }
+        }
+        senders.push(Some(s));
+    }
+    Ok(senders)
 }

@@ -163,6 +163,12 @@ impl Algorithm for DpFtsDe {
         }
     }
 
+    /// Every agent sends its M-vector to the server in every round (the server, not the
+    /// agent, subsamples), so t rounds cost M t.
+    fn params_sent(&self, t: usize) -> u64 {
+        (self.shared.features.len() * t) as u64
+    }
+
     fn server_records(&self) -> &[RoundRecord] {
         &self.records
     }

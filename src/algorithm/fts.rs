@@ -10,32 +10,16 @@
 //! (App. D.2.1): before each iteration t > 1 every other agent runs one more TS iteration and
 //! sends a fresh omega, so t_n grows and no agent is removed.
 
-use super::agent::{Learner, Messenger, SharedFeatures};
+use super::agent::{Learner, Sender, SharedFeatures, build_senders};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
 use crate::objective::Landscape;
 use crate::rng::{Purpose, Rng, stream};
+use crate::spec::MessageMode;
 use crate::spec::schedule::Schedule;
-use crate::spec::{MessageMode, ObservationSource};
 use ndarray::Array1;
 use rand::Rng as _;
-use rand::seq::index::sample as sample_indices;
 use std::sync::Arc;
-
-/// An agent in its role as a sender of messages.
-struct Sender {
-    learner: Learner,
-    messenger: Messenger,
-    data_rng: Rng,
-}
-
-impl Sender {
-    fn observe(&mut self, landscape: &Landscape, shared: &SharedFeatures, idx: usize) {
-        let y = landscape.observe(self.learner.agent, idx, &mut self.data_rng);
-        self.learner.add(idx, y);
-        self.messenger.observe(shared, idx, y);
-    }
-}
 
 /// One target's own optimisation and its view of the senders.
 struct Target {
@@ -72,41 +56,7 @@ impl Fts {
         let shared = SharedFeatures::for_run(ctx);
         let ids = spec.targets().to_vec();
         let n = land.agents();
-        let mut senders: Vec<Option<Sender>> = Vec::with_capacity(n);
-        for agent in 0..n {
-            // An agent sends only if some other agent is a target.
-            if !ids.iter().any(|&t| t != agent) {
-                senders.push(None);
-                continue;
-            }
-            let mut s = Sender {
-                learner: Learner::new(agent, domain.clone(), sur.own.clone(), seed, run),
-                messenger: Messenger::new(alg.features, sur.lambda, seed, run, agent),
-                data_rng: stream(seed, run as u64, agent as u64, Purpose::AgentData),
-            };
-            let t_n = fed.observations;
-            let random_points = match fed.observations_from {
-                ObservationSource::Random => t_n,
-                ObservationSource::Ts => spec.initial_points.max(1),
-            };
-            let points: Vec<usize> = if random_points <= domain.len() {
-                sample_indices(&mut s.data_rng, domain.len(), random_points).into_vec()
-            } else {
-                (0..random_points)
-                    .map(|_| s.data_rng.random_range(0..domain.len()))
-                    .collect()
-            };
-            for idx in points {
-                s.observe(&land, &shared, idx);
-            }
-            if fed.observations_from == ObservationSource::Ts {
-                for _ in 0..t_n {
-                    let idx = s.learner.thompson()?;
-                    s.observe(&land, &shared, idx);
-                }
-            }
-            senders.push(Some(s));
-        }
+        let mut senders = build_senders(ctx, &shared)?;
         let first: Vec<Option<Array1<f64>>> = senders
             .iter_mut()
             .map(|s| s.as_mut().map(|s| s.messenger.message()))
@@ -217,6 +167,14 @@ impl Algorithm for Fts {
             });
         }
         Ok(out)
+    }
+
+    fn params_sent(&self, t: usize) -> u64 {
+        let m = self.shared.features.len() as u64;
+        match self.mode {
+            MessageMode::OneShot => m,
+            MessageMode::EveryIteration => m * t as u64,
+        }
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod dp_fts_de;
 pub mod fts;
+pub mod meta;
 pub mod ts;
 
 use crate::error::Result;
@@ -24,6 +25,8 @@ pub enum Source {
     Agent(usize),
     /// The server's aggregated vector (DP-FTS-DE).
     Server,
+    /// The maximiser of an acquisition function (RGPE, TAF).
+    Acquisition,
 }
 
 impl fmt::Display for Source {
@@ -33,6 +36,7 @@ impl fmt::Display for Source {
             Source::Own => write!(f, "own"),
             Source::Agent(a) => write!(f, "{a}"),
             Source::Server => write!(f, "server"),
+            Source::Acquisition => write!(f, "acquisition"),
         }
     }
 }
@@ -73,6 +77,12 @@ pub trait Algorithm {
         None
     }
 
+    /// Parameters each other agent has sent to the target (or server) by iteration t: the
+    /// communication cost the FTS paper's Fig. 2 puts on its horizontal axis.
+    fn params_sent(&self, _t: usize) -> u64 {
+        0
+    }
+
     /// What the central server did in each round, for algorithms that have one.
     fn server_records(&self) -> &[RoundRecord] {
         &[]
@@ -91,5 +101,18 @@ pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
                 .expect("dp-fts-de specs carry server settings");
             Box::new(dp_fts_de::DpFtsDe::new(ctx, server)?)
         }
+        AlgorithmKind::Rgpe => Box::new(meta::MetaBo::new(
+            ctx,
+            meta::Weighting::Rgpe {
+                samples: ctx.algorithm.samples,
+            },
+        )?),
+        AlgorithmKind::Taf => Box::new(meta::MetaBo::new(
+            ctx,
+            meta::Weighting::Taf {
+                bandwidth: ctx.algorithm.bandwidth,
+                incumbent: ctx.algorithm.incumbent,
+            },
+        )?),
     })
 }

@@ -57,6 +57,9 @@ pub struct Landscape {
     noise_sd: f64,
     /// metric = sign * f (tables of a minimised metric store f = -metric).
     metric_sign: f64,
+    /// Seconds one evaluation took when the table was built, per agent and point; None for
+    /// synthetic objectives, whose evaluations are free.
+    cost: Option<Vec<Array1<f64>>>,
 }
 
 impl Landscape {
@@ -71,7 +74,19 @@ impl Landscape {
             optimum,
             noise_sd: noise_var.sqrt(),
             metric_sign: 1.0,
+            cost: None,
         }
+    }
+
+    pub fn with_costs(mut self, seconds: Vec<Array1<f64>>) -> Self {
+        self.cost = Some(seconds);
+        self
+    }
+
+    /// Seconds an evaluation of f_agent(x_index) costs (the table's training time; 0 when the
+    /// objective records none).
+    pub fn cost(&self, agent: usize, index: usize) -> f64 {
+        self.cost.as_ref().map_or(0.0, |c| c[agent][index])
     }
 
     pub fn with_metric_sign(mut self, sign: f64) -> Self {

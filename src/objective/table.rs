@@ -162,6 +162,9 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         }
         metric[i][p] = num(f[want - 2], "metric")?;
         secs[i][p] = num(f[want - 1], "train_seconds")?;
+        if secs[i][p] < 0.0 {
+            return Err(err(ln, format!("train_seconds {} is negative", secs[i][p])));
+        }
     }
     for (i, s) in seen.iter().enumerate() {
         if let Some(p) = s.iter().position(|v| !v) {
@@ -184,7 +187,9 @@ pub fn landscape(meta: &TableMeta, agents: &[usize], noise_var: f64) -> Result<A
     let t = load(meta, agents)?;
     let values = t.metric.iter().map(|m| m * meta.sign).collect();
     Ok(Arc::new(
-        Landscape::new(t.domain, values, noise_var).with_metric_sign(meta.sign),
+        Landscape::new(t.domain, values, noise_var)
+            .with_metric_sign(meta.sign)
+            .with_costs(t.train_seconds),
     ))
 }
 

@@ -42,16 +42,22 @@ pub enum AlgorithmKind {
     Fts,
     /// DP-FTS-DE and its special cases (FTS with a server, FTS-DE, DP-FTS) as parameters.
     DpFtsDe,
+    /// Meta-learning baselines adapted to FBO (FTS paper Sec. 3.2): ranking-weighted GP
+    /// ensemble and transfer acquisition function.
+    Rgpe,
+    Taf,
 }
 
 impl AlgorithmKind {
-    pub const NAMES: &'static [&'static str] = &["ts", "fts", "dp-fts-de"];
+    pub const NAMES: &'static [&'static str] = &["ts", "fts", "dp-fts-de", "rgpe", "taf"];
 
     fn parse(s: &str) -> Option<Self> {
         match s {
             "ts" => Some(AlgorithmKind::Ts),
             "fts" => Some(AlgorithmKind::Fts),
             "dp-fts-de" => Some(AlgorithmKind::DpFtsDe),
+            "rgpe" => Some(AlgorithmKind::Rgpe),
+            "taf" => Some(AlgorithmKind::Taf),
             _ => None,
         }
     }
@@ -126,6 +132,22 @@ pub struct AlgorithmSpec {
     pub messages: MessageMode,
     /// Set for `dp-fts-de`.
     pub server: Option<ServerSpec>,
+    /// RGPE: posterior samples for the ranking-loss weights (Feurer et al.: 100).
+    pub samples: usize,
+    /// TAF: bandwidth rho of the Epanechnikov kernel on the discordant-pair fraction.
+    pub bandwidth: f64,
+    /// TAF: what an agent's predicted improvement is measured against.
+    pub incumbent: TafIncumbent,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TafIncumbent {
+    /// The agent's best observation, sent with its message (FTS paper Sec. 3.2: M + M^2 + 1
+    /// parameters).
+    Agent,
+    /// The agent's surrogate's best prediction over the target's observed inputs (Wistuba et
+    /// al. 2018; nothing extra is sent).
+    Target,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -219,6 +241,9 @@ struct RawAlgorithm {
     p1_equals_p2: Option<bool>,
     messages: Option<String>,
     server: Option<RawServer>,
+    samples: Option<i64>,
+    bandwidth: Option<f64>,
+    incumbent: Option<String>,
 }
 
 /// Server settings: the top-level [server] table, overridden key by key by an algorithm's
@@ -718,6 +743,46 @@ impl Spec {
             if kind != AlgorithmKind::Fts && ra.messages.is_some() {
                 return Err(c.err(&key("messages"), "applies only to kind = \"fts\""));
             }
+            let meta = matches!(kind, AlgorithmKind::Rgpe | AlgorithmKind::Taf);
+            if meta && (ra.p_t.is_some() || ra.p1_equals_p2.is_some()) {
+                return Err(c.err(
+                    &key("p_t"),
+                    "RGPE and TAF choose every query by their acquisition function; p_t and p1_equals_p2 do not apply",
+                ));
+            }
+            if meta && fed_messages != MessageMode::OneShot {
+                return Err(c.err(
+                    "federation.messages",
+                    "RGPE and TAF receive one message per agent before the target starts; every-iteration messages are an FTS option (set messages on the fts algorithm instead)",
+                ));
+            }
+            if kind != AlgorithmKind::Rgpe && ra.samples.is_some() {
+                return Err(c.err(&key("samples"), "applies only to kind = \"rgpe\""));
+            }
+            if kind != AlgorithmKind::Taf && ra.bandwidth.is_some() {
+                return Err(c.err(&key("bandwidth"), "applies only to kind = \"taf\""));
+            }
+            if kind != AlgorithmKind::Taf && ra.incumbent.is_some() {
+                return Err(c.err(&key("incumbent"), "applies only to kind = \"taf\""));
+            }
+            let incumbent = match ra.incumbent.as_deref() {
+                None | Some("agent") => TafIncumbent::Agent,
+                Some("target") => TafIncumbent::Target,
+                Some(o) => {
+                    return Err(c.err(
+                        &key("incumbent"),
+                        format!("unknown incumbent \"{o}\"; allowed: \"agent\", \"target\""),
+                    ));
+                }
+            };
+            let samples = c.int(&key("samples"), ra.samples, 100, 1, 100_000)?;
+            let bandwidth = ra.bandwidth.unwrap_or(0.1);
+            if !(bandwidth > 0.0 && bandwidth <= 10.0) {
+                return Err(c.err(
+                    &key("bandwidth"),
+                    format!("must be in (0, 10], got {bandwidth}"),
+                ));
+            }
             if kind != AlgorithmKind::DpFtsDe && ra.server.is_some() {
                 return Err(c.err(&key("server"), "applies only to kind = \"dp-fts-de\""));
             }
@@ -756,6 +821,8 @@ impl Spec {
                 None => match (kind, &server) {
                     (AlgorithmKind::DpFtsDe, Some(sv)) => server_label(sv),
                     (AlgorithmKind::Fts, _) => format!("FTS M={m}"),
+                    (AlgorithmKind::Rgpe, _) => format!("RGPE M={m}"),
+                    (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
                     _ => "TS".to_string(),
                 },
             };
@@ -774,6 +841,9 @@ impl Spec {
                 p_t,
                 messages,
                 server,
+                samples,
+                bandwidth,
+                incumbent,
             });
         }
 

@@ -90,7 +90,8 @@ impl OwnModel {
         true
     }
 
-    fn targets(&self, y: &[f64]) -> Array1<f64> {
+    /// The observations as the model sees them (standardised when normalize_y is on).
+    pub fn targets(&self, y: &[f64]) -> Array1<f64> {
         if self.settings.normalize_y {
             standardize(y)
         } else {

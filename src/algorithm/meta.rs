@@ -1,0 +1,490 @@
+//! RGPE and TAF, the meta-learning baselines the FTS paper adapts to federated BO (Sec. 3.2,
+//! algorithms.md section 6). One algorithm with the weighting as a parameter: both decode every
+//! other agent's message into a Bayesian-linear-regression surrogate on the shared features
+//! and differ only in how they weight those surrogates against the target's own GP and in the
+//! acquisition they maximise.
+//!
+//! Messages: before the target starts, agent n sends nu_n and Sigma_n^-1 (M + M^2 numbers) of
+//! its BLR posterior on the shared features, fitted to its observations on its own model's
+//! scale (standardised by default, as Feurer et al. standardise every task); TAF also gets the
+//! agent's incumbent (its best observation on that scale), M + M^2 + 1 numbers. From them the
+//! target evaluates mu_n(x) = phi(x)^T nu_n and s_n^2(x) = lambda phi(x)^T Sigma_n^-1 phi(x).
+//! The target's own model is its exact GP posterior (hyperparameters fitted by marginal
+//! likelihood on the same schedule as TS), on the standardised observations.
+//!
+//! Choices the description leaves open, made here:
+//! - RGPE (Feurer, Letham, Bakshy 2018): S samples (spec `samples`, default 100) per iteration.
+//!   Agent n's loss per sample: discordant ordered pairs (j, k) of the target's observations
+//!   between a joint sample of f_n at the target's inputs and the target's y. The target's
+//!   loss: leave-one-out, sample s drawing for each j one joint sample of the GP fitted without
+//!   observation j at all inputs and comparing f(x_j) with f(x_k). An agent whose median loss
+//!   exceeds the 95th percentile (nearest rank) of the target's losses is dropped; weights are
+//!   the fraction of samples in which a model has the lowest loss, ties split at random. With
+//!   fewer than 2 observations the target alone has weight 1. Acquisition: expected improvement
+//!   of N(sum w_i mu_i, sum w_i^2 s_i^2) over the target's best observation.
+//! - TAF (Wistuba, Schilling, Schmidt-Thieme 2018, TAF-R): agent weight
+//!   0.75 max(0, 1 - (zeta_n / rho)^2) (Epanechnikov kernel) with zeta_n the fraction of the
+//!   target's ordered pairs that mu_n orders differently from y, rho = `bandwidth` (default
+//!   0.1, the value of the TST-R/TAF reference implementations); the target's weight is
+//!   0.75 (the kernel at 0). Acquisition: (0.75 EI_target(x) + sum w_n max(mu_n(x) - y_n^*, 0))
+//!   / (0.75 + sum w_n). y_n^* is, by default, the agent's incumbent as the FTS paper sends it
+//!   (`incumbent = "agent"`); since a BLR with small lambda nearly interpolates the agent's
+//!   data, mu_n rarely exceeds it and TAF then acts almost as the target's EI.
+//!   `incumbent = "target"` measures against max mu_n over the target's observed inputs, as
+//!   Wistuba et al. do, and sends M + M^2 numbers.
+//! - Both maximise the acquisition exactly over the domain's grid. The agents' grid means and
+//!   variances are computed once per run (the messages do not change), so an iteration costs
+//!   O(N (grid + S n M)) for RGPE and O(N grid) for TAF, growing linearly in N as the paper
+//!   says; the one-off decoding costs O(N grid M^2).
+
+use super::agent::{Learner, SharedFeatures, build_senders};
+use super::{Algorithm, Query, RunContext, Source};
+use crate::acquisition::expected_improvement;
+use crate::error::{FboError, Result};
+use crate::linalg::{argmax, cholesky_jittered};
+use crate::rng::{Purpose, Rng, stream};
+use crate::spec::TafIncumbent;
+use crate::surrogate::blr::BlrPosterior;
+use crate::surrogate::gp::{GpPosterior, se_kernel};
+use ndarray::{Array1, Array2, ArrayView1, Axis};
+use rand::Rng as _;
+use rand_distr::{Distribution, StandardNormal};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Weighting {
+    Rgpe {
+        samples: usize,
+    },
+    Taf {
+        bandwidth: f64,
+        incumbent: TafIncumbent,
+    },
+}
+
+/// One agent's message as the target decodes it.
+struct Surrogate {
+    agent: usize,
+    nu: Array1<f64>,
+    /// C with C C^T = lambda Sigma^-1, so phi^T C eps samples the BLR posterior (RGPE).
+    root: Array2<f64>,
+    grid_mean: Array1<f64>,
+    grid_var: Array1<f64>,
+    incumbent: f64,
+}
+
+/// Decodes (nu, Sigma^-1) into the surrogate's grid predictions.
+fn decode(
+    agent: usize,
+    blr: &BlrPosterior,
+    incumbent: f64,
+    shared: &SharedFeatures,
+    grid_phi: &Array2<f64>,
+) -> Option<Surrogate> {
+    // What the agent sends: nu and Sigma^-1. Everything below is the target's work.
+    let nu = blr.mean_weights();
+    let sigma_inv = blr.precision_inverse() * blr.lambda();
+    let (root, _) = cholesky_jittered(&sigma_inv)?;
+    let grid_mean = grid_phi.dot(&nu);
+    let spread = grid_phi.dot(&root);
+    let grid_var = spread.map_axis(Axis(1), |r| r.dot(&r));
+    debug_assert_eq!(shared.features.len(), nu.len());
+    Some(Surrogate {
+        agent,
+        nu,
+        root,
+        grid_mean,
+        grid_var,
+        incumbent,
+    })
+}
+
+/// Ordered pairs (j, k), j != k, that `f` and `y` rank differently.
+pub fn discordant_pairs(f: ArrayView1<f64>, y: ArrayView1<f64>) -> usize {
+    let n = y.len();
+    let mut count = 0;
+    for j in 0..n {
+        for k in 0..n {
+            if j != k && ((f[j] < f[k]) != (y[j] < y[k])) {
+                count += 1;
+            }
+        }
+    }
+    count
+}
+
+/// Epanechnikov kernel 0.75 (1 - u^2) on |u| <= 1.
+pub fn epanechnikov(u: f64) -> f64 {
+    if u.abs() <= 1.0 {
+        0.75 * (1.0 - u * u)
+    } else {
+        0.0
+    }
+}
+
+/// TAF-R weights: the target's (first) and each agent's from its discordant-pair fraction.
+pub fn taf_weights(fractions: &[f64], bandwidth: f64) -> Vec<f64> {
+    std::iter::once(epanechnikov(0.0))
+        .chain(fractions.iter().map(|z| epanechnikov(z / bandwidth)))
+        .collect()
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// Nearest-rank percentile p in (0, 100].
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * v.len() as f64).ceil() as usize;
+    v[rank.clamp(1, v.len()) - 1]
+}
+
+/// RGPE weights from per-sample losses: `losses[0]` is the target's, then one row per agent.
+/// Agents whose median loss exceeds the 95th percentile of the target's are dropped; each
+/// sample votes for its lowest-loss model, ties split uniformly at random.
+pub fn rgpe_weights(losses: &[Vec<f64>], rng: &mut Rng) -> Vec<f64> {
+    let samples = losses[0].len();
+    let threshold = percentile(&mut losses[0].clone(), 95.0);
+    let active: Vec<bool> = losses
+        .iter()
+        .enumerate()
+        .map(|(i, l)| i == 0 || median(&mut l.clone()) <= threshold)
+        .collect();
+    let mut votes = vec![0.0; losses.len()];
+    let mut best = Vec::with_capacity(losses.len());
+    for s in 0..samples {
+        let low = losses
+            .iter()
+            .zip(&active)
+            .filter(|(_, a)| **a)
+            .map(|(l, _)| l[s])
+            .fold(f64::INFINITY, f64::min);
+        best.clear();
+        best.extend((0..losses.len()).filter(|&i| active[i] && losses[i][s] == low));
+        let pick = best[rng.random_range(0..best.len())];
+        votes[pick] += 1.0;
+    }
+    votes.iter().map(|v| v / samples as f64).collect()
+}
+
+/// Per-sample ranking losses of the target's leave-one-out GP models (see the module notes).
+fn target_losses(
+    x: &Array2<f64>,
+    y: &Array1<f64>,
+    hyper: &crate::surrogate::gp::GpHyper,
+    samples: usize,
+    rng: &mut Rng,
+) -> Option<Vec<f64>> {
+    let n = y.len();
+    let kf = se_kernel(x.view(), x.view(), hyper);
+    let mut losses = vec![0.0; samples];
+    let mut eps = Array1::<f64>::zeros(n);
+    for j in 0..n {
+        let rest: Vec<usize> = (0..n).filter(|&i| i != j).collect();
+        let x_rest = x.select(Axis(0), &rest);
+        let post = GpPosterior::fit(x_rest.view(), y.select(Axis(0), &rest).view(), *hyper)?;
+        let (mean, cov) = post.predict_joint(x.view(), &kf);
+        let (root, _) = cholesky_jittered(&cov)?;
+        for loss in losses.iter_mut() {
+            eps.mapv_inplace(|_| StandardNormal.sample(rng));
+            let f = &mean + &root.dot(&eps);
+            *loss += (0..n)
+                .filter(|&k| k != j && ((f[j] < f[k]) != (y[j] < y[k])))
+                .count() as f64;
+        }
+    }
+    Some(losses)
+}
+
+/// One target's state: its own learner and, per other agent, the rows phi(x_i)^T C of its
+/// observed inputs (RGPE's samples at those inputs cost one product per sample).
+struct Target {
+    learner: Learner,
+    rng: Rng,
+    rows: Vec<Vec<Array1<f64>>>,
+}
+
+pub struct MetaBo {
+    ids: Vec<usize>,
+    targets: Vec<Target>,
+    surrogates: Vec<Arc<Surrogate>>,
+    shared: SharedFeatures,
+    weighting: Weighting,
+}
+
+impl MetaBo {
+    pub fn new(ctx: &RunContext, weighting: Weighting) -> Result<Self> {
+        let spec = ctx.spec;
+        let land = &ctx.landscape;
+        let shared = SharedFeatures::for_run(ctx);
+        let senders = build_senders(ctx, &shared)?;
+        let grid_phi = shared.features.matrix(land.domain.points());
+        let lambda = spec.surrogate.lambda;
+        let decoded: Vec<Option<Surrogate>> = senders
+            .par_iter()
+            .map(|s| {
+                s.as_ref().map(|s| {
+                    let (idx, _) = s.learner.observations();
+                    let scaled = s.learner.scaled_ys();
+                    let phi = Array2::from_shape_fn((idx.len(), grid_phi.ncols()), |(r, c)| {
+                        grid_phi[[idx[r], c]]
+                    });
+                    let blr = BlrPosterior::from_data(phi.view(), scaled.view(), lambda)?;
+                    let best = scaled.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                    decode(s.learner.agent, &blr, best, &shared, &grid_phi)
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .enumerate()
+            .map(|(a, d)| match d {
+                None => Ok(None),
+                Some(Some(s)) => Ok(Some(s)),
+                Some(None) => Err(FboError::Run(format!(
+                    "agent {a}'s message cannot be decoded (singular posterior); raise surrogate.lambda"
+                ))),
+            })
+            .collect::<Result<_>>()?;
+        let surrogates: Vec<Arc<Surrogate>> = decoded.into_iter().flatten().map(Arc::new).collect();
+        let ids = spec.targets().to_vec();
+        let targets = ids
+            .iter()
+            .map(|&t| Target {
+                learner: Learner::new(
+                    t,
+                    land.domain.clone(),
+                    spec.surrogate.own.clone(),
+                    ctx.seed(),
+                    ctx.run,
+                ),
+                rng: stream(ctx.seed(), ctx.run as u64, t as u64, Purpose::Mixing),
+                rows: vec![Vec::new(); surrogates.len()],
+            })
+            .collect();
+        Ok(MetaBo {
+            ids,
+            targets,
+            surrogates,
+            shared,
+            weighting,
+        })
+    }
+}
+
+/// The target's next query: weights, then the acquisition's argmax over the grid.
+fn choose(
+    target: &mut Target,
+    surrogates: &[Arc<Surrogate>],
+    shared: &SharedFeatures,
+    weighting: Weighting,
+) -> Result<usize> {
+    let hyper = target.learner.fitted_hyper();
+    let x = target.learner.inputs();
+    let y = target.learner.scaled_ys();
+    let (indices, _) = target.learner.observations();
+    let indices = indices.to_vec();
+    let others: Vec<&Arc<Surrogate>> = surrogates
+        .iter()
+        .filter(|s| s.agent != target.learner.agent)
+        .collect();
+    let singular = || {
+        FboError::Run(format!(
+            "agent {}'s GP posterior is singular; raise the noise lower bound",
+            target.learner.agent
+        ))
+    };
+    let post = GpPosterior::fit(x.view(), y.view(), hyper).ok_or_else(singular)?;
+    let (t_mean, t_var) = post.predict(target.learner.domain().points());
+    let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let n = y.len();
+    let acq: Array1<f64> = match weighting {
+        Weighting::Rgpe { samples } => {
+            let weights = if n < 2 {
+                let mut w = vec![0.0; others.len() + 1];
+                w[0] = 1.0;
+                w
+            } else {
+                let mut losses = vec![
+                    target_losses(&x, &y, &hyper, samples, &mut target.rng).ok_or_else(singular)?,
+                ];
+                for s in &others {
+                    let slot = surrogates
+                        .iter()
+                        .position(|o| o.agent == s.agent)
+                        .expect("listed");
+                    let rows = &mut target.rows[slot];
+                    for &i in &indices[rows.len()..] {
+                        rows.push(shared.phi(i).dot(&s.root));
+                    }
+                    let mean_x = Array1::from_iter(indices.iter().map(|&i| s.grid_mean[i]));
+                    let b =
+                        ndarray::stack(Axis(0), &rows.iter().map(|r| r.view()).collect::<Vec<_>>())
+                            .expect("rows of equal length");
+                    let eps = Array2::from_shape_fn((s.nu.len(), samples), |_| {
+                        StandardNormal.sample(&mut target.rng)
+                    });
+                    let draws = b.dot(&eps);
+                    losses.push(
+                        (0..samples)
+                            .map(|k| {
+                                let f = &mean_x + &draws.column(k);
+                                discordant_pairs(f.view(), y.view()) as f64
+                            })
+                            .collect(),
+                    );
+                }
+                rgpe_weights(&losses, &mut target.rng)
+            };
+            let mut mean = &t_mean * weights[0];
+            let mut var = &t_var * (weights[0] * weights[0]);
+            for (s, &w) in others.iter().zip(&weights[1..]) {
+                if w > 0.0 {
+                    mean.scaled_add(w, &s.grid_mean);
+                    var.scaled_add(w * w, &s.grid_var);
+                }
+            }
+            Array1::from_iter(
+                mean.iter()
+                    .zip(&var)
+                    .map(|(&m, &v)| expected_improvement(m, v.sqrt(), best)),
+            )
+        }
+        Weighting::Taf {
+            bandwidth,
+            incumbent,
+        } => {
+            let pairs = (n * n.saturating_sub(1)).max(1) as f64;
+            let fractions: Vec<f64> = others
+                .iter()
+                .map(|s| {
+                    let mean_x = Array1::from_iter(indices.iter().map(|&i| s.grid_mean[i]));
+                    discordant_pairs(mean_x.view(), y.view()) as f64 / pairs
+                })
+                .collect();
+            let weights = taf_weights(&fractions, bandwidth);
+            let total: f64 = weights.iter().sum();
+            let mut acq = Array1::from_iter(
+                t_mean
+                    .iter()
+                    .zip(&t_var)
+                    .map(|(&m, &v)| weights[0] * expected_improvement(m, v.sqrt(), best)),
+            );
+            for (s, &w) in others.iter().zip(&weights[1..]) {
+                if w > 0.0 {
+                    let against = match incumbent {
+                        TafIncumbent::Agent => s.incumbent,
+                        TafIncumbent::Target => indices
+                            .iter()
+                            .map(|&i| s.grid_mean[i])
+                            .fold(f64::NEG_INFINITY, f64::max),
+                    };
+                    acq.zip_mut_with(&s.grid_mean, |a, &m| *a += w * (m - against).max(0.0));
+                }
+            }
+            acq / total
+        }
+    };
+    Ok(argmax(acq.view()))
+}
+
+impl Algorithm for MetaBo {
+    fn targets(&self) -> &[usize] {
+        &self.ids
+    }
+
+    fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
+        let (surrogates, shared, weighting) = (&self.surrogates, &self.shared, self.weighting);
+        // Targets are independent and use their own streams: parallel order cannot matter.
+        self.targets
+            .par_iter_mut()
+            .map(|t| {
+                Ok(Query {
+                    agent: t.learner.agent,
+                    index: choose(t, surrogates, shared, weighting)?,
+                    source: Source::Acquisition,
+                })
+            })
+            .collect()
+    }
+
+    fn observe(&mut self, queries: &[Query], ys: &[f64]) {
+        for (q, y) in queries.iter().zip(ys) {
+            if let Some(t) = self.targets.iter_mut().find(|t| t.learner.agent == q.agent) {
+                t.learner.add(q.index, *y);
+            }
+        }
+    }
+
+    fn params_sent(&self, _t: usize) -> u64 {
+        let m = self.shared.features.len() as u64;
+        match self.weighting {
+            Weighting::Rgpe { .. } => m + m * m,
+            Weighting::Taf {
+                incumbent: TafIncumbent::Agent,
+                ..
+            } => m + m * m + 1,
+            Weighting::Taf {
+                incumbent: TafIncumbent::Target,
+                ..
+            } => m + m * m,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    #[test]
+    fn discordant_pairs_counts_ordered_pairs() {
+        let y = array![1.0, 2.0, 3.0];
+        assert_eq!(
+            discordant_pairs(array![10.0, 20.0, 30.0].view(), y.view()),
+            0
+        );
+        // Fully reversed: all 3 x 2 ordered pairs disagree.
+        assert_eq!(discordant_pairs(array![3.0, 2.0, 1.0].view(), y.view()), 6);
+        // One swap (of the first two): pairs (0,1) and (1,0).
+        assert_eq!(discordant_pairs(array![2.0, 1.0, 3.0].view(), y.view()), 2);
+    }
+
+    #[test]
+    fn taf_weights_follow_the_epanechnikov_kernel() {
+        let w = taf_weights(&[0.0, 0.05, 0.1, 0.5], 0.1);
+        assert_eq!(w, vec![0.75, 0.75, 0.75 * 0.75, 0.0, 0.0]);
+    }
+
+    #[test]
+    fn rgpe_weights_vote_for_the_lowest_loss_and_prune() {
+        let mut rng = stream(1, 0, 0, Purpose::Mixing);
+        // Target losses 4..8; agent 1 always lowest; agent 2 ties the target on every sample;
+        // agent 3 has median 100 > the target's 95th percentile and is dropped.
+        let losses = vec![
+            vec![4.0, 5.0, 6.0, 7.0, 8.0],
+            vec![0.0, 0.0, 0.0, 0.0, 0.0],
+            vec![4.0, 5.0, 6.0, 7.0, 8.0],
+            vec![100.0, 100.0, 100.0, 0.0, 0.0],
+        ];
+        let w = rgpe_weights(&losses, &mut rng);
+        assert_eq!(w, vec![0.0, 1.0, 0.0, 0.0]);
+        // Without agent 1, target and agent 2 tie every sample: the 5 votes split between
+        // them at random, never to the pruned agent 3 although it wins samples 3 and 4.
+        let w = rgpe_weights(
+            &[losses[0].clone(), losses[2].clone(), losses[3].clone()],
+            &mut rng,
+        );
+        assert_eq!(w[2], 0.0);
+        assert!((w[0] + w[1] - 1.0).abs() < 1e-15);
+        assert_eq!(percentile(&mut [4.0, 5.0, 6.0, 7.0, 8.0], 95.0), 8.0);
+        assert_eq!(median(&mut [3.0, 1.0, 2.0, 10.0]), 2.5);
+    }
+}

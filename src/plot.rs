@@ -1,0 +1,643 @@
+//! `fbo plot`: figures from the CSVs fbo writes. Each kind turns its inputs into a `Figure`
+//! (series of points with optional standard-error bands or bars), and one renderer draws any
+//! figure to PNG or SVG (chosen by the output's extension) with plotters. Text uses the bundled
+//! DejaVu Sans, so PNGs render the same on a machine without fonts.
+
+use crate::error::{FboError, Result};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kind {
+    /// summary.csv: a quantity against BO iteration, mean +/- s.e. bands.
+    Iterations,
+    /// summary.csv: best metric against the mean (simulated) wall clock.
+    Time,
+    /// summary.csv: best metric at the last iteration against parameters sent per agent.
+    Messages,
+    /// sweep.csv: utility at the last iteration against privacy loss epsilon.
+    Privacy,
+    /// sweep.csv: the target's BO overhead over the whole run against the number of agents.
+    Scaling,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Quantity {
+    BestMetric,
+    SimpleRegret,
+    CumulativeRegret,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Clock {
+    /// Measured BO overhead plus the table's recorded training time.
+    Simulated,
+    /// Measured BO overhead only.
+    Overhead,
+}
+
+pub struct PlotOptions {
+    pub kind: Kind,
+    pub inputs: Vec<PathBuf>,
+    pub out: PathBuf,
+    pub title: Option<String>,
+    pub quantity: Quantity,
+    pub clock: Clock,
+    pub accountant: String,
+    pub log_y: bool,
+    /// Only these algorithm labels, in this order (default: all, in file order).
+    pub algorithms: Vec<String>,
+}
+
+/// One point: x, y and its standard error.
+type Point = (f64, f64, f64);
+
+pub struct Series {
+    pub label: String,
+    pub points: Vec<Point>,
+    /// Connect the points (and shade the s.e. band) rather than draw markers with bars.
+    pub line: bool,
+}
+
+pub struct Figure {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
+    pub log_y: bool,
+    pub series: Vec<Series>,
+    /// Horizontal reference lines (label, y), e.g. TS in a messages plot.
+    pub references: Vec<(String, f64)>,
+}
+
+/// A CSV as rows of named fields; errors name the file and column.
+struct Table {
+    path: PathBuf,
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn read(path: &Path) -> Result<Self> {
+        let mut rdr = csv::Reader::from_path(path).map_err(|e| FboError::io(path, e.into()))?;
+        let header = rdr
+            .headers()
+            .map_err(|e| FboError::Run(format!("{}: {e}", path.display())))?
+            .iter()
+            .map(String::from)
+            .collect();
+        let rows = rdr
+            .records()
+            .map(|r| {
+                r.map(|r| r.iter().map(String::from).collect())
+                    .map_err(|e| FboError::Run(format!("{}: {e}", path.display())))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Table {
+            path: path.to_path_buf(),
+            header,
+            rows,
+        })
+    }
+
+    fn col(&self, name: &str) -> Result<usize> {
+        self.header.iter().position(|h| h == name).ok_or_else(|| {
+            FboError::Run(format!(
+                "{}: no column `{name}` (is this the right kind of CSV for this plot?)",
+                self.path.display()
+            ))
+        })
+    }
+
+    /// The number in `row` at column `c`; None when the field is empty.
+    fn num(&self, row: &[String], c: usize) -> Result<Option<f64>> {
+        let s = &row[c];
+        if s.is_empty() {
+            return Ok(None);
+        }
+        s.parse().map(Some).map_err(|_| {
+            FboError::Run(format!(
+                "{}: column `{}` holds {s:?}, not a number",
+                self.path.display(),
+                self.header[c]
+            ))
+        })
+    }
+}
+
+/// An algorithm's label, its table and its rows.
+type Group<'a> = (String, &'a Table, Vec<&'a [String]>);
+
+/// Rows grouped by algorithm label, in first-appearance order; labels of later inputs that
+/// repeat an earlier input's are prefixed with the input's folder name.
+fn by_algorithm(tables: &[Table]) -> Result<Vec<Group<'_>>> {
+    let mut out: Vec<Group> = Vec::new();
+    for t in tables {
+        let ca = t.col("algorithm")?;
+        let mut groups: Vec<(String, Vec<&[String]>)> = Vec::new();
+        for r in &t.rows {
+            match groups.iter_mut().find(|(l, _)| *l == r[ca]) {
+                Some((_, g)) => g.push(r),
+                None => groups.push((r[ca].clone(), vec![r])),
+            }
+        }
+        for (label, rows) in groups {
+            let label = if out.iter().any(|(l, _, _)| *l == label) {
+                let folder = t
+                    .path
+                    .parent()
+                    .and_then(|p| p.file_name())
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                format!("{folder}: {label}")
+            } else {
+                label
+            };
+            out.push((label, t, rows));
+        }
+    }
+    Ok(out)
+}
+
+fn keep(opts: &PlotOptions, label: &str) -> bool {
+    opts.algorithms.is_empty() || opts.algorithms.iter().any(|a| a == label)
+}
+
+fn order(opts: &PlotOptions, mut series: Vec<Series>) -> Vec<Series> {
+    if !opts.algorithms.is_empty() {
+        series.sort_by_key(|s| opts.algorithms.iter().position(|a| *a == s.label));
+    }
+    series
+}
+
+/// Builds the figure of `opts.kind` from its input files.
+pub fn figure(opts: &PlotOptions) -> Result<Figure> {
+    if opts.inputs.is_empty() {
+        return Err(FboError::Run(
+            "fbo plot needs at least one --input CSV".into(),
+        ));
+    }
+    let tables: Vec<Table> = opts
+        .inputs
+        .iter()
+        .map(|p| Table::read(p))
+        .collect::<Result<_>>()?;
+    let mut fig = Figure {
+        title: opts.title.clone().unwrap_or_default(),
+        x_label: String::new(),
+        y_label: String::new(),
+        log_x: false,
+        log_y: opts.log_y,
+        series: Vec::new(),
+        references: Vec::new(),
+    };
+    let metric = |q: Quantity| match q {
+        Quantity::BestMetric => ("mean_best_metric", "se_best_metric", "best metric so far"),
+        Quantity::SimpleRegret => ("mean_simple_regret", "se_simple_regret", "simple regret"),
+        Quantity::CumulativeRegret => (
+            "mean_cumulative_regret",
+            "se_cumulative_regret",
+            "cumulative regret",
+        ),
+    };
+    match opts.kind {
+        Kind::Iterations | Kind::Time => {
+            let (mean_col, se_col, name) = metric(opts.quantity);
+            let x_name = match (opts.kind, opts.clock) {
+                (Kind::Iterations, _) => "iteration",
+                (_, Clock::Simulated) => "mean_sim_clock_s",
+                (_, Clock::Overhead) => "mean_elapsed_s",
+            };
+            fig.x_label = match (opts.kind, opts.clock) {
+                (Kind::Iterations, _) => "iteration".into(),
+                (_, Clock::Simulated) => "simulated run time (s): BO overhead + training".into(),
+                (_, Clock::Overhead) => "BO overhead (s)".into(),
+            };
+            fig.y_label = format!("{name} (mean +/- s.e.)");
+            for (label, t, rows) in by_algorithm(&tables)? {
+                if !keep(opts, &label) {
+                    continue;
+                }
+                let (cx, cm, cs, ci) = (
+                    t.col(x_name)?,
+                    t.col(mean_col)?,
+                    t.col(se_col)?,
+                    t.col("iteration")?,
+                );
+                let mut points = Vec::new();
+                for r in rows {
+                    // From the state after the initial points on.
+                    if t.num(r, ci)?.is_some_and(|i| i < 0.0) {
+                        continue;
+                    }
+                    let Some(x) = t.num(r, cx)? else {
+                        return Err(FboError::Run(format!(
+                            "{}: `{x_name}` is empty; rerun with timing on (output.timing = true)",
+                            t.path.display()
+                        )));
+                    };
+                    let y = t.num(r, cm)?.unwrap_or(f64::NAN);
+                    points.push((x, y, t.num(r, cs)?.unwrap_or(0.0)));
+                }
+                fig.series.push(Series {
+                    label,
+                    points,
+                    line: true,
+                });
+            }
+        }
+        Kind::Messages => {
+            fig.x_label = "parameters sent per agent".into();
+            fig.y_label = "best metric at the last iteration (mean +/- s.e.)".into();
+            fig.log_x = true;
+            let mut families: BTreeMap<String, Series> = BTreeMap::new();
+            let mut family_order = Vec::new();
+            for (label, t, rows) in by_algorithm(&tables)? {
+                if !keep(opts, &label) {
+                    continue;
+                }
+                let (ci, cp, cm, cs) = (
+                    t.col("iteration")?,
+                    t.col("params_sent")?,
+                    t.col("mean_best_metric")?,
+                    t.col("se_best_metric")?,
+                );
+                let Some(last) = rows.iter().max_by(|a, b| {
+                    let n = |r: &[String]| r[ci].parse::<i64>().unwrap_or(i64::MIN);
+                    n(a).cmp(&n(b))
+                }) else {
+                    continue;
+                };
+                let params = t.num(last, cp)?.unwrap_or(0.0);
+                let y = t.num(last, cm)?.unwrap_or(f64::NAN);
+                let se = t.num(last, cs)?.unwrap_or(0.0);
+                if params <= 0.0 {
+                    fig.references.push((label, y));
+                    continue;
+                }
+                // "FTS M=100" and "FTS M=50" are one family drawn as one line.
+                let family = label.split(" M=").next().unwrap_or(&label).to_string();
+                if !families.contains_key(&family) {
+                    family_order.push(family.clone());
+                }
+                families
+                    .entry(family.clone())
+                    .or_insert_with(|| Series {
+                        label: family,
+                        points: Vec::new(),
+                        line: true,
+                    })
+                    .points
+                    .push((params, y, se));
+            }
+            for f in family_order {
+                let mut s = families.remove(&f).expect("listed");
+                s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                fig.series.push(s);
+            }
+        }
+        Kind::Privacy | Kind::Scaling => {
+            let privacy = opts.kind == Kind::Privacy;
+            let eps_col = format!("epsilon_{}", opts.accountant.replace('-', "_"));
+            let (x_col, y_col, se_col) = if privacy {
+                (eps_col.as_str(), "mean_best_metric", Some("se_best_metric"))
+            } else {
+                ("agents", "mean_elapsed_s", None)
+            };
+            fig.x_label = if privacy {
+                format!("privacy loss epsilon ({})", opts.accountant)
+            } else {
+                "N (agents other than the target)".into()
+            };
+            fig.y_label = if privacy {
+                "best metric at the last iteration (mean +/- s.e.)".into()
+            } else {
+                "BO overhead over the run (s)".into()
+            };
+            let mut series: Vec<Series> = Vec::new();
+            for t in &tables {
+                let (ca, cx, cy) = (t.col("algorithm")?, t.col(x_col)?, t.col(y_col)?);
+                let cs = se_col.map(|c| t.col(c)).transpose()?;
+                for r in &t.rows {
+                    if !keep(opts, &r[ca]) {
+                        continue;
+                    }
+                    let (Some(mut x), Some(y)) = (t.num(r, cx)?, t.num(r, cy)?) else {
+                        continue; // not private, or no timing: nothing to place
+                    };
+                    if !privacy {
+                        x -= 1.0;
+                    }
+                    let se = match cs {
+                        Some(c) => t.num(r, c)?.unwrap_or(0.0),
+                        None => 0.0,
+                    };
+                    match series.iter_mut().find(|s| s.label == r[ca]) {
+                        Some(s) => s.points.push((x, y, se)),
+                        None => series.push(Series {
+                            label: r[ca].clone(),
+                            points: vec![(x, y, se)],
+                            line: !privacy,
+                        }),
+                    }
+                }
+            }
+            for s in &mut series {
+                s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            fig.series = series;
+        }
+    }
+    fig.series = order(opts, std::mem::take(&mut fig.series));
+    if fig.series.iter().all(|s| s.points.is_empty()) && fig.references.is_empty() {
+        return Err(FboError::Run(format!(
+            "nothing to plot from {}: no rows with the needed columns{}",
+            opts.inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if opts.algorithms.is_empty() {
+                ""
+            } else {
+                " for the requested --algorithms"
+            }
+        )));
+    }
+    Ok(fig)
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+const LEGEND_WIDTH: u32 = 230;
+
+enum Marker {
+    Line,
+    Dot,
+    Dashed,
+}
+
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let font: &'static [u8] = include_bytes!("../assets/DejaVuSans.ttf");
+        plotters::style::register_font("sans-serif", FontStyle::Normal, font)
+            .unwrap_or_else(|_| panic!("the bundled font assets/DejaVuSans.ttf is valid"));
+    });
+}
+
+/// Axis value -> plotted value (log10 on log axes; non-positive values are dropped there).
+fn scale(v: f64, log: bool) -> Option<f64> {
+    match (log, v.is_finite()) {
+        (_, false) => None,
+        (true, _) if v <= 0.0 => None,
+        (true, _) => Some(v.log10()),
+        (false, _) => Some(v),
+    }
+}
+
+fn tick(v: f64, log: bool) -> String {
+    if log {
+        // Label decades only; in-between ticks stay as grid lines.
+        if (v - v.round()).abs() > 1e-9 {
+            return String::new();
+        }
+        let x = 10f64.powf(v.round());
+        if (1e-2..1e4).contains(&x) {
+            format!("{}", (x * 1e3).round() / 1e3)
+        } else {
+            format!("{x:.0e}")
+        }
+    } else if v.abs() >= 1e4 || (v != 0.0 && v.abs() < 1e-3) {
+        format!("{v:.1e}")
+    } else {
+        format!("{}", (v * 1e4).round() / 1e4)
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    fig: &Figure,
+) -> std::result::Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    root.fill(&WHITE).map_err(e)?;
+    // The legend gets its own strip on the right, so it never hides data.
+    let (plot_area, legend_area) = root.split_horizontally(root.dim_in_pixel().0 - LEGEND_WIDTH);
+    let mut legend: Vec<(String, RGBColor, Marker)> = Vec::new();
+    // Plotted (scaled) points: the centre and the band's ends.
+    let scaled: Vec<Vec<(f64, f64, f64, f64)>> = fig
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .filter_map(|&(x, y, se)| {
+                    let x = scale(x, fig.log_x)?;
+                    let yc = scale(y, fig.log_y)?;
+                    let lo = scale(y - se, fig.log_y).unwrap_or(yc);
+                    let hi = scale(y + se, fig.log_y).unwrap_or(yc);
+                    Some((x, yc, lo, hi))
+                })
+                .collect()
+        })
+        .collect();
+    let refs: Vec<(String, f64)> = fig
+        .references
+        .iter()
+        .filter_map(|(l, y)| scale(*y, fig.log_y).map(|v| (l.clone(), v)))
+        .collect();
+    let xs = scaled.iter().flatten().map(|p| p.0);
+    let ys = scaled
+        .iter()
+        .flatten()
+        .flat_map(|p| [p.2, p.3])
+        .chain(refs.iter().map(|r| r.1));
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    let (mut y0, mut y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if !y0.is_finite() {
+        (y0, y1) = (0.0, 1.0);
+    }
+    let pad = |a: f64, b: f64| {
+        let w = if b > a { b - a } else { a.abs().max(1.0) };
+        (a - 0.05 * w, b + 0.05 * w)
+    };
+    let (x0, x1) = pad(x0, x1);
+    let (y0, y1) = pad(y0, y1);
+    let mut chart = ChartBuilder::on(&plot_area)
+        .caption(&fig.title, ("sans-serif", 26))
+        .margin(18)
+        .x_label_area_size(52)
+        .y_label_area_size(84)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(e)?;
+    let (log_x, log_y) = (fig.log_x, fig.log_y);
+    let x_fmt = move |v: &f64| tick(*v, log_x);
+    let y_fmt = move |v: &f64| tick(*v, log_y);
+    chart
+        .configure_mesh()
+        .x_desc(&fig.x_label)
+        .y_desc(&fig.y_label)
+        .label_style(("sans-serif", 16))
+        .axis_desc_style(("sans-serif", 18))
+        .x_label_formatter(&x_fmt)
+        .y_label_formatter(&y_fmt)
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(e)?;
+    for (k, (s, pts)) in fig.series.iter().zip(&scaled).enumerate() {
+        let color = PALETTE[k % PALETTE.len()];
+        if s.line {
+            if pts.len() > 1 {
+                let band: Vec<(f64, f64)> = pts
+                    .iter()
+                    .map(|p| (p.0, p.3))
+                    .chain(pts.iter().rev().map(|p| (p.0, p.2)))
+                    .collect();
+                chart
+                    .draw_series(std::iter::once(Polygon::new(
+                        band,
+                        color.mix(0.18).filled(),
+                    )))
+                    .map_err(e)?;
+            }
+            chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|p| (p.0, p.1)),
+                    color.stroke_width(2),
+                ))
+                .map_err(e)?;
+            legend.push((s.label.clone(), color, Marker::Line));
+            if pts.len() <= 12 {
+                chart
+                    .draw_series(
+                        pts.iter()
+                            .map(|p| Circle::new((p.0, p.1), 3, color.filled())),
+                    )
+                    .map_err(e)?;
+            }
+        } else {
+            chart
+                .draw_series(
+                    pts.iter().map(|p| {
+                        ErrorBar::new_vertical(p.0, p.2, p.1, p.3, color.stroke_width(2), 8)
+                    }),
+                )
+                .map_err(e)?;
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|p| Circle::new((p.0, p.1), 4, color.filled())),
+                )
+                .map_err(e)?;
+            legend.push((s.label.clone(), color, Marker::Dot));
+        }
+    }
+    for (k, (label, y)) in refs.iter().enumerate() {
+        let color = PALETTE[(fig.series.len() + k) % PALETTE.len()];
+        let y = *y;
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x0, y), (x1, y)],
+                8,
+                5,
+                color.stroke_width(2),
+            ))
+            .map_err(e)?;
+        legend.push((label.clone(), color, Marker::Dashed));
+    }
+    for (k, (label, color, marker)) in legend.iter().enumerate() {
+        let y = 70 + 26 * k as i32;
+        let style = color.stroke_width(2);
+        match marker {
+            Marker::Line => legend_area.draw(&PathElement::new(vec![(8, y), (36, y)], style)),
+            Marker::Dot => legend_area.draw(&Circle::new((22, y), 4, color.filled())),
+            Marker::Dashed => {
+                legend_area
+                    .draw(&PathElement::new(vec![(8, y), (18, y)], style))
+                    .map_err(e)?;
+                legend_area.draw(&PathElement::new(vec![(26, y), (36, y)], style))
+            }
+        }
+        .map_err(e)?;
+        legend_area
+            .draw(&Text::new(label.clone(), (44, y - 9), ("sans-serif", 15)))
+            .map_err(e)?;
+    }
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// Draws `fig` to `out`: PNG or SVG by extension, 900 x 600 pixels.
+pub fn render(fig: &Figure, out: &Path) -> Result<()> {
+    register_font();
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| FboError::io(dir, e))?;
+    }
+    // Drawn to a temporary name and renamed, like every other result file.
+    let ext = out
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = out.with_file_name(format!(".{name}.tmp.{}.{ext}", std::process::id()));
+    let size = (900, 600);
+    let drawn = match ext.as_str() {
+        "png" => draw(BitMapBackend::new(&tmp, size).into_drawing_area(), fig),
+        "svg" => draw(SVGBackend::new(&tmp, size).into_drawing_area(), fig),
+        _ => {
+            return Err(FboError::Run(format!(
+                "{}: the output must end in .png or .svg",
+                out.display()
+            )));
+        }
+    };
+    if let Err(msg) = drawn {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(FboError::Run(format!("drawing {}: {msg}", out.display())));
+    }
+    std::fs::rename(&tmp, out).map_err(|e| FboError::io(out, e))
+}
+
+pub fn run(opts: &PlotOptions) -> Result<()> {
+    let fig = figure(opts)?;
+    render(&fig, &opts.out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_and_scaling() {
+        assert_eq!(scale(100.0, true), Some(2.0));
+        assert_eq!(scale(0.0, true), None);
+        assert_eq!(scale(-3.0, false), Some(-3.0));
+        assert_eq!(tick(2.0, true), "100");
+        assert_eq!(tick(-4.0, true), "1e-4");
+        assert_eq!(tick(0.8123456, false), "0.8123");
+    }
+}
