@@ -54,9 +54,14 @@ pub struct PlotOptions {
 /// One point: x, y and its standard error.
 type Point = (f64, f64, f64);
 
+/// One series of a sweep: its rows' labels and its points with their notes.
+type SweepGroup = (Vec<String>, Vec<(Point, String)>);
+
 pub struct Series {
     pub label: String,
     pub points: Vec<Point>,
+    /// Text beside each point (a sweep point's values); empty for none.
+    pub notes: Vec<String>,
     /// Connect the points (and shade the s.e. band) rather than draw markers with bars.
     pub line: bool,
 }
@@ -244,6 +249,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                 fig.series.push(Series {
                     label,
                     points,
+                    notes: Vec::new(),
                     line: true,
                 });
             }
@@ -287,6 +293,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                     .or_insert_with(|| Series {
                         label: family,
                         points: Vec::new(),
+                        notes: Vec::new(),
                         line: true,
                     })
                     .points
@@ -318,12 +325,32 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
             };
             let mut series: Vec<Series> = Vec::new();
             for t in &tables {
+                // A summary.csv beside a sweep: its algorithms at the last iteration become
+                // reference lines (the non-private baselines of a privacy plot).
+                if privacy && t.col("iteration").is_ok() {
+                    fig.references.extend(last_iteration(t, opts)?);
+                    continue;
+                }
                 let (ca, cx, cy) = (t.col("algorithm")?, t.col(x_col)?, t.col(y_col)?);
                 let cs = se_col.map(|c| t.col(c)).transpose()?;
-                for r in &t.rows {
-                    if !keep(opts, &r[ca]) {
-                        continue;
-                    }
+                let cp = t.col("point")?;
+                // The swept keys sit between `point` and `algorithm`; their values name a point.
+                let keys: Vec<(usize, String)> = (cp + 1..ca)
+                    .map(|c| {
+                        let short = t.header[c].rsplit('.').next().unwrap_or_default();
+                        (c, short.to_string())
+                    })
+                    .collect();
+                // The k-th algorithm of every point is one series (its label changes with the
+                // swept values, e.g. "... q=0.35 z=1", so it is named by what all share).
+                let mut groups: Vec<SweepGroup> = Vec::new();
+                let mut k = 0;
+                for (i, r) in t.rows.iter().enumerate() {
+                    k = if i > 0 && t.rows[i - 1][cp] == r[cp] {
+                        k + 1
+                    } else {
+                        0
+                    };
                     let (Some(mut x), Some(y)) = (t.num(r, cx)?, t.num(r, cy)?) else {
                         continue; // not private, or no timing: nothing to place
                     };
@@ -334,18 +361,34 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                         Some(c) => t.num(r, c)?.unwrap_or(0.0),
                         None => 0.0,
                     };
-                    match series.iter_mut().find(|s| s.label == r[ca]) {
-                        Some(s) => s.points.push((x, y, se)),
-                        None => series.push(Series {
-                            label: r[ca].clone(),
-                            points: vec![(x, y, se)],
-                            line: !privacy,
-                        }),
+                    let note = keys
+                        .iter()
+                        .map(|(c, name)| format!("{name}={}", r[*c]))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    if groups.len() <= k {
+                        groups.resize_with(k + 1, Default::default);
                     }
+                    groups[k].0.push(r[ca].clone());
+                    groups[k].1.push(((x, y, se), note));
                 }
-            }
-            for s in &mut series {
-                s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+                for (labels, mut points) in groups.into_iter().filter(|g| !g.0.is_empty()) {
+                    let label = common_words(&labels);
+                    if !privacy && !keep(opts, &label) {
+                        continue;
+                    }
+                    points.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
+                    series.push(Series {
+                        label,
+                        points: points.iter().map(|p| p.0).collect(),
+                        notes: if privacy {
+                            points.into_iter().map(|p| p.1).collect()
+                        } else {
+                            Vec::new()
+                        },
+                        line: !privacy,
+                    });
+                }
             }
             fig.series = series;
         }
@@ -367,6 +410,38 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
         )));
     }
     Ok(fig)
+}
+
+/// The words every label shares, in the first label's order.
+fn common_words(labels: &[String]) -> String {
+    labels[0]
+        .split_whitespace()
+        .filter(|w| labels.iter().all(|l| l.split_whitespace().any(|x| x == *w)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// (label, mean best metric) of each algorithm of a summary.csv at its last iteration.
+fn last_iteration(t: &Table, opts: &PlotOptions) -> Result<Vec<(String, f64)>> {
+    let (ca, ci, cm) = (
+        t.col("algorithm")?,
+        t.col("iteration")?,
+        t.col("mean_best_metric")?,
+    );
+    let mut out: Vec<(String, i64, f64)> = Vec::new();
+    for r in &t.rows {
+        if !keep(opts, &r[ca]) {
+            continue;
+        }
+        let it: i64 = r[ci].parse().unwrap_or(i64::MIN);
+        let Some(y) = t.num(r, cm)? else { continue };
+        match out.iter_mut().find(|(l, _, _)| *l == r[ca]) {
+            Some(e) if it > e.1 => *e = (r[ca].clone(), it, y),
+            Some(_) => {}
+            None => out.push((r[ca].clone(), it, y)),
+        }
+    }
+    Ok(out.into_iter().map(|(l, _, y)| (l, y)).collect())
 }
 
 const PALETTE: [RGBColor; 8] = [
@@ -550,6 +625,18 @@ where
                         .map(|p| Circle::new((p.0, p.1), 4, color.filled())),
                 )
                 .map_err(e)?;
+            if s.notes.len() == pts.len() {
+                chart
+                    .draw_series(pts.iter().zip(&s.notes).map(|(p, n)| {
+                        EmptyElement::at((p.0, p.1))
+                            + Text::new(
+                                n.clone(),
+                                (6, -16),
+                                ("sans-serif", 12).into_font().color(&color),
+                            )
+                    }))
+                    .map_err(e)?;
+            }
             legend.push((s.label.clone(), color, Marker::Dot));
         }
     }

@@ -165,11 +165,16 @@ fn server_part_path(parts: &Path, alg_index: usize, run: usize) -> PathBuf {
     parts.join(format!("a{alg_index:03}-r{run:05}.server"))
 }
 
-/// What makes part files reusable: the spec text and the options that change results.
+/// What makes part files reusable: the spec text, the options that change results, and the
+/// trace format (parts written by an fbo with other columns must not be merged).
 fn fingerprint(spec: &Spec) -> String {
     format!(
-        "{}\n# runs = {}\n# timing = {}\n",
-        spec.source, spec.runs, spec.output.timing
+        "{}\n# runs = {}\n# timing = {}\n# fbo {} trace {}\n",
+        spec.source,
+        spec.runs,
+        spec.output.timing,
+        env!("CARGO_PKG_VERSION"),
+        crate::output::trace_header(0).join(",")
     )
 }
 

@@ -359,7 +359,15 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         let marker = dir.join("point.csv");
         let same_spec =
             fs::read_to_string(dir.join("spec.toml")).is_ok_and(|s| s == point.spec.source);
-        if marker.exists() && same_spec {
+        // A point finished by an fbo with other sweep.csv columns is run again.
+        let same_format = fs::read(&marker).is_ok_and(|b| {
+            csv::ReaderBuilder::new()
+                .has_headers(false)
+                .from_reader(b.as_slice())
+                .records()
+                .all(|r| r.is_ok_and(|r| r.len() == header_fields(&sweep)))
+        });
+        if marker.exists() && same_spec && same_format {
             skipped += 1;
             points_bar.inc(1);
             continue;
@@ -392,6 +400,28 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         );
     }
     // sweep.csv from every finished point, in point order.
+    let header = sweep_header(&sweep);
+    let mut csv = header.join(",") + "\n";
+    for point in &sweep.points {
+        let marker = out.join("points").join(&point.name).join("point.csv");
+        if let Ok(rows) = fs::read_to_string(&marker) {
+            csv += &rows;
+        }
+    }
+    write_atomic(&out.join("sweep.csv"), csv.as_bytes())?;
+    if !failures.is_empty() {
+        return Err(FboError::Run(format!(
+            "{} of {} sweep points failed (rerun the same command to retry them):\n  {}",
+            failures.len(),
+            sweep.points.len(),
+            failures.join("\n  ")
+        )));
+    }
+    Ok(())
+}
+
+/// sweep.csv's columns: point, the swept keys, then one summary per algorithm.
+fn sweep_header(sweep: &Sweep) -> Vec<String> {
     let mut header = vec!["point".to_string()];
     header.extend(sweep.keys.iter().map(|k| csv_escape(k)));
     header.extend(
@@ -414,23 +444,11 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         ]
         .map(String::from),
     );
-    let mut csv = header.join(",") + "\n";
-    for point in &sweep.points {
-        let marker = out.join("points").join(&point.name).join("point.csv");
-        if let Ok(rows) = fs::read_to_string(&marker) {
-            csv += &rows;
-        }
-    }
-    write_atomic(&out.join("sweep.csv"), csv.as_bytes())?;
-    if !failures.is_empty() {
-        return Err(FboError::Run(format!(
-            "{} of {} sweep points failed (rerun the same command to retry them):\n  {}",
-            failures.len(),
-            sweep.points.len(),
-            failures.join("\n  ")
-        )));
-    }
-    Ok(())
+    header
+}
+
+fn header_fields(sweep: &Sweep) -> usize {
+    sweep_header(sweep).len()
 }
 
 #[cfg(test)]

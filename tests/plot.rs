@@ -109,6 +109,32 @@ fn every_plot_kind_draws_png_and_svg() {
     }
     // Only what was drawn: no temporary files left beside the figures.
     assert_eq!(std::fs::read_dir(d).unwrap().count(), 12);
+    // A privacy plot with a summary beside the sweep: its algorithms become reference lines,
+    // and each sweep point is annotated with its swept values.
+    let svg = d.join("privacy-with-references.svg");
+    let summary = fixture("summary.csv");
+    plot(
+        "privacy",
+        "sweep.csv",
+        &svg,
+        &[
+            "--input",
+            summary.to_str().unwrap(),
+            "--algorithms",
+            "TS,FTS M=100",
+        ],
+    );
+    assert_svg_has(
+        &svg,
+        &[
+            "DP-FTS-DE P=4",
+            "TS",
+            "FTS M=100",
+            "q=0.35 z=2",
+            "q=0.1 z=1",
+        ],
+    );
+    assert!(!std::fs::read_to_string(&svg).unwrap().contains("RGPE"));
 }
 
 #[test]
@@ -130,13 +156,13 @@ fn algorithm_selection_and_bad_input() {
         (
             vec![
                 "plot",
-                "privacy",
+                "scaling",
                 "--input",
                 summary.to_str().unwrap(),
                 "--out",
                 "x.png",
             ],
-            "no column `epsilon_rdp_int`",
+            "no column `agents`",
         ),
         (
             vec![

@@ -139,6 +139,11 @@ impl SharedFeatures {
         )
     }
 
+    /// Phi on the whole domain, one row per grid point.
+    pub fn grid_phi(&self) -> &Array2<f64> {
+        &self.grid_phi
+    }
+
     pub fn phi(&self, index: usize) -> ArrayView1<'_, f64> {
         self.grid_phi.row(index)
     }

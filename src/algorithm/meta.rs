@@ -35,7 +35,8 @@
 //! - Both maximise the acquisition exactly over the domain's grid. The agents' grid means and
 //!   variances are computed once per run (the messages do not change), so an iteration costs
 //!   O(N (grid + S n M)) for RGPE and O(N grid) for TAF, growing linearly in N as the paper
-//!   says; the one-off decoding costs O(N grid M^2).
+//!   says; the one-off decoding costs O(N grid M^2) and runs at the first iteration, inside
+//!   the target's measured overhead.
 
 use super::agent::{Learner, SharedFeatures, build_senders};
 use super::{Algorithm, Query, RunContext, Source};
@@ -74,29 +75,28 @@ struct Surrogate {
     incumbent: f64,
 }
 
-/// Decodes (nu, Sigma^-1) into the surrogate's grid predictions.
-fn decode(
+/// What agent n sends: nu_n, Sigma_n^-1 and (TAF) its incumbent.
+struct Message {
     agent: usize,
-    blr: &BlrPosterior,
+    nu: Array1<f64>,
+    sigma_inv: Array2<f64>,
     incumbent: f64,
-    shared: &SharedFeatures,
-    grid_phi: &Array2<f64>,
-) -> Option<Surrogate> {
-    // What the agent sends: nu and Sigma^-1. Everything below is the target's work.
-    let nu = blr.mean_weights();
-    let sigma_inv = blr.precision_inverse() * blr.lambda();
-    let (root, _) = cholesky_jittered(&sigma_inv)?;
-    let grid_mean = grid_phi.dot(&nu);
+}
+
+/// The target's decoding of a message into grid predictions. It is the target's work, so it
+/// runs at the first iteration, inside the measured BO overhead.
+fn decode(msg: &Message, lambda: f64, grid_phi: &Array2<f64>) -> Option<Surrogate> {
+    let (root, _) = cholesky_jittered(&(&msg.sigma_inv * lambda))?;
+    let grid_mean = grid_phi.dot(&msg.nu);
     let spread = grid_phi.dot(&root);
     let grid_var = spread.map_axis(Axis(1), |r| r.dot(&r));
-    debug_assert_eq!(shared.features.len(), nu.len());
     Some(Surrogate {
-        agent,
-        nu,
+        agent: msg.agent,
+        nu: msg.nu.clone(),
         root,
         grid_mean,
         grid_var,
-        incumbent,
+        incumbent: msg.incumbent,
     })
 }
 
@@ -215,8 +215,11 @@ struct Target {
 pub struct MetaBo {
     ids: Vec<usize>,
     targets: Vec<Target>,
+    /// Received before the first iteration; decoded into `surrogates` at the first.
+    messages: Vec<Message>,
     surrogates: Vec<Arc<Surrogate>>,
     shared: SharedFeatures,
+    lambda: f64,
     weighting: Weighting,
 }
 
@@ -226,34 +229,33 @@ impl MetaBo {
         let land = &ctx.landscape;
         let shared = SharedFeatures::for_run(ctx);
         let senders = build_senders(ctx, &shared)?;
-        let grid_phi = shared.features.matrix(land.domain.points());
+        let grid_phi = shared.grid_phi();
         let lambda = spec.surrogate.lambda;
-        let decoded: Vec<Option<Surrogate>> = senders
+        let messages: Vec<Message> = senders
             .par_iter()
+            .flatten()
             .map(|s| {
-                s.as_ref().map(|s| {
-                    let (idx, _) = s.learner.observations();
-                    let scaled = s.learner.scaled_ys();
-                    let phi = Array2::from_shape_fn((idx.len(), grid_phi.ncols()), |(r, c)| {
-                        grid_phi[[idx[r], c]]
-                    });
-                    let blr = BlrPosterior::from_data(phi.view(), scaled.view(), lambda)?;
-                    let best = scaled.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                    decode(s.learner.agent, &blr, best, &shared, &grid_phi)
+                let (idx, _) = s.learner.observations();
+                let scaled = s.learner.scaled_ys();
+                let phi = Array2::from_shape_fn((idx.len(), grid_phi.ncols()), |(r, c)| {
+                    grid_phi[[idx[r], c]]
+                });
+                let agent = s.learner.agent;
+                let blr = BlrPosterior::from_data(phi.view(), scaled.view(), lambda).ok_or_else(
+                    || {
+                        FboError::Run(format!(
+                            "agent {agent}'s posterior is singular; raise surrogate.lambda"
+                        ))
+                    },
+                )?;
+                Ok(Message {
+                    agent,
+                    nu: blr.mean_weights(),
+                    sigma_inv: blr.precision_inverse(),
+                    incumbent: scaled.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
                 })
             })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .enumerate()
-            .map(|(a, d)| match d {
-                None => Ok(None),
-                Some(Some(s)) => Ok(Some(s)),
-                Some(None) => Err(FboError::Run(format!(
-                    "agent {a}'s message cannot be decoded (singular posterior); raise surrogate.lambda"
-                ))),
-            })
             .collect::<Result<_>>()?;
-        let surrogates: Vec<Arc<Surrogate>> = decoded.into_iter().flatten().map(Arc::new).collect();
         let ids = spec.targets().to_vec();
         let targets = ids
             .iter()
@@ -266,14 +268,16 @@ impl MetaBo {
                     ctx.run,
                 ),
                 rng: stream(ctx.seed(), ctx.run as u64, t as u64, Purpose::Mixing),
-                rows: vec![Vec::new(); surrogates.len()],
+                rows: vec![Vec::new(); messages.len()],
             })
             .collect();
         Ok(MetaBo {
             ids,
             targets,
-            surrogates,
+            messages,
+            surrogates: Vec::new(),
             shared,
+            lambda,
             weighting,
         })
     }
@@ -401,6 +405,22 @@ impl Algorithm for MetaBo {
     }
 
     fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
+        if self.surrogates.len() < self.messages.len() {
+            let grid_phi = self.shared.grid_phi();
+            let lambda = self.lambda;
+            self.surrogates = self
+                .messages
+                .par_iter()
+                .map(|m| {
+                    decode(m, lambda, grid_phi).map(Arc::new).ok_or_else(|| {
+                        FboError::Run(format!(
+                            "agent {}'s message cannot be decoded (singular Sigma^-1); raise surrogate.lambda",
+                            m.agent
+                        ))
+                    })
+                })
+                .collect::<Result<_>>()?;
+        }
         let (surrogates, shared, weighting) = (&self.surrogates, &self.shared, self.weighting);
         // Targets are independent and use their own streams: parallel order cannot matter.
         self.targets
