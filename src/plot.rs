@@ -455,7 +455,7 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(23, 190, 207),
 ];
 
-const LEGEND_WIDTH: u32 = 230;
+const LEGEND_WIDTH: u32 = 250;
 
 enum Marker {
     Line,
@@ -668,7 +668,12 @@ where
         }
         .map_err(e)?;
         legend_area
-            .draw(&Text::new(label.clone(), (44, y - 9), ("sans-serif", 15)))
+            .draw(&Text::new(
+                label.clone(),
+                (44, y - 8),
+                // Long labels (DP variants name their parameters) in a smaller size, to fit.
+                ("sans-serif", if label.len() > 22 { 11 } else { 15 }),
+            ))
             .map_err(e)?;
     }
     root.present().map_err(e)?;
