@@ -5,6 +5,7 @@
 //! Part files make runs resumable: an interrupted `fbo run` keeps the runs it finished, and
 //! rerunning the same spec into the same folder skips them.
 
+use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{self, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::objective::{self, Landscape};
@@ -51,12 +52,24 @@ pub fn run_one(
     run: usize,
     landscape: Arc<Landscape>,
 ) -> Result<RunOutput> {
+    run_one_shared(spec, alg_index, run, landscape, None)
+}
+
+/// `run_one` with the senders' states shared across the algorithms of a spec.
+pub fn run_one_shared(
+    spec: &Spec,
+    alg_index: usize,
+    run: usize,
+    landscape: Arc<Landscape>,
+    senders: Option<&SenderCache>,
+) -> Result<RunOutput> {
     let alg_spec = &spec.algorithms[alg_index];
     let ctx = RunContext {
         spec,
         algorithm: alg_spec,
         run,
         landscape: landscape.clone(),
+        senders,
     };
     let mut alg = algorithm::build(&ctx)?;
     let targets = alg.targets().to_vec();
@@ -229,6 +242,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     write_atomic(&out.join("spec.toml"), spec.source.as_bytes())?;
 
     let landscapes = objective::landscapes(spec)?;
+    let senders = SenderCache::default();
     let jobs: Vec<(usize, usize)> = (0..spec.algorithms.len())
         .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
         .collect();
@@ -259,7 +273,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         todo.par_iter()
             .map(|&(a, r)| {
                 let land = landscapes[r % landscapes.len()].clone();
-                let res = run_one(spec, a, r, land).and_then(|out| {
+                let res = run_one_shared(spec, a, r, land, Some(&senders)).and_then(|out| {
                     let label = &spec.algorithms[a].label;
                     write_atomic(
                         &server_part_path(&parts, a, r),

@@ -210,3 +210,33 @@ fn meta_learners_report_their_message_cost_and_repeat_exactly() {
     let rows = run_one(&fts, 0, 0, landscape(&fts, 0)).unwrap().rows;
     assert!(rows.iter().all(|r| r.params_sent == 0 && r.train_s == 0.0));
 }
+
+#[test]
+fn shared_sender_states_change_nothing() {
+    // The runner shares the senders' states across a spec's algorithms; every algorithm must
+    // see exactly what it computes alone, including one that continues the senders
+    // (every-iteration messages) before another reuses them.
+    let s = spec(
+        "[[algorithm]]\nkind = \"fts\"\nmessages = \"every-iteration\"\n\
+         [[algorithm]]\nkind = \"fts\"\nfeatures = 30\n\
+         [[algorithm]]\nkind = \"rgpe\"\nsamples = 10\n\
+         [[algorithm]]\nkind = \"taf\"\n",
+        "observations_from = \"ts\"",
+    );
+    let cache = fbo::algorithm::agent::SenderCache::default();
+    for run in 0..2 {
+        for alg in 0..s.algorithms.len() {
+            let land = landscape(&s, run);
+            let alone = run_one(&s, alg, run, land.clone()).unwrap().rows;
+            let shared = fbo::runner::run_one_shared(&s, alg, run, land, Some(&cache))
+                .unwrap()
+                .rows;
+            let q = |rows: &[fbo::output::TraceRow]| {
+                rows.iter()
+                    .map(|r| (r.x_index, r.y, r.source.clone()))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(q(&alone), q(&shared), "algorithm {alg}, run {run}");
+        }
+    }
+}

@@ -15,9 +15,11 @@ use crate::surrogate::rff::RandomFeatures;
 use ndarray::{Array1, Array2, ArrayView1};
 use rand::Rng as _;
 use rand::seq::index::sample as sample_indices;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 /// A single agent running standard GP Thompson sampling on its own data.
+#[derive(Clone)]
 pub struct Learner {
     pub agent: usize,
     domain: Arc<Domain>,
@@ -203,11 +205,69 @@ impl Sender {
     }
 }
 
+/// The senders' states after their t_n observations, per run: they depend on (run, agent)
+/// and the spec's federation and own-model settings only, never on the algorithm, so the
+/// algorithms of one spec share them instead of repeating the senders' TS (which dominates
+/// FTS-protocol runs: 28 agents x 53 TS iterations for every algorithm and run). Each
+/// algorithm takes clones, so continuing a sender (every-iteration messages) cannot leak
+/// into another algorithm.
+#[derive(Default)]
+pub struct SenderCache {
+    runs: Mutex<HashMap<usize, SenderStates>>,
+}
+
+type SenderStates = Arc<Vec<Option<(Learner, Rng)>>>;
+
 /// The senders of a run, by agent (None for an agent no other agent hears from: the only
 /// target). Their data are t_n random observations (FTS App. D.1) or the history of t_n
 /// iterations of their own TS (App. D.2), and depend on (run, agent) only, so every target,
-/// algorithm and M of a spec sees the same agents.
+/// algorithm and M of a spec sees the same agents. Messages use this algorithm's shared
+/// features, so each sender's posterior is rebuilt from its observations.
 pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Option<Sender>>> {
+    let cached = ctx
+        .senders
+        .and_then(|c| c.runs.lock().ok().and_then(|m| m.get(&ctx.run).cloned()));
+    let states = match cached {
+        Some(s) => s,
+        None => {
+            let s = Arc::new(sender_states(ctx)?);
+            if let Some(c) = ctx.senders
+                && let Ok(mut m) = c.runs.lock()
+            {
+                m.insert(ctx.run, s.clone());
+            }
+            s
+        }
+    };
+    let (seed, run) = (ctx.seed(), ctx.run);
+    Ok(states
+        .iter()
+        .map(|st| {
+            st.as_ref().map(|(learner, data_rng)| {
+                let agent = learner.agent;
+                let mut messenger = Messenger::new(
+                    ctx.algorithm.features,
+                    ctx.spec.surrogate.lambda,
+                    seed,
+                    run,
+                    agent,
+                );
+                let (idx, ys) = learner.observations();
+                for (&i, &y) in idx.iter().zip(ys) {
+                    messenger.observe(shared, i, y);
+                }
+                Sender {
+                    learner: learner.clone(),
+                    messenger,
+                    data_rng: data_rng.clone(),
+                }
+            })
+        })
+        .collect())
+}
+
+/// Each sender's learner and data stream after its t_n observations.
+fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
     let spec = ctx.spec;
     let land = &ctx.landscape;
     let domain = &land.domain;
@@ -220,16 +280,11 @@ pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Op
             senders.push(None);
             continue;
         }
-        let mut s = Sender {
-            learner: Learner::new(agent, domain.clone(), spec.surrogate.own.clone(), seed, run),
-            messenger: Messenger::new(
-                ctx.algorithm.features,
-                spec.surrogate.lambda,
-                seed,
-                run,
-                agent,
-            ),
-            data_rng: stream(seed, run as u64, agent as u64, Purpose::AgentData),
+        let mut learner = Learner::new(agent, domain.clone(), spec.surrogate.own.clone(), seed, run);
+        let mut data_rng = stream(seed, run as u64, agent as u64, Purpose::AgentData);
+        let observe = |learner: &mut Learner, rng: &mut Rng, idx: usize| {
+            let y = land.observe(agent, idx, rng);
+            learner.add(idx, y);
         };
         let t_n = fed.observations;
         let random_points = match fed.observations_from {
@@ -237,22 +292,22 @@ pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Op
             ObservationSource::Ts => spec.initial_points.max(1),
         };
         let points: Vec<usize> = if random_points <= domain.len() {
-            sample_indices(&mut s.data_rng, domain.len(), random_points).into_vec()
+            sample_indices(&mut data_rng, domain.len(), random_points).into_vec()
         } else {
             (0..random_points)
-                .map(|_| s.data_rng.random_range(0..domain.len()))
+                .map(|_| data_rng.random_range(0..domain.len()))
                 .collect()
         };
         for idx in points {
-            s.observe(land, shared, idx);
+            observe(&mut learner, &mut data_rng, idx);
         }
         if fed.observations_from == ObservationSource::Ts {
             for _ in 0..t_n {
-                let idx = s.learner.thompson()?;
-                s.observe(land, shared, idx);
+                let idx = learner.thompson()?;
+                observe(&mut learner, &mut data_rng, idx);
             }
         }
-        senders.push(Some(s));
+        senders.push(Some((learner, data_rng)));
     }
     Ok(senders)
 }

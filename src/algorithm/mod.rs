@@ -54,6 +54,8 @@ pub struct RunContext<'a> {
     pub algorithm: &'a AlgorithmSpec,
     pub run: usize,
     pub landscape: Arc<Landscape>,
+    /// Senders' states shared by the algorithms of a spec (None: compute them here).
+    pub senders: Option<&'a agent::SenderCache>,
 }
 
 impl RunContext<'_> {
