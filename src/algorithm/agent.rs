@@ -280,7 +280,8 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
             senders.push(None);
             continue;
         }
-        let mut learner = Learner::new(agent, domain.clone(), spec.surrogate.own.clone(), seed, run);
+        let mut learner =
+            Learner::new(agent, domain.clone(), spec.surrogate.own.clone(), seed, run);
         let mut data_rng = stream(seed, run as u64, agent as u64, Purpose::AgentData);
         let observe = |learner: &mut Learner, rng: &mut Rng, idx: usize| {
             let y = land.observe(agent, idx, rng);
