@@ -4,7 +4,8 @@
 # 3a, 3c, 3d; DP paper Figs. 2a-d, 3a-f. (FTS Figs. 2b and 3b use the Google-glasses data,
 # which ../shared/data does not have.) Each step reuses a finished run of the same spec, so an
 # interrupted call can simply be repeated. Appendix figures: scripts/appendix-figures.sh.
-# Expected run time on 2 cores: about 55 minutes (the sum of the scripts' estimates).
+# Expected run time on 2 cores: about 50 minutes (the sum of the scripts' measured times;
+# not timed end to end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # FTS paper Fig. 2a: landmine, best AUC after 50 iterations against parameters sent per agent, for TS (dashed), FTS, RGPE and TAF with M in {50, 100, 150, 200} (targets 0..5, 5 runs).
-# Expected run time on 2 cores, with the committed tables: 5 min (measured 1112 s before the senders were shared across algorithms).
+# Expected run time on 2 cores, with the committed tables: 4 min (measured 218 s).
 source "$(dirname "$0")/lib.sh"
 run configs/fts-landmine.toml
 plot messages fts-2a --input results/fts-landmine/summary.csv --title "FTS paper Fig. 2a (landmine)"
