@@ -67,7 +67,6 @@ pub enum Weighting {
 /// One agent's message as the target decodes it.
 struct Surrogate {
     agent: usize,
-    nu: Array1<f64>,
     /// C with C C^T = lambda Sigma^-1, so phi^T C eps samples the BLR posterior (RGPE).
     root: Array2<f64>,
     grid_mean: Array1<f64>,
@@ -92,7 +91,6 @@ fn decode(msg: &Message, lambda: f64, grid_phi: &Array2<f64>) -> Option<Surrogat
     let grid_var = spread.map_axis(Axis(1), |r| r.dot(&r));
     Some(Surrogate {
         agent: msg.agent,
-        nu: msg.nu.clone(),
         root,
         grid_mean,
         grid_var,
@@ -332,7 +330,7 @@ fn choose(
                     let b =
                         ndarray::stack(Axis(0), &rows.iter().map(|r| r.view()).collect::<Vec<_>>())
                             .expect("rows of equal length");
-                    let eps = Array2::from_shape_fn((s.nu.len(), samples), |_| {
+                    let eps = Array2::from_shape_fn((s.root.nrows(), samples), |_| {
                         StandardNormal.sample(&mut target.rng)
                     });
                     let draws = b.dot(&eps);

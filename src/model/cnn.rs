@@ -46,13 +46,11 @@ pub struct Cnn {
     b3: Array1<f32>,
 }
 
-/// Patches of a zero-padded 3x3 convolution: input (n side side, c) NHWC rows ->
-/// (n side side, 9 c), column (ky 3 + kx) c + channel.
-fn im2col(input: &Array2<f32>, side: usize, c: usize) -> Array2<f32> {
-    let rows = input.nrows();
-    let mut out = Array2::<f32>::zeros((rows, K * K * c));
-    let src = input.as_slice().expect("contiguous");
-    let dst = out.as_slice_mut().expect("contiguous");
+/// Calls `visit(pixel, patch)` for every in-bounds tap of a zero-padded 3x3 convolution over
+/// `rows` NHWC pixels of `side` x `side` images with `c` channels: `pixel` is the flat offset of
+/// the tapped input pixel, `patch` the offset of that tap in the (rows, 9 c) patch matrix.
+/// im2col copies along these pairs and col2im sums back along them, so they stay adjoint.
+fn for_each_tap(rows: usize, side: usize, c: usize, mut visit: impl FnMut(usize, usize)) {
     let per_image = side * side;
     for r in 0..rows {
         let (img, pix) = (r / per_image, r % per_image);
@@ -67,12 +65,23 @@ fn im2col(input: &Array2<f32>, side: usize, c: usize) -> Array2<f32> {
                 if xx < 0 || xx >= side as isize {
                     continue;
                 }
-                let from = (img * per_image + yy as usize * side + xx as usize) * c;
-                let to = r * K * K * c + (ky * K + kx) * c;
-                dst[to..to + c].copy_from_slice(&src[from..from + c]);
+                let pixel = (img * per_image + yy as usize * side + xx as usize) * c;
+                visit(pixel, r * K * K * c + (ky * K + kx) * c);
             }
         }
     }
+}
+
+/// Patches of a zero-padded 3x3 convolution: input (n side side, c) NHWC rows ->
+/// (n side side, 9 c), column (ky 3 + kx) c + channel.
+fn im2col(input: &Array2<f32>, side: usize, c: usize) -> Array2<f32> {
+    let rows = input.nrows();
+    let mut out = Array2::<f32>::zeros((rows, K * K * c));
+    let src = input.as_slice().expect("contiguous");
+    let dst = out.as_slice_mut().expect("contiguous");
+    for_each_tap(rows, side, c, |pixel, patch| {
+        dst[patch..patch + c].copy_from_slice(&src[pixel..pixel + c]);
+    });
     out
 }
 
@@ -82,28 +91,11 @@ fn col2im(patches: &Array2<f32>, side: usize, c: usize) -> Array2<f32> {
     let mut out = Array2::<f32>::zeros((rows, c));
     let src = patches.as_slice().expect("contiguous");
     let dst = out.as_slice_mut().expect("contiguous");
-    let per_image = side * side;
-    for r in 0..rows {
-        let (img, pix) = (r / per_image, r % per_image);
-        let (y, x) = (pix / side, pix % side);
-        for ky in 0..K {
-            let yy = y as isize + ky as isize - 1;
-            if yy < 0 || yy >= side as isize {
-                continue;
-            }
-            for kx in 0..K {
-                let xx = x as isize + kx as isize - 1;
-                if xx < 0 || xx >= side as isize {
-                    continue;
-                }
-                let to = (img * per_image + yy as usize * side + xx as usize) * c;
-                let from = r * K * K * c + (ky * K + kx) * c;
-                for ch in 0..c {
-                    dst[to + ch] += src[from + ch];
-                }
-            }
+    for_each_tap(rows, side, c, |pixel, patch| {
+        for (d, g) in dst[pixel..pixel + c].iter_mut().zip(&src[patch..patch + c]) {
+            *d += g;
         }
-    }
+    });
     out
 }
 

@@ -293,13 +293,7 @@ impl GpPosterior {
 
     /// Mean and variance of the latent f at each row of `xs` (variances floored at 1e-12).
     pub fn predict(&self, xs: ArrayView2<f64>) -> (Array1<f64>, Array1<f64>) {
-        let kx = se_kernel(self.x.view(), xs, &self.hyper);
-        let mean = kx.t().dot(&self.alpha);
-        crate::linalg::single_threaded_blas();
-        let v = self
-            .chol
-            .solve_triangular(UPLO::Lower, Diag::NonUnit, &kx)
-            .expect("triangular solve with a Cholesky factor");
+        let (mean, v) = self.mean_and_whitened(xs);
         let var = Array1::from_iter(
             v.columns()
                 .into_iter()
@@ -315,6 +309,13 @@ impl GpPosterior {
         xs: ArrayView2<f64>,
         k_ss: &Array2<f64>,
     ) -> (Array1<f64>, Array2<f64>) {
+        let (mean, v) = self.mean_and_whitened(xs);
+        (mean, k_ss - &v.t().dot(&v))
+    }
+
+    /// The posterior mean at the rows of `xs` and V = L^-1 K(x, xs), whose column inner
+    /// products are what conditioning removes from the prior covariance.
+    fn mean_and_whitened(&self, xs: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
         let kx = se_kernel(self.x.view(), xs, &self.hyper);
         let mean = kx.t().dot(&self.alpha);
         crate::linalg::single_threaded_blas();
@@ -322,7 +323,7 @@ impl GpPosterior {
             .chol
             .solve_triangular(UPLO::Lower, Diag::NonUnit, &kx)
             .expect("triangular solve with a Cholesky factor");
-        (mean, k_ss - &v.t().dot(&v))
+        (mean, v)
     }
 }
 
