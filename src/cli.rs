@@ -85,8 +85,13 @@ pub enum Command {
         /// Accountant [default: all three].
         #[arg(long, value_parser = ["rdp-int", "rdp", "pld"])]
         accountant: Option<String>,
+        /// poisson: each agent independently with probability q; fixed: exactly round(N q)
+        /// of the N = --agents agents, accounted at the realised rate round(N q) / N.
         #[arg(long, default_value = "poisson", value_parser = ["poisson", "fixed"])]
         sampling: String,
+        /// Number of agents N (required with --sampling fixed).
+        #[arg(long)]
+        agents: Option<usize>,
     },
     /// Draw a figure (PNG or SVG, by the output's extension) from fbo's CSVs.
     Plot {
@@ -301,50 +306,91 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             delta,
             accountant,
             sampling,
+            agents,
         } => {
-            let m = Mechanism {
+            let bad = |key: &str, msg: String| FboError::spec("fbo privacy", key, msg);
+            let sampling: Sampling = sampling.parse().map_err(|e: String| bad("--sampling", e))?;
+            let nominal = Mechanism {
                 q,
                 z,
                 steps,
-                sampling: sampling
-                    .parse()
-                    .map_err(|e: String| FboError::spec("fbo privacy", "--sampling", e))?,
+                sampling,
             };
-            privacy::check(&m, delta).map_err(|e| FboError::spec("fbo privacy", "", e))?;
+            privacy::check(&nominal, delta).map_err(|e| bad("", e))?;
+            // Every refusal comes before the first line of output.
+            let m = match (sampling, agents) {
+                (Sampling::Fixed, None) => {
+                    return Err(bad(
+                        "--agents",
+                        "--sampling fixed needs --agents N: the server selects round(N q) of N agents, and epsilon depends on that realised rate".into(),
+                    ));
+                }
+                (_, Some(0)) => return Err(bad("--agents", "must be >= 1, got 0".into())),
+                (Sampling::Fixed, Some(n)) => {
+                    let k = privacy::fixed_sample_size(q, n);
+                    if k == 0 {
+                        return Err(bad(
+                            "--q",
+                            format!(
+                                "round(N q) = 0 agents of N = {n}; q must be >= {}",
+                                0.5 / n as f64
+                            ),
+                        ));
+                    }
+                    Mechanism::server(q, z, steps, sampling, n)
+                }
+                (Sampling::Poisson, _) => nominal,
+            };
             let which: Vec<Accountant> = match accountant {
-                Some(a) => vec![
-                    a.parse()
-                        .map_err(|e: String| FboError::spec("fbo privacy", "--accountant", e))?,
-                ],
+                Some(a) => vec![a.parse().map_err(|e: String| bad("--accountant", e))?],
+                None if sampling == Sampling::Fixed => vec![Accountant::RdpInt, Accountant::Rdp],
                 None => Accountant::ALL.to_vec(),
+            };
+            if sampling == Sampling::Fixed && which.contains(&Accountant::Pld) {
+                return Err(bad(
+                    "--accountant",
+                    "pld supports Poisson sampling only; use rdp or rdp-int with --sampling fixed"
+                        .into(),
+                ));
+            }
+            match (sampling, agents) {
+                (Sampling::Fixed, Some(n)) => println!(
+                    "sampling fixed: {} of {n} agents per round, accounted at q = {}",
+                    privacy::fixed_sample_size(q, n),
+                    m.q
+                ),
+                _ => println!("sampling poisson: accounted at q = {}", m.q),
+            }
+            let show = |e: f64| {
+                if e.is_finite() {
+                    format!("{e:.6}")
+                } else {
+                    "inf (no finite epsilon can be certified at this delta)".into()
+                }
             };
             for acc in which {
                 if acc == Accountant::Pld {
-                    if m.sampling != Sampling::Poisson {
-                        return Err(FboError::spec(
-                            "fbo privacy",
-                            "--accountant",
-                            "pld supports Poisson sampling only; use rdp or rdp-int with --sampling fixed",
-                        ));
-                    }
                     let b = privacy::pld::epsilon_bounds(
-                        q,
+                        m.q,
                         z,
                         steps,
                         delta,
                         privacy::pld::DEFAULT_INTERVAL,
                     )
-                    .map_err(FboError::Run)?;
+                    .map_err(|e| bad("--steps", e))?;
                     println!(
-                        "pld      epsilon {:.6}  (true epsilon in [{:.6}, {:.6}]; loss grid {:.2e})",
-                        b.upper, b.lower, b.upper, b.interval
+                        "pld      epsilon {}  (true epsilon in [{:.6}, {:.6}]; loss grid {:.2e})",
+                        show(b.upper),
+                        b.lower,
+                        b.upper,
+                        b.interval
                     );
                 } else {
-                    let g = privacy::epsilon(acc, &m, delta).map_err(FboError::Run)?;
+                    let g = privacy::epsilon(acc, &m, delta).map_err(|e| bad("", e))?;
                     println!(
-                        "{:<8} epsilon {:.6}  (optimal order {})",
+                        "{:<8} epsilon {}  (optimal order {})",
                         acc.name(),
-                        g.epsilon,
+                        show(g.epsilon),
                         g.order.map_or("-".into(), |o| format!("{o}"))
                     );
                 }

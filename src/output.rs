@@ -160,14 +160,21 @@ pub fn privacy_csv(
     curves: &[(usize, Accountant, Vec<f64>)],
     done: &[(usize, usize)],
 ) -> Vec<u8> {
-    let mut out = String::from("algorithm,run,iteration,accountant,delta,epsilon\n");
+    let mut out = String::from("algorithm,run,iteration,accountant,sampling,q,delta,epsilon\n");
     for &(a, run) in done {
+        let Some(dp) = spec.algorithms[a].server.as_ref().and_then(|s| s.dp) else {
+            continue;
+        };
+        // The rate the accountant was given: the realised one, m / N for fixed-size sampling.
+        let m = dp.mechanism(1, spec.total_agents());
         for (_, acc, curve) in curves.iter().filter(|(i, _, _)| *i == a) {
             for (t, eps) in curve.iter().enumerate() {
                 out += &format!(
-                    "{},{run},{},{acc},{},{eps}\n",
+                    "{},{run},{},{acc},{},{},{},{eps}\n",
                     spec.algorithms[a].label,
                     t + 1,
+                    m.sampling.name(),
+                    m.q,
                     spec.privacy.delta
                 );
             }

@@ -332,12 +332,7 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<(usize, Accountant, Vec<f64>)>>
         };
         for &acc in &spec.privacy.accountants {
             for t in 1..=spec.iterations as u64 {
-                let m = Mechanism {
-                    q: dp.q,
-                    z: dp.z,
-                    steps: t,
-                    sampling: dp.sampling,
-                };
+                let m = dp.mechanism(t, spec.total_agents());
                 if !tasks.contains(&(m, acc)) {
                     tasks.push((m, acc));
                 }

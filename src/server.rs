@@ -140,10 +140,13 @@ impl Server {
             };
             return (out, rec);
         };
+        // One rate for selection, the 1/rate scaling and the noise, and the same one the
+        // accountant is given (`Mechanism::server`): for fixed-size sampling it is m / N.
+        let rate = crate::privacy::realised_rate(dp.sampling, dp.q, n);
         let selected: Vec<usize> = match dp.sampling {
             Sampling::Poisson => (0..n).filter(|_| self.rng.random::<f64>() < dp.q).collect(),
             Sampling::Fixed => {
-                let k = ((n as f64 * dp.q).round() as usize).min(n);
+                let k = crate::privacy::fixed_sample_size(dp.q, n);
                 let mut s = sample_indices(&mut self.rng, n, k).into_vec();
                 s.sort_unstable();
                 s
@@ -161,11 +164,11 @@ impl Server {
                 1.0
             };
             for (i, o) in out.iter_mut().enumerate() {
-                o.scaled_add(w[[i, agent]] * scale / dp.q, omega);
+                o.scaled_add(w[[i, agent]] * scale / rate, omega);
             }
         }
         // An empty subset still releases noise (algorithms.md section 4).
-        let noise_sd = dp.z * phi_max * dp.clip / dp.q;
+        let noise_sd = dp.z * phi_max * dp.clip / rate;
         for o in out.iter_mut() {
             for v in o.iter_mut() {
                 let e: f64 = StandardNormal.sample(&mut self.rng);
@@ -321,6 +324,19 @@ mod tests {
         };
         let mut srv = Server::new(fixed, vec![0; n], stream(3, 0, SHARED, Purpose::Server));
         assert_eq!(srv.aggregate(0, &omegas).1.selected, 200);
+        // N = 30, q = 0.35: 11 agents, so the rate behind the scaling and the noise is 11/30.
+        let fixed = ServerSpec {
+            dp: Some(DpSpec {
+                q: 0.35,
+                sampling: Sampling::Fixed,
+                ..dp
+            }),
+            ..spec(1, None, WeightMode::Equal)
+        };
+        let mut srv = Server::new(fixed, vec![0; 30], stream(3, 0, SHARED, Purpose::Server));
+        let rec = srv.aggregate(0, &omegas[..30]).1;
+        assert_eq!(rec.selected, 11);
+        assert!((rec.noise_sd - (1.0 / 30.0) * 2.0 / (11.0 / 30.0)).abs() < 1e-12);
     }
 
     #[test]

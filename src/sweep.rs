@@ -275,13 +275,20 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
         // (means over agents and runs).
         let fin = summary.iter().find(|r| r[0] == a.label && r[1] == last);
         let get = |c: usize| fin.map(|r| r[c].clone()).unwrap_or_default();
-        let eps = |acc: Accountant| -> String {
+        // privacy.csv: algorithm, run, iteration, accountant, sampling, q, delta, epsilon.
+        let final_row = |acc: Accountant| {
             privacy
                 .iter()
                 .find(|r| r[0] == a.label && r[1] == "0" && r[2] == last && r[3] == acc.name())
-                .map(|r| r[5].clone())
-                .unwrap_or_default()
         };
+        let eps = |acc: Accountant| -> String {
+            final_row(acc).map(|r| r[7].clone()).unwrap_or_default()
+        };
+        let accounted_q = Accountant::ALL
+            .into_iter()
+            .find_map(final_row)
+            .map(|r| r[5].clone())
+            .unwrap_or_default();
         let (sel, clip) =
             server
                 .iter()
@@ -309,6 +316,7 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
             eps(Accountant::RdpInt),
             eps(Accountant::Rdp),
             eps(Accountant::Pld),
+            accounted_q,
             clipped,
             wall_s.map(|w| format!("{w:.3}")).unwrap_or_default(),
             spec.total_agents().to_string(),
@@ -435,6 +443,7 @@ fn sweep_header(sweep: &Sweep) -> Vec<String> {
             "epsilon_rdp_int",
             "epsilon_rdp",
             "epsilon_pld",
+            "accounted_q",
             "clipped_fraction",
             "wall_s",
             "agents",

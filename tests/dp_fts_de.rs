@@ -116,7 +116,7 @@ fn run_writes_server_and_privacy_files_deterministically() {
             curves
                 .entry((f[0].into(), f[3].into()))
                 .or_default()
-                .push(f[5].parse().unwrap());
+                .push(f[7].parse().unwrap());
         }
     }
     let int = &curves[&("DP-FTS-DE P=2 q=0.5 z=1 S=3".into(), "rdp-int".into())];
@@ -182,4 +182,56 @@ fn server_options_are_checked() {
             stderr(&o)
         );
     }
+}
+
+#[test]
+fn fixed_size_sampling_is_accounted_at_the_rate_the_server_realises() {
+    // N = 30, q = 0.35: the server selects round(10.5) = 11 agents, rate 11/30. Reference:
+    // Wang, Balle & Kasiviswanathan (2019, Thm. 9) with eps(j) = 2 j / z^2 and the classic
+    // conversion over orders 2..=32, written independently in Python with mpmath (50 digits):
+    // T = 8, z = 1, delta = 30^-1.1 gives 25.760831706309 at q = 11/30 (25.066102571507 at the
+    // nominal 0.35, which is what fbo wrote before).
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP
+        .replace("agents = 12", "agents = 30")
+        .replace("q = 0.5", "q = 0.35")
+        .replace("clip = 3.0", "clip = 3.0\nsampling = \"fixed\"")
+        .replace("runs = 3", "runs = 1")
+        .replace(
+            "accountants = [\"rdp-int\", \"rdp\"]",
+            "accountants = [\"rdp-int\"]",
+        );
+    let spec_path = write(dir.path(), "dp.toml", &text);
+    let out = dir.path().join("out");
+    fbo_ok("run", &spec_path, &out, &["--no-timing"]);
+    let privacy = fs::read_to_string(out.join("privacy.csv")).unwrap();
+    assert!(privacy.starts_with("algorithm,run,iteration,accountant,sampling,q,delta,epsilon\n"));
+    let last: Vec<&str> = privacy.lines().last().unwrap().split(',').collect();
+    assert_eq!((last[2], last[3], last[4]), ("8", "rdp-int", "fixed"));
+    assert!((last[5].parse::<f64>().unwrap() - 11.0 / 30.0).abs() < 1e-15);
+    let eps: f64 = last[7].parse().unwrap();
+    assert!((eps - 25.760831706309).abs() < 1e-6, "{eps}");
+    // Every server round selected exactly those 11.
+    let server = fs::read_to_string(out.join("server.csv")).unwrap();
+    assert!(
+        server
+            .lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(3) == Some("11"))
+    );
+}
+
+#[test]
+fn fixed_size_sampling_that_selects_nobody_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP
+        .replace("q = 0.5", "q = 0.04")
+        .replace("clip = 3.0", "clip = 3.0\nsampling = \"fixed\"");
+    let out = validate(&write(dir.path(), "dp.toml", &text));
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("algorithm[1].server.q") && err.contains("selects none"),
+        "{err}"
+    );
 }

@@ -23,6 +23,14 @@ pub const DEFAULT_INTERVAL: f64 = 1e-4;
 const TAIL: f64 = 1e-15;
 /// Largest circular grid for the composition (2^19 cells: about 40 ms per FFT here).
 const MAX_FFT: usize = 1 << 19;
+/// Largest one-step grid; a wider loss range coarsens the spacing instead.
+const MAX_ONE_STEP: usize = 1 << 20;
+/// One-step losses are represented on [-LOSS_CAP, LOSS_CAP]. Beyond it the pessimistic pmf
+/// puts the upper tail at +infinity (so its mass counts fully against delta) and moves the
+/// lower tail up to -LOSS_CAP; both only raise epsilon, so the bound stays valid. A loss of
+/// 1e4 in one step already means no meaningful privacy; the cap keeps tiny noise multipliers
+/// (whose losses reach 1/(2 z^2)) from asking for unbounded grids.
+const LOSS_CAP: f64 = 1e4;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EpsilonBounds {
@@ -46,60 +54,72 @@ enum Direction {
     Add,
 }
 
-/// P(L <= l) for one step.
-fn loss_cdf(dir: Direction, q: f64, z: f64, l: f64) -> f64 {
-    let mix_cdf = |x: f64| (1.0 - q) * norm_cdf(x / z) + q * norm_cdf((x - 1.0) / z);
-    // x(v) solves ln(1 - q + q exp((2x - 1) / (2 z^2))) = v, defined for v > ln(1 - q).
-    let x_of = |v: f64| z * z * ((v.exp() - 1.0 + q) / q).ln() + 0.5;
-    let floor = (1.0 - q).ln(); // -inf when q = 1
+/// (P(L <= l), P(L > l)) for one step, each computed directly so that neither tail is lost to
+/// cancellation. Written in standardised arguments: with v(x) = ln(1 - q + q exp((2x - 1) /
+/// (2 z^2))), v(x) <= l iff x <= z^2 u(l) + 1/2 with u(l) = ln(e^l - (1 - q)) - ln q, so
+/// x / z = z u + 1/(2z). Neither e^l nor z^2 is ever formed, so no loss overflows (an earlier
+/// version saturated at ln(f64::MAX) = 709.78) and no z underflows.
+fn loss_cdf_sf(dir: Direction, q: f64, z: f64, l: f64) -> (f64, f64) {
+    let l1q = (1.0 - q).ln(); // -inf when q = 1
+    let u = |v: f64| super::log_sub(v, l1q) - q.ln();
+    let half = 0.5 / z;
     match dir {
         Direction::Remove => {
-            if l <= floor {
-                0.0
-            } else {
-                mix_cdf(x_of(l))
+            if l <= l1q {
+                return (0.0, 1.0);
             }
+            let a = z * u(l);
+            let cdf = (1.0 - q) * norm_cdf(a + half) + q * norm_cdf(a - half);
+            let sf = (1.0 - q) * norm_cdf(-(a + half)) + q * norm_cdf(-(a - half));
+            (cdf, sf)
         }
         Direction::Add => {
-            // L = -v(x) <= l  <=>  v(x) >= -l  <=>  x >= x(-l)
-            if -l <= floor {
-                1.0
-            } else {
-                1.0 - norm_cdf(x_of(-l) / z)
+            // L = -v(x) <= l  <=>  v(x) >= -l  <=>  x >= z^2 u(-l) + 1/2, x ~ N(0, z^2).
+            if -l <= l1q {
+                return (1.0, 0.0);
             }
+            let b = z * u(-l) + half;
+            (norm_cdf(-b), norm_cdf(b))
         }
     }
 }
 
-/// The pessimistic and optimistic discretisations from one pass over the loss CDF.
-fn discretise(dir: Direction, q: f64, z: f64, h: f64) -> (Pmf, Pmf) {
-    // The loss range holding all but TAIL of the mass at each end.
+/// The loss range [lo, hi] holding all but TAIL of the mass at each end, clipped to
+/// [-LOSS_CAP, LOSS_CAP].
+fn loss_range(dir: Direction, q: f64, z: f64) -> (f64, f64) {
     let mut lo = -1.0;
-    while loss_cdf(dir, q, z, lo) > TAIL {
+    while lo > -LOSS_CAP && loss_cdf_sf(dir, q, z, lo).0 > TAIL {
         lo *= 2.0;
     }
     let mut hi = 1.0;
-    while 1.0 - loss_cdf(dir, q, z, hi) > TAIL {
+    while hi < LOSS_CAP && loss_cdf_sf(dir, q, z, hi).1 > TAIL {
         hi *= 2.0;
     }
+    (lo.max(-LOSS_CAP), hi.min(LOSS_CAP))
+}
+
+/// The pessimistic and optimistic discretisations at spacing h from one pass over the loss
+/// distribution. Mass in ((k-1) h, k h] is rounded up to k (pessimistic) or down to k - 1
+/// (optimistic); mass below the grid moves up to its first point (pessimistic) or is dropped;
+/// mass above the grid goes to +infinity (pessimistic) or is dropped.
+fn discretise(dir: Direction, q: f64, z: f64, h: f64, (lo, hi): (f64, f64)) -> (Pmf, Pmf) {
     let (klo, khi) = ((lo / h).floor() as i64, (hi / h).ceil() as i64);
     let n = (khi - klo + 1) as usize;
     let (mut up, mut down) = (vec![0.0; n], vec![0.0; n]);
-    let mut prev = loss_cdf(dir, q, z, klo as f64 * h);
-    // Mass below the grid: pessimistic moves it up to the first point, optimistic drops it.
-    up[0] += prev;
+    let (mut cdf, mut sf) = loss_cdf_sf(dir, q, z, klo as f64 * h);
+    up[0] += cdf;
     for k in 1..n {
-        let c = loss_cdf(dir, q, z, (klo + k as i64) as f64 * h);
-        let m = (c - prev).max(0.0);
-        // Mass in ((k-1) h, k h]: rounded up to k, or down to k - 1.
+        let (c, s) = loss_cdf_sf(dir, q, z, (klo + k as i64) as f64 * h);
+        // Differences of whichever tail is smaller keep their relative accuracy.
+        let m = if c < 0.5 { c - cdf } else { sf - s }.max(0.0);
         up[k] += m;
         down[k - 1] += m;
-        prev = c;
+        (cdf, sf) = (c, s);
     }
     let pessimistic = Pmf {
         offset: klo,
         mass: up,
-        infinity: (1.0 - prev).max(0.0),
+        infinity: sf.clamp(0.0, 1.0),
     };
     let optimistic = Pmf {
         offset: klo,
@@ -109,21 +129,35 @@ fn discretise(dir: Direction, q: f64, z: f64, h: f64) -> (Pmf, Pmf) {
     (pessimistic, optimistic)
 }
 
-/// Half-width w around the mean T E[L] outside which the composed loss has mass below
+/// Centre T E[L], half-width w around it outside which the composed loss has mass below
 /// 1e-14 (Chernoff: P(S >= c + w) <= min_lambda exp(T ln M(lambda) - lambda (c + w)), and
 /// the mirror image for the lower tail), and that bound. The moment generating function is
 /// taken on the pmf coarsened to about 4000 cells with every loss moved outwards (up for
 /// lambda > 0, down for lambda < 0), which can only increase M, so the bound stays valid.
-fn window(p: &Pmf, h: f64, steps: u64) -> (f64, f64) {
+fn window(p: &Pmf, h: f64, steps: u64) -> (f64, f64, f64) {
     let t = steps as f64;
     let loss = |k: usize| (p.offset + k as i64) as f64 * h;
-    let mean: f64 = p.mass.iter().enumerate().map(|(k, m)| m * loss(k)).sum();
-    let var: f64 = p
-        .mass
-        .iter()
-        .enumerate()
-        .map(|(k, m)| m * (loss(k) - mean).powi(2))
-        .sum();
+    let total: f64 = p.mass.iter().sum();
+    let mean: f64 = if total > 0.0 {
+        p.mass
+            .iter()
+            .enumerate()
+            .map(|(k, m)| m * loss(k))
+            .sum::<f64>()
+            / total
+    } else {
+        0.0
+    };
+    let var: f64 = if total > 0.0 {
+        p.mass
+            .iter()
+            .enumerate()
+            .map(|(k, m)| m * (loss(k) - mean).powi(2))
+            .sum::<f64>()
+            / total
+    } else {
+        0.0
+    };
     let stride = p.mass.len().div_ceil(4000).max(1);
     let mut cells: Vec<(f64, f64, f64)> = Vec::new(); // (mass, lowest loss, highest loss)
     for (c, chunk) in p.mass.chunks(stride).enumerate() {
@@ -155,13 +189,13 @@ fn window(p: &Pmf, h: f64, steps: u64) -> (f64, f64) {
             .zip(&lm_down)
             .map(|(l, m)| t * m + l * (centre - w))
             .fold(f64::INFINITY, f64::min);
-        up.exp() + down.exp()
+        (up.exp() + down.exp()).min(1.0)
     };
     let mut w = (4.0 * (t * var).sqrt()).max(16.0 * h);
     while bound(w) > 1e-14 && w < 1e6 {
         w *= 1.25;
     }
-    (w, bound(w))
+    (centre, w, bound(w))
 }
 
 /// The T-fold composition on a circular grid of `n` cells: (offset, masses, mass at
@@ -187,41 +221,46 @@ fn compose(p: &Pmf, h: f64, steps: u64, centre: f64, w: f64) -> (i64, Vec<f64>, 
     let mass: Vec<f64> = (0..n)
         .map(|i| (buf[(shift + i) % n].re * scale).max(0.0))
         .collect();
-    let infinity = 1.0 - (1.0 - p.infinity).powf(steps as f64);
+    // 1 - (1 - p)^T without cancellation for tiny p.
+    let infinity = -((steps as f64) * (-p.infinity).ln_1p()).exp_m1();
     (base, mass, infinity)
 }
 
 /// Smallest epsilon >= 0 with delta(epsilon) <= delta, where
-/// delta(eps) = p_inf + wrap + sum_{l_k > eps} p_k (1 - exp(eps - l_k))
-///            = p_inf + wrap + S1(eps) - exp(eps) S2(eps),
-/// with suffix sums S1 = sum p_k and S2 = sum p_k exp(-l_k) over l_k > eps (only losses above
-/// eps >= 0 matter, so exp(-l_k) <= 1 never overflows).
+/// delta(eps) = p_inf + wrap + sum_{l_k > eps} p_k (1 - exp(eps - l_k)).
+/// For eps in [l_{k-1}, l_k) the sum is S1[k] - exp(eps - l_k) R[k], with suffix sums
+/// S1[k] = sum_{j >= k} p_j and R[k] = sum_{j >= k} p_j exp(l_k - l_j) = p_k + e^-h R[k+1]:
+/// every exponent is <= 0, so nothing overflows however large the losses are.
 fn epsilon_for(offset: i64, mass: &[f64], infinity: f64, wrap: f64, h: f64, delta: f64) -> f64 {
+    let base = infinity + wrap;
+    if base.is_nan() || base > delta {
+        // Even an infinite epsilon leaves delta(eps) >= base: no finite guarantee.
+        return f64::INFINITY;
+    }
     let loss = |k: usize| (offset + k as i64) as f64 * h;
     let first_pos = (0..mass.len())
         .find(|&k| loss(k) > 0.0)
         .unwrap_or(mass.len());
     let m = mass.len() - first_pos;
-    let (mut s1, mut s2) = (vec![0.0; m + 1], vec![0.0; m + 1]);
+    let (mut s1, mut r) = (vec![0.0; m + 1], vec![0.0; m + 1]);
+    let decay = (-h).exp();
     for i in (0..m).rev() {
-        let k = first_pos + i;
-        s1[i] = s1[i + 1] + mass[k];
-        s2[i] = s2[i + 1] + mass[k] * (-loss(k)).exp();
+        s1[i] = s1[i + 1] + mass[first_pos + i];
+        r[i] = mass[first_pos + i] + decay * r[i + 1];
     }
-    // delta at eps in [l_{k-1}, l_k): the sums start at grid point k.
     let delta_at = |eps: f64| {
         let k = (((eps / h).floor() as i64 + 1 - offset).max(first_pos as i64) as usize)
             .min(mass.len());
         let i = k - first_pos;
-        infinity + wrap + (s1[i] - eps.exp() * s2[i]).max(0.0)
+        if i == m {
+            return base;
+        }
+        base + (s1[i] - (eps - loss(k)).exp() * r[i]).max(0.0)
     };
     if delta_at(0.0) <= delta {
         return 0.0;
     }
     let top = loss(mass.len());
-    if delta_at(top) > delta {
-        return f64::INFINITY;
-    }
     let (mut a, mut b) = (0.0, top);
     for _ in 0..200 {
         let mid = 0.5 * (a + b);
@@ -247,7 +286,10 @@ pub enum Bound {
 }
 
 /// epsilon at `delta` after `steps` rounds, on a loss grid of spacing `interval`, widened if
-/// needed so that the composition fits in MAX_FFT cells (the spacing used is returned).
+/// needed so that one step fits in MAX_ONE_STEP cells and the composition in MAX_FFT cells
+/// (the spacing used is returned). The upper bound may be +inf: then no finite epsilon is
+/// certified at this delta (the mass at infinity, or outside the composed window, exceeds
+/// delta), which is the honest answer for tiny noise multipliers.
 pub fn epsilon(
     q: f64,
     z: f64,
@@ -261,29 +303,44 @@ pub fn epsilon(
     }
     // The two directions of add/remove adjacency are independent: compose them in parallel.
     let one = |dir: Direction| -> (f64, f64) {
-        let mut h = interval;
-        let (mut up, mut down) = discretise(dir, q, z, h);
-        let (mut w, mut wrap) = window(&up, h, steps);
-        if (2.0 * w / h) as usize + up.mass.len() > MAX_FFT {
-            // Coarsen so the composed loss fits; epsilon stays an upper (lower) bound.
-            h = 2.0 * w / (MAX_FFT / 2) as f64;
-            (up, down) = discretise(dir, q, z, h);
-            (w, wrap) = window(&up, h, steps);
+        let range = loss_range(dir, q, z);
+        let mut h = interval.max((range.1 - range.0) / MAX_ONE_STEP as f64);
+        // Each pass grows h by at least 1.25, and w grows far slower, so this ends within a few
+        // passes; the cap only guards against the unforeseen.
+        for _ in 0..64 {
+            let (up, down) = discretise(dir, q, z, h, range);
+            let p = if bound == Bound::Upper { up } else { down };
+            let (centre, w, wrap) = window(&p, h, steps);
+            if (2.0 * w / h) as usize + p.mass.len() > MAX_FFT {
+                // Coarsen so the composed loss fits; epsilon stays an upper (lower) bound.
+                h = (1.25 * h).max(2.0 * w / (MAX_FFT / 2) as f64);
+                continue;
+            }
+            let (offset, mass, inf) = compose(&p, h, steps, centre, w);
+            let e = match bound {
+                Bound::Upper => epsilon_for(offset, &mass, inf, wrap, h, delta),
+                // The lower bound ignores what it cannot see; 0 is always a lower bound.
+                Bound::Lower => epsilon_for(offset, &mass, 0.0, 0.0, h, delta),
+            };
+            return (e, h);
         }
-        let p = if bound == Bound::Upper { &up } else { &down };
-        let mean: f64 = up
-            .mass
-            .iter()
-            .enumerate()
-            .map(|(k, m)| m * (up.offset + k as i64) as f64 * h)
-            .sum();
-        let (offset, mass, inf) = compose(p, h, steps, steps as f64 * mean, w);
-        let wrap = if bound == Bound::Upper { wrap } else { 0.0 };
-        (epsilon_for(offset, &mass, inf, wrap, h, delta), h)
+        match bound {
+            Bound::Upper => (f64::INFINITY, h),
+            Bound::Lower => (0.0, h),
+        }
     };
     let ((e_remove, h_remove), (e_add, h_add)) =
         rayon::join(|| one(Direction::Remove), || one(Direction::Add));
-    Ok((e_remove.max(e_add), h_remove.max(h_add)))
+    let e = e_remove.max(e_add);
+    let e = if e.is_nan() {
+        match bound {
+            Bound::Upper => f64::INFINITY,
+            Bound::Lower => 0.0,
+        }
+    } else {
+        e
+    };
+    Ok((e, h_remove.max(h_add)))
 }
 
 pub fn epsilon_bounds(
@@ -342,7 +399,7 @@ mod tests {
     #[test]
     fn pmf_is_a_distribution() {
         for dir in [Direction::Remove, Direction::Add] {
-            let (up, down) = discretise(dir, 0.3, 1.0, 1e-3);
+            let (up, down) = discretise(dir, 0.3, 1.0, 1e-3, loss_range(dir, 0.3, 1.0));
             let total: f64 = up.mass.iter().sum::<f64>() + up.infinity;
             assert!((total - 1.0).abs() < 1e-12, "{total}");
             // The optimistic pmf drops at most the two tails.

@@ -34,19 +34,40 @@ fn log_a_int(q: f64, z: f64, alpha: u64) -> f64 {
         } else {
             (alpha - k) as f64 * l1q
         };
-        let term = lbinom + k as f64 * lq + lpow + ((k * k - k) as f64) / (2.0 * z * z);
+        // k = 0, 1 contribute no exponent; written out so that z^2 underflowing to 0 gives
+        // +inf for k >= 2 (no guarantee), never 0/0.
+        let expo = if k >= 2 {
+            (k * k - k) as f64 * (0.5 / (z * z))
+        } else {
+            0.0
+        };
+        let term = lbinom + k as f64 * lq + lpow + expo;
         acc = log_add(acc, term);
     }
     acc
 }
 
+/// Terms the fractional series may take before it is declared unusable (`None`). Near
+/// alpha = 1 with small q it needs up to a few hundred thousand.
+const MAX_FRAC_TERMS: u64 = 2_000_000;
+
+/// Below this noise multiplier the fractional series is not evaluated: its terms are sums of
+/// quantities of size 1/z^2 that cancel, so double precision loses the result (at z = 1e-10
+/// the terms are 1e20 apart), and at z around 1e-160 z^2 underflows and the terms turn NaN.
+const MIN_FRAC_Z: f64 = 0.05;
+
 /// ln A_alpha for fractional alpha (same reference): two infinite series split at
 /// z0 = z^2 ln(1/q - 1) + 1/2, each term weighted by a Gaussian tail. Beyond i = alpha the
 /// binomial coefficients alternate in sign and the second series decays only like
-/// i^-(alpha+2), so near alpha = 1 thousands of terms are needed. There is no cap: the loop
-/// stops once every term is below e^-30; because the tail alternates, the omitted remainder is
-/// bounded by the first omitted term, i.e. a relative error below 1e-13 (A_alpha >= 1).
-fn log_a_frac(q: f64, z: f64, alpha: f64) -> f64 {
+/// i^-(alpha+2), so near alpha = 1 thousands of terms are needed. The loop stops once every
+/// term is below e^-30; because the tail alternates, the omitted remainder is bounded by the
+/// first omitted term, i.e. a relative error below 1e-13 (A_alpha >= 1). `None` when the series
+/// cannot be evaluated reliably (z < MIN_FRAC_Z, a non-finite term, or more than
+/// MAX_FRAC_TERMS terms): the caller then falls back to a valid bound.
+fn log_a_frac(q: f64, z: f64, alpha: f64) -> Option<f64> {
+    if z.is_nan() || z < MIN_FRAC_Z {
+        return None;
+    }
     let (mut a0, mut a1) = (f64::NEG_INFINITY, f64::NEG_INFINITY);
     let z0 = z * z * (1.0 / q - 1.0).ln() + 0.5;
     let (lq, l1q) = (q.ln(), (1.0 - q).ln());
@@ -69,6 +90,9 @@ fn log_a_frac(q: f64, z: f64, alpha: f64) -> f64 {
         let e1 = 0.5f64.ln() + log_erfc((z0 - j) / s2);
         let s0 = t0 + (fi * fi - fi) / (2.0 * z * z) + e0;
         let s1 = t1 + (j * j - j) / (2.0 * z * z) + e1;
+        if s0.is_nan() || s1.is_nan() || s0 == f64::INFINITY || s1 == f64::INFINITY {
+            return None;
+        }
         if sign > 0.0 {
             a0 = log_add(a0, s0);
             a1 = log_add(a1, s1);
@@ -80,21 +104,38 @@ fn log_a_frac(q: f64, z: f64, alpha: f64) -> f64 {
         if s0.max(s1) < -30.0 && fi > alpha + 1.0 {
             break;
         }
+        if i > MAX_FRAC_TERMS {
+            return None;
+        }
     }
-    log_add(a0, a1)
+    let la = log_add(a0, a1);
+    la.is_finite().then_some(la)
 }
 
-/// RDP of one step of the Poisson-subsampled Gaussian at order alpha > 1.
+/// RDP of one step of the Poisson-subsampled Gaussian at order alpha > 1: an upper bound that
+/// is exact wherever the series can be evaluated, and +inf where nothing finite is valid.
+/// At a fractional order whose series is unusable (see `log_a_frac`) it is the RDP at
+/// ceil(alpha), computed exactly by the finite integer sum: Renyi divergence does not decrease
+/// with the order, so that is a valid, slightly looser bound at alpha.
 pub fn rdp_poisson(q: f64, z: f64, alpha: f64) -> f64 {
     if q == 1.0 {
-        return alpha / (2.0 * z * z);
+        return alpha * (0.5 / (z * z));
     }
-    let la = if alpha.fract() == 0.0 {
-        log_a_int(q, z, alpha as u64)
+    let (la, order) = if alpha.fract() == 0.0 {
+        (log_a_int(q, z, alpha as u64), alpha)
     } else {
-        log_a_frac(q, z, alpha)
+        match log_a_frac(q, z, alpha) {
+            Some(la) => (la, alpha),
+            None => (log_a_int(q, z, alpha.ceil() as u64), alpha.ceil()),
+        }
     };
-    la / (alpha - 1.0)
+    let r = la / (order - 1.0);
+    // NaN can only come from infinities meeting; no finite bound is then known.
+    if r.is_nan() {
+        f64::INFINITY
+    } else {
+        r.max(0.0)
+    }
 }
 
 /// RDP of one step with fixed-size sampling without replacement (replace-one neighbours),
@@ -192,7 +233,15 @@ mod tests {
 
     #[test]
     fn fractional_series_is_continuous_with_the_integer_sum() {
-        for (q, z) in [(0.25, 1.0), (0.01, 0.8), (0.5, 2.0)] {
+        // Down to MIN_FRAC_Z, where the terms' cancellation is largest.
+        for (q, z) in [
+            (0.25, 1.0),
+            (0.01, 0.8),
+            (0.5, 2.0),
+            (0.3, MIN_FRAC_Z),
+            (1e-6, MIN_FRAC_Z),
+            (0.9, 0.1),
+        ] {
             for a in [2u64, 3, 8] {
                 let int = rdp_poisson(q, z, a as f64);
                 let frac = rdp_poisson(q, z, a as f64 + 1e-7);

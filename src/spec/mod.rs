@@ -93,6 +93,14 @@ pub struct DpSpec {
     pub sampling: Sampling,
 }
 
+impl DpSpec {
+    /// The mechanism released after `steps` rounds by a server of `agents` agents, at the rate
+    /// it realises (the one every epsilon fbo writes is computed for).
+    pub fn mechanism(&self, steps: u64, agents: usize) -> crate::privacy::Mechanism {
+        crate::privacy::Mechanism::server(self.q, self.z, steps, self.sampling, agents)
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServerSpec {
     /// P, the number of sub-regions.
@@ -875,6 +883,19 @@ impl Spec {
                 return Err(c.err(
                     &format!("algorithm[{i}].server.sampling"),
                     "fixed-size sampling has no PLD analysis here; set privacy.accountants = [\"rdp-int\", \"rdp\"]",
+                ));
+            }
+            if let Some(dp) = a.server.as_ref().and_then(|s| s.dp)
+                && dp.sampling == Sampling::Fixed
+                && crate::privacy::fixed_sample_size(dp.q, total_agents) == 0
+            {
+                return Err(c.err(
+                    &format!("algorithm[{i}].server.q"),
+                    format!(
+                        "fixed-size sampling selects round(N q) agents, and q = {} of N = {total_agents} selects none; q must be >= {}",
+                        dp.q,
+                        0.5 / total_agents as f64
+                    ),
                 ));
             }
         }
