@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sourced by every figure script: installs OpenBLAS if needed, builds fbo once, and offers
+# Sourced by every figure script: checks the set-up, builds fbo once, and offers
 #   run CONFIG [fbo run options]     run a spec into results/<name>/ unless that folder
 #                                    already holds a finished run of the same spec
 #   sweep CONFIG [fbo sweep options] run a sweep into results/<name>/ (finished points are

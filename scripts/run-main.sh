@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job: installs OpenBLAS if needed, builds fbo, runs the synthetic FTS-vs-TS
+# The main job: checks the set-up, builds fbo, runs the synthetic FTS-vs-TS
 # experiment (configs/synthetic.toml) and prints the final-iteration summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: installs OpenBLAS if needed, then runs every unit and integration test
+# The whole test suite: checks the set-up, then runs every unit and integration test
 # (release mode: the statistical and end-to-end tests run real experiments).
 set -euo pipefail
 cd "$(dirname "$0")/.."

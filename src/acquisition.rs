@@ -4,7 +4,7 @@
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
 
 pub fn normal_pdf(z: f64) -> f64 {
-    (-0.5 * z * z).exp() / (2.0 * PI).sqrt()
+    libm::exp(-0.5 * z * z) / (2.0 * PI).sqrt()
 }
 
 pub fn normal_cdf(z: f64) -> f64 {

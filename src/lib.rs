@@ -23,6 +23,3 @@ pub mod spec;
 pub mod surrogate;
 pub mod sweep;
 pub mod tabulate;
-
-// Link the system OpenBLAS that ndarray-linalg's LAPACK calls resolve to.
-extern crate openblas_src;

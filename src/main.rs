@@ -1,7 +1,6 @@
 use clap::Parser;
 
 fn main() {
-    fbo::linalg::single_threaded_blas();
     let cli = fbo::cli::Cli::parse();
     if let Err(e) = fbo::cli::dispatch(cli) {
         eprintln!("error: {e}");

@@ -67,7 +67,7 @@ pub fn a_t(s: &ServerSpec, round: usize) -> f64 {
 /// temperature a / (a_t - 1)).
 pub fn weights(a_t: f64, assignment: &[usize], parts: usize) -> Array2<f64> {
     let n = assignment.len();
-    let boost = (a_t - 1.0).exp();
+    let boost = libm::exp(a_t - 1.0);
     let mut w = Array2::from_elem((parts, n), 1.0);
     for (agent, &r) in assignment.iter().enumerate() {
         w[[r, agent]] = boost;

@@ -87,7 +87,7 @@ struct Message {
 fn decode(msg: &Message, lambda: f64, grid_phi: &Array2<f64>) -> Option<Surrogate> {
     let (root, _) = cholesky_jittered(&(&msg.sigma_inv * lambda))?;
     let grid_mean = grid_phi.dot(&msg.nu);
-    let spread = grid_phi.dot(&root);
+    let spread = crate::linalg::matmul(grid_phi.view(), root.view());
     let grid_var = spread.map_axis(Axis(1), |r| r.dot(&r));
     Some(Surrogate {
         agent: msg.agent,
@@ -333,7 +333,7 @@ fn choose(
                     let eps = Array2::from_shape_fn((s.root.nrows(), samples), |_| {
                         StandardNormal.sample(&mut target.rng)
                     });
-                    let draws = b.dot(&eps);
+                    let draws = crate::linalg::matmul(b.view(), eps.view());
                     losses.push(
                         (0..samples)
                             .map(|k| {

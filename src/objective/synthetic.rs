@@ -20,7 +20,7 @@ pub struct GpSampler {
 impl GpSampler {
     pub fn new(domain: &Domain, length_scale: f64) -> Result<Self> {
         let d2 = crate::surrogate::gp::sq_dists(domain.points());
-        let k = d2.mapv(|r2| (-r2 / (2.0 * length_scale * length_scale)).exp());
+        let k = d2.mapv(|r2| libm::exp(-r2 / (2.0 * length_scale * length_scale)));
         // A dense grid makes K numerically singular; the jitter only smooths below 1e-5.
         let (chol, _) = cholesky_jittered(&k).ok_or_else(|| {
             FboError::Run("cannot factorise the GP prior covariance on the grid".into())

@@ -38,7 +38,7 @@ impl BlrPosterior {
     /// tested against, and the cheaper route when features are drawn afresh for every sample.
     pub fn from_data(phi: ArrayView2<f64>, y: ArrayView1<f64>, lambda: f64) -> Option<Self> {
         let m = phi.ncols();
-        let mut sigma = phi.t().dot(&phi);
+        let mut sigma = crate::linalg::gram(phi);
         for i in 0..m {
             sigma[[i, i]] += lambda;
         }

@@ -4,9 +4,6 @@
 
 use crate::optim::{LbfgsOptions, lbfgs};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
-use ndarray_linalg::UPLO;
-use ndarray_linalg::cholesky::{FactorizeC, InverseC, SolveC};
-use ndarray_linalg::{Diag, SolveTriangular};
 use rand::Rng;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -19,17 +16,17 @@ pub struct GpHyper {
 impl GpHyper {
     fn to_log(self) -> [f64; 3] {
         [
-            self.length_scale.ln(),
-            self.signal_var.ln(),
-            self.noise_var.ln(),
+            libm::log(self.length_scale),
+            libm::log(self.signal_var),
+            libm::log(self.noise_var),
         ]
     }
 
     fn from_log(l: &[f64]) -> Self {
         GpHyper {
-            length_scale: l[0].exp(),
-            signal_var: l[1].exp(),
-            noise_var: l[2].exp(),
+            length_scale: libm::exp(l[0]),
+            signal_var: libm::exp(l[1]),
+            noise_var: libm::exp(l[2]),
         }
     }
 }
@@ -45,9 +42,12 @@ pub struct HyperBounds {
 impl HyperBounds {
     fn log_box(&self) -> [(f64, f64); 3] {
         [
-            (self.length_scale.0.ln(), self.length_scale.1.ln()),
-            (self.signal_var.0.ln(), self.signal_var.1.ln()),
-            (self.noise_var.0.ln(), self.noise_var.1.ln()),
+            (
+                libm::log(self.length_scale.0),
+                libm::log(self.length_scale.1),
+            ),
+            (libm::log(self.signal_var.0), libm::log(self.signal_var.1)),
+            (libm::log(self.noise_var.0), libm::log(self.noise_var.1)),
         ]
     }
 
@@ -91,22 +91,22 @@ pub fn log_marginal_likelihood(
 ) -> Option<(f64, [f64; 3])> {
     let n = y.len();
     let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
-    let kf = d2.mapv(|r2| h.signal_var * (-r2 * inv2l2).exp());
+    let kf = d2.mapv(|r2| h.signal_var * libm::exp(-r2 * inv2l2));
     let mut k = kf.clone();
     for i in 0..n {
         k[[i, i]] += h.noise_var;
     }
-    crate::linalg::single_threaded_blas();
-    let fac = k.factorizec(UPLO::Lower).ok()?;
-    let alpha = fac.solvec(&y.to_owned()).ok()?;
-    let log_det: f64 = (0..n).map(|i| fac.factor[[i, i]].ln()).sum::<f64>() * 2.0;
-    let lml =
-        -0.5 * y.dot(&alpha) - 0.5 * log_det - 0.5 * n as f64 * (2.0 * std::f64::consts::PI).ln();
+    let l = crate::linalg::cholesky(&k)?;
+    let alpha = crate::linalg::cho_solve(l.view(), y);
+    let log_det: f64 = (0..n).map(|i| libm::log(l[[i, i]])).sum::<f64>() * 2.0;
+    let lml = -0.5 * y.dot(&alpha)
+        - 0.5 * log_det
+        - 0.5 * n as f64 * libm::log(2.0 * std::f64::consts::PI);
     if !with_grad {
         return Some((lml, [0.0; 3]));
     }
     // d lml / d theta = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta)  (Rasmussen & Williams 5.9)
-    let kinv = fac.invc().ok()?;
+    let kinv = crate::linalg::cho_inverse(l.view());
     let (mut g_ls, mut g_sv, mut g_nv) = (0.0, 0.0, 0.0);
     for i in 0..n {
         for j in 0..n {
@@ -121,11 +121,11 @@ pub fn log_marginal_likelihood(
 }
 
 fn sigmoid(u: f64) -> f64 {
-    1.0 / (1.0 + (-u).exp())
+    1.0 / (1.0 + libm::exp(-u))
 }
 
 fn logit(p: f64) -> f64 {
-    (p / (1.0 - p)).ln()
+    libm::log(p / (1.0 - p))
 }
 
 /// How a fit searches: `starts` random points in the box are scored by the likelihood alone
@@ -227,14 +227,13 @@ pub fn exact_posterior(
     for i in 0..n {
         k[[i, i]] += noise_var;
     }
-    crate::linalg::single_threaded_blas();
-    let fac = k.factorizec(UPLO::Lower).ok()?;
-    let alpha = fac.solvec(&y.to_owned()).ok()?;
+    let l = crate::linalg::cholesky(&k)?;
+    let alpha = crate::linalg::cho_solve(l.view(), y);
     let mean = k_cross.t().dot(&alpha);
     let mut var = k_diag.clone();
     for j in 0..k_cross.ncols() {
-        let kc = k_cross.column(j).to_owned();
-        let v = fac.solvec(&kc).ok()?;
+        let kc = k_cross.column(j);
+        let v = crate::linalg::cho_solve(l.view(), kc);
         var[j] -= kc.dot(&v);
     }
     Some((mean, var))
@@ -260,7 +259,7 @@ pub fn se_kernel(a: ArrayView2<f64>, b: ArrayView2<f64>, h: &GpHyper) -> Array2<
             .zip(b.row(j))
             .map(|(u, v)| (u - v) * (u - v))
             .sum();
-        h.signal_var * (-r2 * inv2l2).exp()
+        h.signal_var * libm::exp(-r2 * inv2l2)
     })
 }
 
@@ -310,7 +309,7 @@ impl GpPosterior {
         k_ss: &Array2<f64>,
     ) -> (Array1<f64>, Array2<f64>) {
         let (mean, v) = self.mean_and_whitened(xs);
-        (mean, k_ss - &v.t().dot(&v))
+        (mean, k_ss - &crate::linalg::gram(v.view()))
     }
 
     /// The posterior mean at the rows of `xs` and V = L^-1 K(x, xs), whose column inner
@@ -318,11 +317,7 @@ impl GpPosterior {
     fn mean_and_whitened(&self, xs: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
         let kx = se_kernel(self.x.view(), xs, &self.hyper);
         let mean = kx.t().dot(&self.alpha);
-        crate::linalg::single_threaded_blas();
-        let v = self
-            .chol
-            .solve_triangular(UPLO::Lower, Diag::NonUnit, &kx)
-            .expect("triangular solve with a Cholesky factor");
+        let v = crate::linalg::solve_lower_mat(self.chol.view(), kx.view());
         (mean, v)
     }
 }
