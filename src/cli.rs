@@ -93,6 +93,32 @@ pub enum Command {
         #[arg(long)]
         agents: Option<usize>,
     },
+    /// Paired comparison of a run's algorithms against a baseline (same seeds, objectives and
+    /// initial points): mean difference, bootstrap 95% interval, Wilcoxon signed-rank p-value,
+    /// win/tie/loss and Holm-adjusted p-values. Writes compare.csv beside the trace.
+    Compare {
+        /// A run's output folder (with trace.csv), or a trace.csv.
+        input: PathBuf,
+        /// The algorithm label to compare against [default: the first in the trace].
+        #[arg(long)]
+        baseline: Option<String>,
+        /// Iterations to compare at, comma-separated [default: the last].
+        #[arg(long, value_delimiter = ',')]
+        at: Vec<i64>,
+        /// What to compare.
+        #[arg(long, default_value = "best-metric", value_parser = ["best-metric", "simple-regret"])]
+        metric: String,
+        /// Bootstrap resamples for the interval.
+        #[arg(long, default_value_t = crate::compare::DEFAULT_RESAMPLES as u64, value_parser = clap::value_parser!(u64).range(100..=10_000_000))]
+        resamples: u64,
+        /// Print the table as Markdown.
+        #[arg(long)]
+        markdown: bool,
+        /// Compare algorithms whose initial points differ by design (DP-FTS-DE's sub-region
+        /// initialisation); units stay paired by seed and objective.
+        #[arg(long)]
+        allow_init_differences: bool,
+    },
     /// Draw a figure (PNG or SVG, by the output's extension) from fbo's CSVs.
     Plot {
         /// What to draw: iterations, time (summary.csv); messages (summary.csv); privacy,
@@ -213,6 +239,23 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Compare {
+            input,
+            baseline,
+            at,
+            metric,
+            resamples,
+            markdown,
+            allow_init_differences,
+        } => crate::compare::run(&crate::compare::CompareOptions {
+            input,
+            baseline,
+            at,
+            metric: crate::compare::Metric::parse(&metric).expect("clap checked the value"),
+            resamples: resamples as usize,
+            markdown,
+            allow_init_differences,
+        }),
         Command::Plot {
             kind,
             inputs,

@@ -6,6 +6,7 @@ pub mod acquisition;
 pub mod algorithm;
 pub mod bench;
 pub mod cli;
+pub mod compare;
 pub mod data;
 pub mod error;
 pub mod fastmath;

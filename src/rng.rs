@@ -27,6 +27,8 @@ pub enum Purpose {
     HyperFit = 8,
     AgentData = 9,
     Server = 10,
+    /// fbo compare's bootstrap resamples.
+    Compare = 11,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

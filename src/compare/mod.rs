@@ -1,0 +1,412 @@
+//! `fbo compare`: paired comparisons of a run's algorithms against a baseline.
+//!
+//! Every algorithm of a spec sees the same objectives, seeds and initial points, so its result
+//! for a (run, target agent) unit is paired with the baseline's for that unit. The differences
+//! per unit, not the spread of the agents, decide.
+
+pub mod stats;
+
+use crate::error::{FboError, Result};
+use crate::output::write_atomic;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Bootstrap resamples per comparison by default.
+pub const DEFAULT_RESAMPLES: usize = 10_000;
+/// Fixed seed of the bootstrap, so compare.csv is reproducible; each comparison gets its own
+/// stream derived from it, so the output does not depend on the order or number of threads.
+const BOOTSTRAP_SEED: u64 = 0x00c0_ffee;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// The best metric so far (AUC, error, or f for synthetic objectives); better is decided
+    /// by best_f, which fbo always maximises.
+    BestMetric,
+    /// max f - best f: lower is better.
+    SimpleRegret,
+}
+
+impl Metric {
+    pub fn parse(s: &str) -> Option<Metric> {
+        match s {
+            "best-metric" => Some(Metric::BestMetric),
+            "simple-regret" => Some(Metric::SimpleRegret),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::BestMetric => "best-metric",
+            Metric::SimpleRegret => "simple-regret",
+        }
+    }
+}
+
+pub struct CompareOptions {
+    /// A run's folder (holding trace.csv) or a trace.csv.
+    pub input: PathBuf,
+    pub baseline: Option<String>,
+    /// Iterations to compare at; empty: the last iteration.
+    pub at: Vec<i64>,
+    pub metric: Metric,
+    pub resamples: usize,
+    pub markdown: bool,
+    /// Accept units whose initial points differ (an algorithm that picks its own, such as
+    /// DP-FTS-DE with sub-region initialisation): they stay paired by seed and objective.
+    pub allow_init_differences: bool,
+}
+
+/// One unit's values at one iteration: (metric value, best_f).
+type Unit = (u64, u64); // (run, agent)
+
+struct Trace {
+    algorithms: Vec<String>,
+    /// (algorithm, iteration) -> unit -> (value of the metric, best_f)
+    values: BTreeMap<(usize, i64), BTreeMap<Unit, (f64, f64)>>,
+    /// algorithm -> unit -> initial x indices in order
+    init: Vec<BTreeMap<Unit, Vec<u64>>>,
+    last_iteration: i64,
+}
+
+fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
+    let bad = |msg: String| FboError::spec(path, "", msg);
+    let mut rdr = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
+    let headers = rdr.headers().map_err(|e| bad(e.to_string()))?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| bad(format!("not a trace.csv: no column `{name}`")))
+    };
+    let value_col = col(match metric {
+        Metric::BestMetric => "best_metric",
+        Metric::SimpleRegret => "simple_regret",
+    })?;
+    let (c_alg, c_run, c_agent, c_it, c_x, c_bf) = (
+        col("algorithm")?,
+        col("run")?,
+        col("agent")?,
+        col("iteration")?,
+        col("x_index")?,
+        col("best_f")?,
+    );
+    let mut t = Trace {
+        algorithms: Vec::new(),
+        values: BTreeMap::new(),
+        init: Vec::new(),
+        last_iteration: i64::MIN,
+    };
+    for (line, rec) in rdr.records().enumerate() {
+        let rec = rec.map_err(|e| bad(e.to_string()))?;
+        let num = |c: usize| -> Result<f64> {
+            rec[c]
+                .parse::<f64>()
+                .map_err(|_| bad(format!("row {}: `{}` is not a number", line + 2, &rec[c])))
+        };
+        let alg = &rec[c_alg];
+        let a = match t.algorithms.iter().position(|x| x == alg) {
+            Some(a) => a,
+            None => {
+                t.algorithms.push(alg.to_string());
+                t.init.push(BTreeMap::new());
+                t.algorithms.len() - 1
+            }
+        };
+        let unit = (num(c_run)? as u64, num(c_agent)? as u64);
+        let it = num(c_it)? as i64;
+        if it <= 0 {
+            t.init[a].entry(unit).or_default().push(num(c_x)? as u64);
+            continue;
+        }
+        t.last_iteration = t.last_iteration.max(it);
+        t.values
+            .entry((a, it))
+            .or_default()
+            .insert(unit, (num(value_col)?, num(c_bf)?));
+    }
+    if t.algorithms.is_empty() {
+        return Err(bad("holds no rows".into()));
+    }
+    Ok(t)
+}
+
+/// One row of compare.csv.
+#[derive(Clone, Debug)]
+pub struct Comparison {
+    pub iteration: i64,
+    pub algorithm: String,
+    pub n: usize,
+    pub mean_diff: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+    pub wins: usize,
+    pub ties: usize,
+    pub losses: usize,
+    pub p: f64,
+    pub p_holm: f64,
+    pub method: stats::WilcoxonMethod,
+}
+
+/// The paired comparisons of every algorithm against the baseline at each requested
+/// iteration, with Holm's adjustment over all of them.
+pub fn compare(opts: &CompareOptions) -> Result<(String, Vec<Comparison>)> {
+    let path = if opts.input.is_dir() {
+        opts.input.join("trace.csv")
+    } else {
+        opts.input.clone()
+    };
+    let t = read_trace(&path, opts.metric)?;
+    let base = match &opts.baseline {
+        None => 0,
+        Some(b) => t.algorithms.iter().position(|a| a == b).ok_or_else(|| {
+            FboError::spec(
+                &path,
+                "--baseline",
+                format!(
+                    "no algorithm \"{b}\" here; it has: {}",
+                    t.algorithms.join(", ")
+                ),
+            )
+        })?,
+    };
+    let at: Vec<i64> = if opts.at.is_empty() {
+        vec![t.last_iteration]
+    } else {
+        opts.at.clone()
+    };
+    for &i in &at {
+        if i < 1 || i > t.last_iteration {
+            return Err(FboError::spec(
+                &path,
+                "--at",
+                format!(
+                    "iteration {i} is not in the trace (1..={})",
+                    t.last_iteration
+                ),
+            ));
+        }
+    }
+    // Pairing: the same units, and the same initial points unit by unit, as the baseline.
+    let units = |a: usize, it: i64| -> BTreeSet<Unit> {
+        t.values
+            .get(&(a, it))
+            .map(|m| m.keys().copied().collect())
+            .unwrap_or_default()
+    };
+    for a in (0..t.algorithms.len()).filter(|&a| a != base) {
+        for &it in &at {
+            let (ub, ua) = (units(base, it), units(a, it));
+            if ub != ua {
+                let only: Vec<String> = ub
+                    .symmetric_difference(&ua)
+                    .take(5)
+                    .map(|(r, g)| format!("run {r} agent {g}"))
+                    .collect();
+                return Err(FboError::spec(
+                    &path,
+                    "",
+                    format!(
+                        "unpaired input: {} and {} do not cover the same (run, agent) units at iteration {it} (e.g. {})",
+                        t.algorithms[a],
+                        t.algorithms[base],
+                        only.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some((unit, _)) = t.init[base]
+            .iter()
+            .find(|(u, x)| t.init[a].get(u).is_some_and(|y| y != *x))
+            .filter(|_| !opts.allow_init_differences)
+        {
+            return Err(FboError::spec(
+                &path,
+                "",
+                format!(
+                    "unpaired input: {} and {} start run {} agent {} from different initial points, so their differences are not paired (if the algorithm chooses its own initial points by design, as DP-FTS-DE's sub-region initialisation does, pass --allow-init-differences: units then stay paired by seed and objective)",
+                    t.algorithms[a], t.algorithms[base], unit.0, unit.1
+                ),
+            ));
+        }
+    }
+    let mut rows = Vec::new();
+    for &it in &at {
+        for a in (0..t.algorithms.len()).filter(|&a| a != base) {
+            let (vb, va) = (&t.values[&(base, it)], &t.values[&(a, it)]);
+            let mut diffs = Vec::with_capacity(vb.len());
+            let (mut wins, mut ties, mut losses) = (0, 0, 0);
+            for (u, &(b_val, b_f)) in vb {
+                let (a_val, a_f) = va[u];
+                diffs.push(a_val - b_val);
+                // Better: higher best_f, or lower simple regret.
+                let gain = match opts.metric {
+                    Metric::BestMetric => a_f - b_f,
+                    Metric::SimpleRegret => b_val - a_val,
+                };
+                match gain.partial_cmp(&0.0) {
+                    Some(std::cmp::Ordering::Greater) => wins += 1,
+                    Some(std::cmp::Ordering::Less) => losses += 1,
+                    _ => ties += 1,
+                }
+            }
+            let n = diffs.len();
+            let mean_diff = diffs.iter().sum::<f64>() / n as f64;
+            let mut rng = crate::rng::stream(
+                BOOTSTRAP_SEED,
+                it as u64,
+                a as u64,
+                crate::rng::Purpose::Compare,
+            );
+            let (ci_low, ci_high) =
+                stats::bootstrap_mean_ci(&diffs, opts.resamples, 0.95, &mut rng);
+            let w = stats::wilcoxon(&diffs);
+            rows.push(Comparison {
+                iteration: it,
+                algorithm: t.algorithms[a].clone(),
+                n,
+                mean_diff,
+                ci_low,
+                ci_high,
+                wins,
+                ties,
+                losses,
+                p: w.p,
+                p_holm: 0.0,
+                method: w.method,
+            });
+        }
+    }
+    let adjusted = stats::holm(&rows.iter().map(|r| r.p).collect::<Vec<_>>());
+    for (r, p) in rows.iter_mut().zip(adjusted) {
+        r.p_holm = p;
+    }
+    Ok((t.algorithms[base].clone(), rows))
+}
+
+pub const CSV_HEADER: &str = "metric,iteration,algorithm,baseline,n,mean_diff,ci_low,ci_high,wins,ties,losses,p_value,p_holm,p_method\n";
+
+pub fn to_csv(metric: Metric, baseline: &str, rows: &[Comparison]) -> String {
+    let mut out = String::from(CSV_HEADER);
+    for r in rows {
+        out += &format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            metric.name(),
+            r.iteration,
+            crate::sweep::csv_escape(&r.algorithm),
+            crate::sweep::csv_escape(baseline),
+            r.n,
+            r.mean_diff,
+            r.ci_low,
+            r.ci_high,
+            r.wins,
+            r.ties,
+            r.losses,
+            r.p,
+            r.p_holm,
+            r.method.name()
+        );
+    }
+    out
+}
+
+/// Three significant digits, in scientific notation below 1e-3.
+fn fmt_p(p: f64) -> String {
+    if p < 1e-3 {
+        format!("{p:.2e}")
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// The table for people: aligned text, or Markdown.
+pub fn to_table(metric: Metric, baseline: &str, rows: &[Comparison], markdown: bool) -> String {
+    let head = [
+        "iteration",
+        "algorithm",
+        "n",
+        "mean diff",
+        "95% CI",
+        "win/tie/loss",
+        "p (Wilcoxon)",
+        "p (Holm)",
+    ];
+    let body: Vec<[String; 8]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.iteration.to_string(),
+                r.algorithm.clone(),
+                r.n.to_string(),
+                format!("{:+.4}", r.mean_diff),
+                format!("[{:+.4}, {:+.4}]", r.ci_low, r.ci_high),
+                format!("{}/{}/{}", r.wins, r.ties, r.losses),
+                format!(
+                    "{}{}",
+                    fmt_p(r.p),
+                    if r.method == stats::WilcoxonMethod::Exact {
+                        " (exact)"
+                    } else {
+                        ""
+                    }
+                ),
+                fmt_p(r.p_holm),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "{} against {baseline} (difference = algorithm - baseline, paired over run x agent):\n\n",
+        metric.name()
+    );
+    if markdown {
+        out += &format!("| {} |\n", head.join(" | "));
+        out += &format!("|{}\n", "---|".repeat(head.len()));
+        for r in &body {
+            out += &format!("| {} |\n", r.join(" | "));
+        }
+    } else {
+        let widths: Vec<usize> = (0..head.len())
+            .map(|i| {
+                body.iter()
+                    .map(|r| r[i].len())
+                    .chain([head[i].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: Vec<&str>| {
+            cells
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+                + "\n"
+        };
+        out += &line(head.to_vec());
+        for r in &body {
+            out += &line(r.iter().map(String::as_str).collect());
+        }
+    }
+    out
+}
+
+/// `fbo compare`: prints the table and writes compare.csv beside the trace.
+pub fn run(opts: &CompareOptions) -> Result<()> {
+    let (baseline, rows) = compare(opts)?;
+    let dir = if opts.input.is_dir() {
+        opts.input.clone()
+    } else {
+        opts.input
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    };
+    write_atomic(
+        &dir.join("compare.csv"),
+        to_csv(opts.metric, &baseline, &rows).as_bytes(),
+    )?;
+    print!("{}", to_table(opts.metric, &baseline, &rows, opts.markdown));
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! `fbo compare` end to end: paired statistics from a run's trace.
+
+mod common;
+use common::*;
+use std::fs;
+
+fn run_small(dir: &std::path::Path, threads: &str) -> std::path::PathBuf {
+    let spec = write(dir, "small.toml", SMALL);
+    let out = dir.join(format!("t{threads}"));
+    fbo_ok("run", &spec, &out, &["--no-timing", "--threads", threads]);
+    out
+}
+
+#[test]
+fn compare_writes_the_same_table_whatever_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut csvs = Vec::new();
+    for threads in ["1", "2"] {
+        let out = run_small(dir.path(), threads);
+        let o = fbo_output(["compare", out.to_str().unwrap(), "--at", "3,12"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            text.contains("against TS") && text.contains("FTS"),
+            "{text}"
+        );
+        csvs.push(fs::read_to_string(out.join("compare.csv")).unwrap());
+    }
+    assert_eq!(csvs[0], csvs[1]);
+    let lines: Vec<&str> = csvs[0].lines().collect();
+    assert!(lines[0].starts_with("metric,iteration,algorithm,baseline,n,mean_diff,ci_low,ci_high"));
+    // One row per (iteration, non-baseline algorithm); 4 runs x 1 target = 4 paired units.
+    assert_eq!(lines.len(), 1 + 2);
+    for l in &lines[1..] {
+        let f: Vec<&str> = l.split(',').collect();
+        assert_eq!((f[2], f[3], f[4]), ("FTS M=20", "TS", "4"));
+        let (mean, lo, hi): (f64, f64, f64) = (
+            f[5].parse().unwrap(),
+            f[6].parse().unwrap(),
+            f[7].parse().unwrap(),
+        );
+        assert!(lo <= mean && mean <= hi, "{l}");
+        let p: f64 = f[11].parse().unwrap();
+        assert!((0.0..=1.0).contains(&p));
+    }
+    // Markdown on request.
+    let out = dir.path().join("t1");
+    let o = fbo_output([
+        "compare",
+        out.to_str().unwrap(),
+        "--markdown",
+        "--metric",
+        "simple-regret",
+    ]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("| iteration | algorithm |") && text.contains("|---|"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unpaired_input_is_refused_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_small(dir.path(), "1");
+    let trace = fs::read_to_string(out.join("trace.csv")).unwrap();
+    // (a) FTS lacks run 3: the units differ.
+    let dropped: String = trace
+        .lines()
+        .filter(|l| !l.starts_with("FTS M=20,3,"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    fs::write(out.join("trace.csv"), dropped).unwrap();
+    let o = fbo_output(["compare", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("do not cover the same (run, agent) units")
+            && stderr(&o).contains("run 3 agent 0"),
+        "{}",
+        stderr(&o)
+    );
+    // (b) FTS starts run 0 from another initial point.
+    let moved: String = trace
+        .lines()
+        .map(|l| {
+            let mut f: Vec<String> = l.split(',').map(String::from).collect();
+            if f[0] == "FTS M=20" && f[1] == "0" && f[3].parse::<i64>().is_ok_and(|i| i <= 0) {
+                f[4] = ((f[4].parse::<u64>().unwrap() + 1) % 200).to_string();
+            }
+            f.join(",") + "\n"
+        })
+        .collect();
+    fs::write(out.join("trace.csv"), moved).unwrap();
+    let o = fbo_output(["compare", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("different initial points"),
+        "{}",
+        stderr(&o)
+    );
+    let o = fbo_output(["compare", out.to_str().unwrap(), "--allow-init-differences"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Unknown baseline and iteration.
+    let o = fbo_output(["compare", out.to_str().unwrap(), "--baseline", "XYZ"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no algorithm \"XYZ\""),
+        "{}",
+        stderr(&o)
+    );
+    let o = fbo_output(["compare", out.to_str().unwrap(), "--at", "99"]);
+    assert_eq!(o.status.code(), Some(2));
+}
