@@ -118,6 +118,9 @@ pub enum Command {
         /// initialisation); units stay paired by seed and objective.
         #[arg(long)]
         allow_init_differences: bool,
+        /// Sweeps: the accountant whose epsilon the trend is taken on.
+        #[arg(long, default_value = "rdp-int", value_parser = ["rdp-int", "rdp", "pld"])]
+        accountant: String,
     },
     /// Draw a figure (PNG or SVG, by the output's extension) from fbo's CSVs.
     Plot {
@@ -247,6 +250,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             resamples,
             markdown,
             allow_init_differences,
+            accountant,
         } => crate::compare::run(&crate::compare::CompareOptions {
             input,
             baseline,
@@ -255,6 +259,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             resamples: resamples as usize,
             markdown,
             allow_init_differences,
+            accountant: accountant.parse().expect("clap checked the value"),
         }),
         Command::Plot {
             kind,

@@ -111,3 +111,59 @@ fn unpaired_input_is_refused_with_the_reason() {
     let o = fbo_output(["compare", out.to_str().unwrap(), "--at", "99"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn a_sweep_compares_points_with_the_reference_and_reports_the_trend_on_epsilon() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("{SMALL_DP}\n[sweep]\n\"server.z\" = [0.5, 1.0, 4.0]\n")
+        .replace("runs = 3", "runs = 2");
+    let spec = write(dir.path(), "sw.toml", &text);
+    let out = dir.path().join("o");
+    fbo_ok("sweep", &spec, &out, &["--no-timing"]);
+    let o = fbo_output(["compare", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cmp = fs::read_to_string(out.join("compare.csv")).unwrap();
+    // TS and DP-FTS-DE at points p001 and p002 against p000.
+    assert_eq!(cmp.lines().count(), 1 + 2 * 2, "{cmp}");
+    assert!(
+        cmp.lines()
+            .nth(1)
+            .unwrap()
+            .contains("p001 (server.z=1.0): TS")
+    );
+    // The trend: only DP-FTS-DE has an epsilon. Its slope must equal the least-squares slope of
+    // the points' final mean best metric (summary.csv) on their rdp-int epsilon (sweep.csv).
+    let trend = fs::read_to_string(out.join("trend.csv")).unwrap();
+    let rows: Vec<&str> = trend.lines().collect();
+    assert_eq!(rows.len(), 2, "{trend}");
+    let f: Vec<&str> = rows[1].split(',').collect();
+    assert!(f[2].starts_with("DP-FTS-DE") && f[3] == "3", "{trend}");
+    let slope: f64 = f[7].parse().unwrap();
+    let sweep = fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let head: Vec<&str> = sweep.lines().next().unwrap().split(',').collect();
+    let c_eps = head.iter().position(|h| *h == "epsilon_rdp_int").unwrap();
+    let (mut xs, mut ys) = (Vec::new(), Vec::new());
+    for line in sweep.lines().skip(1).filter(|l| l.contains("DP-FTS-DE")) {
+        let g: Vec<&str> = line.split(',').collect();
+        xs.push(g[c_eps].parse::<f64>().unwrap());
+        let summary =
+            fs::read_to_string(out.join("points").join(g[0]).join("summary.csv")).unwrap();
+        let last = summary
+            .lines()
+            .filter(|l| l.starts_with("DP-FTS-DE"))
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|r| r[1] == "8")
+            .unwrap();
+        ys.push(last[9].parse::<f64>().unwrap());
+    }
+    let (mx, my) = (xs.iter().sum::<f64>() / 3.0, ys.iter().sum::<f64>() / 3.0);
+    let num: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
+    let den: f64 = xs.iter().map(|x| (x - mx) * (x - mx)).sum();
+    assert!(
+        (slope - num / den).abs() < 1e-9 * (1.0 + slope.abs()),
+        "{slope} vs {}",
+        num / den
+    );
+    let (lo, hi): (f64, f64) = (f[8].parse().unwrap(), f[9].parse().unwrap());
+    assert!(lo <= hi, "{trend}");
+}

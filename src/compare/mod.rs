@@ -51,6 +51,8 @@ pub struct CompareOptions {
     pub metric: Metric,
     pub resamples: usize,
     pub markdown: bool,
+    /// The accountant whose epsilon orders a sweep's points for the trend.
+    pub accountant: crate::privacy::Accountant,
     /// Accept units whose initial points differ (an algorithm that picks its own, such as
     /// DP-FTS-DE with sub-region initialisation): they stay paired by seed and objective.
     pub allow_init_differences: bool,
@@ -148,8 +150,13 @@ pub struct Comparison {
 }
 
 /// The paired comparisons of every algorithm against the baseline at each requested
-/// iteration, with Holm's adjustment over all of them.
-pub fn compare(opts: &CompareOptions) -> Result<(String, Vec<Comparison>)> {
+/// iteration, with Holm's adjustment over all of them. A sweep's folder (with sweep.csv)
+/// compares each point with the reference point instead, algorithm by algorithm, and adds the
+/// trend of the metric on epsilon.
+pub fn compare(opts: &CompareOptions) -> Result<Report> {
+    if opts.input.is_dir() && opts.input.join("sweep.csv").is_file() {
+        return compare_sweep(opts);
+    }
     let path = if opts.input.is_dir() {
         opts.input.join("trace.csv")
     } else {
@@ -169,6 +176,39 @@ pub fn compare(opts: &CompareOptions) -> Result<(String, Vec<Comparison>)> {
             )
         })?,
     };
+    let mut rows = compare_trace(&t, base, opts, &path)?;
+    adjust(&mut rows);
+    Ok(Report {
+        baseline: t.algorithms[base].clone(),
+        rows,
+        trends: Vec::new(),
+    })
+}
+
+/// What `compare` found.
+pub struct Report {
+    pub baseline: String,
+    pub rows: Vec<Comparison>,
+    /// Sweeps only: the metric's trend on epsilon, per algorithm.
+    pub trends: Vec<Trend>,
+}
+
+fn adjust(rows: &mut [Comparison]) {
+    let adjusted = stats::holm(&rows.iter().map(|r| r.p).collect::<Vec<_>>());
+    for (r, p) in rows.iter_mut().zip(adjusted) {
+        r.p_holm = p;
+    }
+}
+
+/// Every series of `t` against series `base`: pairing checks, then the statistics (Holm is
+/// applied by the caller, over everything it shows).
+fn compare_trace(
+    t: &Trace,
+    base: usize,
+    opts: &CompareOptions,
+    path: &Path,
+) -> Result<Vec<Comparison>> {
+    let path = path.to_path_buf();
     let at: Vec<i64> = if opts.at.is_empty() {
         vec![t.last_iteration]
     } else {
@@ -276,11 +316,217 @@ pub fn compare(opts: &CompareOptions) -> Result<(String, Vec<Comparison>)> {
             });
         }
     }
-    let adjusted = stats::holm(&rows.iter().map(|r| r.p).collect::<Vec<_>>());
-    for (r, p) in rows.iter_mut().zip(adjusted) {
-        r.p_holm = p;
+    Ok(rows)
+}
+
+/// A sweep's trend: the least-squares slope of the mean metric over the paired units on the
+/// points' epsilon, with a bootstrap interval over units.
+#[derive(Clone, Debug)]
+pub struct Trend {
+    pub algorithm: String,
+    pub iteration: i64,
+    pub points: usize,
+    pub n: usize,
+    pub epsilon_min: f64,
+    pub epsilon_max: f64,
+    pub slope: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
+    let sweep_path = opts.input.join("sweep.csv");
+    let bad = |msg: String| FboError::spec(&sweep_path, "", msg);
+    let mut rdr = csv::Reader::from_path(&sweep_path).map_err(|e| bad(e.to_string()))?;
+    let headers = rdr.headers().map_err(|e| bad(e.to_string()))?.clone();
+    let col = |name: &str| {
+        headers
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| bad(format!("not an fbo sweep.csv: no column `{name}`")))
+    };
+    let c_alg = col("algorithm")?;
+    let eps_name = format!("epsilon_{}", opts.accountant.name().replace('-', "_"));
+    let c_eps = col(&eps_name)?;
+    // (point name, its swept values, [(label, epsilon)] in the spec's algorithm order)
+    type SweepPoint = (String, String, Vec<(String, Option<f64>)>);
+    let mut points: Vec<SweepPoint> = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| bad(e.to_string()))?;
+        let name = rec[0].to_string();
+        let values: Vec<String> = (1..c_alg)
+            .map(|i| format!("{}={}", &headers[i], &rec[i]))
+            .collect();
+        let eps = rec[c_eps].parse::<f64>().ok();
+        match points.iter_mut().find(|p| p.0 == name) {
+            Some(p) => p.2.push((rec[c_alg].to_string(), eps)),
+            None => points.push((name, values.join(" "), vec![(rec[c_alg].to_string(), eps)])),
+        }
     }
-    Ok((t.algorithms[base].clone(), rows))
+    if points.len() < 2 {
+        return Err(bad(
+            "a sweep needs at least two finished points to compare".into()
+        ));
+    }
+    let base = match &opts.baseline {
+        None => 0,
+        Some(b) => points.iter().position(|p| &p.0 == b).ok_or_else(|| {
+            FboError::spec(
+                &sweep_path,
+                "--baseline",
+                format!(
+                    "no point \"{b}\" in this sweep; it has: {}",
+                    points
+                        .iter()
+                        .map(|p| p.0.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?,
+    };
+    let traces: Vec<Trace> = points
+        .iter()
+        .map(|p| {
+            read_trace(
+                &opts.input.join("points").join(&p.0).join("trace.csv"),
+                opts.metric,
+            )
+        })
+        .collect::<Result<_>>()?;
+    let n_alg = traces[base].algorithms.len();
+    let mut rows = Vec::new();
+    let mut trends = Vec::new();
+    for k in 0..n_alg {
+        // One series per point: algorithm k of that point.
+        let mut t = Trace {
+            algorithms: Vec::new(),
+            values: BTreeMap::new(),
+            init: Vec::new(),
+            last_iteration: traces[base].last_iteration,
+        };
+        for (i, (p, tr)) in points.iter().zip(&traces).enumerate() {
+            if tr.algorithms.len() != n_alg {
+                return Err(bad(format!(
+                    "point {} has {} algorithms, point {} has {n_alg}: not one spec's sweep",
+                    p.0,
+                    tr.algorithms.len(),
+                    points[base].0
+                )));
+            }
+            t.algorithms
+                .push(format!("{} ({}): {}", p.0, p.1, tr.algorithms[k]));
+            t.init.push(tr.init[k].clone());
+            for ((a, it), m) in &tr.values {
+                if *a == k {
+                    t.values.insert((i, *it), m.clone());
+                }
+            }
+        }
+        rows.extend(compare_trace(&t, base, opts, &sweep_path)?);
+        // Trend over the points where this algorithm has an epsilon.
+        let it = opts.at.last().copied().unwrap_or(t.last_iteration);
+        let with_eps: Vec<(usize, f64)> = points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| p.2.get(k).and_then(|(_, e)| *e).map(|e| (i, e)))
+            .filter(|(_, e)| e.is_finite())
+            .collect();
+        let eps: Vec<f64> = with_eps.iter().map(|&(_, e)| e).collect();
+        if with_eps.len() >= 2 && eps.iter().any(|&e| e != eps[0]) {
+            // units x points matrix of the metric (the units are the same at every point:
+            // compare_trace checked that).
+            let units: Vec<Unit> = t.values[&(with_eps[0].0, it)].keys().copied().collect();
+            let y: Vec<Vec<f64>> = with_eps
+                .iter()
+                .map(|&(i, _)| units.iter().map(|u| t.values[&(i, it)][u].0).collect())
+                .collect();
+            let slope_of = |idx: &[usize]| {
+                let means: Vec<f64> = y
+                    .iter()
+                    .map(|col| idx.iter().map(|&u| col[u]).sum::<f64>() / idx.len() as f64)
+                    .collect();
+                stats::slope(&eps, &means)
+            };
+            let all: Vec<usize> = (0..units.len()).collect();
+            let mut rng = crate::rng::stream(
+                BOOTSTRAP_SEED,
+                it as u64,
+                (1 << 32) + k as u64,
+                crate::rng::Purpose::Compare,
+            );
+            let (lo, hi) =
+                stats::bootstrap_units_ci(units.len(), opts.resamples, 0.95, &mut rng, slope_of);
+            trends.push(Trend {
+                algorithm: traces[base].algorithms[k].clone(),
+                iteration: it,
+                points: with_eps.len(),
+                n: units.len(),
+                epsilon_min: eps.iter().cloned().fold(f64::INFINITY, f64::min),
+                epsilon_max: eps.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+                slope: slope_of(&all),
+                ci_low: lo,
+                ci_high: hi,
+            });
+        }
+    }
+    adjust(&mut rows);
+    Ok(Report {
+        baseline: format!("{} ({})", points[base].0, points[base].1),
+        rows,
+        trends,
+    })
+}
+
+pub fn trend_csv(metric: Metric, trends: &[Trend]) -> String {
+    let mut out = String::from(
+        "metric,iteration,algorithm,points,n,epsilon_min,epsilon_max,slope,ci_low,ci_high\n",
+    );
+    for t in trends {
+        out += &format!(
+            "{},{},{},{},{},{},{},{},{},{}\n",
+            metric.name(),
+            t.iteration,
+            crate::sweep::csv_escape(&t.algorithm),
+            t.points,
+            t.n,
+            t.epsilon_min,
+            t.epsilon_max,
+            t.slope,
+            t.ci_low,
+            t.ci_high
+        );
+    }
+    out
+}
+
+pub fn trend_table(metric: Metric, trends: &[Trend], markdown: bool) -> String {
+    let mut out = format!(
+        "\nTrend of {} on epsilon across the points (least-squares slope of the mean over the paired units, per unit of epsilon; 95% bootstrap interval over units):\n",
+        metric.name()
+    );
+    if markdown {
+        out += "\n| algorithm (reference point's label) | iteration | points | epsilon | slope | 95% CI |\n|---|---|---|---|---|---|\n";
+    }
+    for t in trends {
+        let cells = [
+            t.algorithm.clone(),
+            t.iteration.to_string(),
+            t.points.to_string(),
+            format!("{:.2}-{:.2}", t.epsilon_min, t.epsilon_max),
+            format!("{:+.3e}", t.slope),
+            format!("[{:+.3e}, {:+.3e}]", t.ci_low, t.ci_high),
+        ];
+        if markdown {
+            out += &format!("| {} |\n", cells.join(" | "));
+        } else {
+            out += &format!(
+                "  {}: iteration {}, {} points, epsilon {}: slope {} {}\n",
+                cells[0], cells[1], cells[2], cells[3], cells[4], cells[5]
+            );
+        }
+    }
+    out
 }
 
 pub const CSV_HEADER: &str = "metric,iteration,algorithm,baseline,n,mean_diff,ci_low,ci_high,wins,ties,losses,p_value,p_holm,p_method\n";
@@ -394,7 +640,8 @@ pub fn to_table(metric: Metric, baseline: &str, rows: &[Comparison], markdown: b
 
 /// `fbo compare`: prints the table and writes compare.csv beside the trace.
 pub fn run(opts: &CompareOptions) -> Result<()> {
-    let (baseline, rows) = compare(opts)?;
+    let report = compare(opts)?;
+    let (baseline, rows) = (&report.baseline, &report.rows);
     let dir = if opts.input.is_dir() {
         opts.input.clone()
     } else {
@@ -405,8 +652,18 @@ pub fn run(opts: &CompareOptions) -> Result<()> {
     };
     write_atomic(
         &dir.join("compare.csv"),
-        to_csv(opts.metric, &baseline, &rows).as_bytes(),
+        to_csv(opts.metric, baseline, rows).as_bytes(),
     )?;
-    print!("{}", to_table(opts.metric, &baseline, &rows, opts.markdown));
+    print!("{}", to_table(opts.metric, baseline, rows, opts.markdown));
+    if !report.trends.is_empty() {
+        write_atomic(
+            &dir.join("trend.csv"),
+            trend_csv(opts.metric, &report.trends).as_bytes(),
+        )?;
+        print!(
+            "{}",
+            trend_table(opts.metric, &report.trends, opts.markdown)
+        );
+    }
     Ok(())
 }

@@ -196,6 +196,51 @@ pub fn bootstrap_mean_ci<R: Rng + ?Sized>(
     )
 }
 
+/// Percentile bootstrap interval of a statistic of `n` paired units: `stat` gets the resampled
+/// unit indices (n draws with replacement). Used where the statistic is not a plain mean (the
+/// slope of a sweep's utility on epsilon), so BCa's jackknife would need the statistic's own
+/// influence values.
+pub fn bootstrap_units_ci<R: Rng + ?Sized>(
+    n: usize,
+    reps: usize,
+    level: f64,
+    rng: &mut R,
+    stat: impl Fn(&[usize]) -> f64,
+) -> (f64, f64) {
+    if n == 0 || reps == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut idx = vec![0usize; n];
+    let mut values: Vec<f64> = (0..reps)
+        .map(|_| {
+            for i in idx.iter_mut() {
+                *i = rng.random_range(0..n);
+            }
+            stat(&idx)
+        })
+        .collect();
+    values.sort_by(f64::total_cmp);
+    let q = |p: f64| {
+        let pos = p * (reps - 1) as f64;
+        let (lo, f) = (pos.floor() as usize, pos - pos.floor());
+        let hi = (lo + 1).min(reps - 1);
+        values[lo] + f * (values[hi] - values[lo])
+    };
+    (q((1.0 - level) / 2.0), q((1.0 + level) / 2.0))
+}
+
+/// Least-squares slope of y on x; NaN when x does not vary.
+pub fn slope(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (a, b) in x.iter().zip(y) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+    }
+    if sxx > 0.0 { sxy / sxx } else { f64::NAN }
+}
+
 /// Holm's step-down adjustment of `p` (in the given order): the i-th smallest p becomes
 /// max over j <= i of min(1, (m - j + 1) p_(j)).
 pub fn holm(p: &[f64]) -> Vec<f64> {
