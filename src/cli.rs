@@ -151,6 +151,9 @@ pub enum Command {
         /// Only these algorithm labels, in this order (comma-separated).
         #[arg(long, value_delimiter = ',')]
         algorithms: Vec<String>,
+        /// `difference` plots: the algorithm subtracted [default: the first in the trace].
+        #[arg(long)]
+        baseline: Option<String>,
     },
     /// Measure per-iteration cost and, optionally, whole specs' wall time.
     Bench {
@@ -271,6 +274,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             accountant,
             log_y,
             algorithms,
+            baseline,
         } => plot::run(&plot::PlotOptions {
             kind,
             inputs,
@@ -281,6 +285,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             accountant,
             log_y,
             algorithms,
+            baseline,
         }),
         Command::Tabulate {
             config,

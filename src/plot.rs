@@ -21,6 +21,12 @@ pub enum Kind {
     Privacy,
     /// sweep.csv: the target's BO overhead over the whole run against the number of agents.
     Scaling,
+    /// trace.csv (or a run's folder): each algorithm's paired mean difference to the baseline
+    /// against iteration, with its 95% bootstrap band (as `fbo compare`).
+    Difference,
+    /// trace.csv (or a run's folder): each algorithm's mean rank over the paired units against
+    /// iteration (1 = best).
+    Ranks,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -49,10 +55,17 @@ pub struct PlotOptions {
     pub log_y: bool,
     /// Only these algorithm labels, in this order (default: all, in file order).
     pub algorithms: Vec<String>,
+    /// `difference`: the algorithm to subtract (default: the first in the trace).
+    pub baseline: Option<String>,
 }
 
-/// One point: x, y and its standard error.
-type Point = (f64, f64, f64);
+/// One point: x, y and its band's ends (mean +/- s.e., or an interval).
+type Point = (f64, f64, f64, f64);
+
+/// A point with the band mean +/- s.e.
+fn with_se(x: f64, y: f64, se: f64) -> Point {
+    (x, y, y - se, y + se)
+}
 
 /// One series of a sweep: its rows' labels and its points with their notes.
 type SweepGroup = (Vec<String>, Vec<(Point, String)>);
@@ -184,6 +197,9 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
             "fbo plot needs at least one --input CSV".into(),
         ));
     }
+    if matches!(opts.kind, Kind::Difference | Kind::Ranks) {
+        return paired_figure(opts);
+    }
     let tables: Vec<Table> = opts
         .inputs
         .iter()
@@ -244,7 +260,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                         )));
                     };
                     let y = t.num(r, cm)?.unwrap_or(f64::NAN);
-                    points.push((x, y, t.num(r, cs)?.unwrap_or(0.0)));
+                    points.push(with_se(x, y, t.num(r, cs)?.unwrap_or(0.0)));
                 }
                 fig.series.push(Series {
                     label,
@@ -297,7 +313,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                         line: true,
                     })
                     .points
-                    .push((params, y, se));
+                    .push(with_se(params, y, se));
             }
             for f in family_order {
                 let mut s = families.remove(&f).expect("listed");
@@ -305,6 +321,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                 fig.series.push(s);
             }
         }
+        Kind::Difference | Kind::Ranks => unreachable!("drawn by paired_figure"),
         Kind::Privacy | Kind::Scaling => {
             let privacy = opts.kind == Kind::Privacy;
             let eps_col = format!("epsilon_{}", opts.accountant.replace('-', "_"));
@@ -370,7 +387,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                         groups.resize_with(k + 1, Default::default);
                     }
                     groups[k].0.push(r[ca].clone());
-                    groups[k].1.push(((x, y, se), note));
+                    groups[k].1.push((with_se(x, y, se), note));
                 }
                 for (labels, mut points) in groups.into_iter().filter(|g| !g.0.is_empty()) {
                     let label = common_words(&labels);
@@ -494,7 +511,10 @@ fn tick(v: f64, log: bool) -> String {
         } else {
             format!("{x:.0e}")
         }
-    } else if v.abs() >= 1e4 || (v != 0.0 && v.abs() < 1e-3) {
+    } else if v.abs() < 1e-12 {
+        // Rounding leaves the zero tick of a symmetric axis at +-1e-17 or so.
+        "0".into()
+    } else if v.abs() >= 1e4 || v.abs() < 1e-3 {
         format!("{v:.1e}")
     } else {
         format!("{}", (v * 1e4).round() / 1e4)
@@ -520,11 +540,11 @@ where
         .map(|s| {
             s.points
                 .iter()
-                .filter_map(|&(x, y, se)| {
+                .filter_map(|&(x, y, lo, hi)| {
                     let x = scale(x, fig.log_x)?;
                     let yc = scale(y, fig.log_y)?;
-                    let lo = scale(y - se, fig.log_y).unwrap_or(yc);
-                    let hi = scale(y + se, fig.log_y).unwrap_or(yc);
+                    let lo = scale(lo, fig.log_y).unwrap_or(yc);
+                    let hi = scale(hi, fig.log_y).unwrap_or(yc);
                     Some((x, yc, lo, hi))
                 })
                 .collect()
@@ -714,6 +734,77 @@ pub fn render(fig: &Figure, out: &Path) -> Result<()> {
     std::fs::rename(&tmp, out).map_err(|e| FboError::io(out, e))
 }
 
+/// `difference` and `ranks`: statistics over the paired units of one run's trace.
+fn paired_figure(opts: &PlotOptions) -> Result<Figure> {
+    use crate::compare::{self, Metric};
+    let [input] = opts.inputs.as_slice() else {
+        return Err(FboError::spec(
+            "fbo plot",
+            "--input",
+            "difference and ranks plots take one run: a trace.csv or its folder",
+        ));
+    };
+    let trace = if input.is_dir() {
+        input.join("trace.csv")
+    } else {
+        input.clone()
+    };
+    let metric = match opts.quantity {
+        Quantity::BestMetric => Metric::BestMetric,
+        Quantity::SimpleRegret => Metric::SimpleRegret,
+        Quantity::CumulativeRegret => {
+            return Err(FboError::spec(
+                "fbo plot",
+                "--y",
+                "difference and ranks plots take best-metric or simple-regret",
+            ));
+        }
+    };
+    let name = match metric {
+        Metric::BestMetric => "best metric",
+        Metric::SimpleRegret => "simple regret",
+    };
+    let mut fig = Figure {
+        title: opts.title.clone().unwrap_or_default(),
+        x_label: "iteration".into(),
+        y_label: String::new(),
+        log_x: false,
+        log_y: opts.log_y,
+        series: Vec::new(),
+        references: Vec::new(),
+    };
+    let curves = if opts.kind == Kind::Difference {
+        let (baseline, curves) = compare::difference_curves(
+            &trace,
+            opts.baseline.as_deref(),
+            metric,
+            compare::DEFAULT_RESAMPLES / 5,
+        )?;
+        fig.y_label = format!("{name}: difference to {baseline} (mean, 95% CI)");
+        fig.references.push((baseline, 0.0));
+        curves
+    } else {
+        fig.y_label = format!("mean rank by {name} (1 = best)");
+        compare::rank_curves(&trace, metric, &opts.algorithms)?
+    };
+    for (label, points) in curves {
+        if !keep(opts, &label) {
+            continue;
+        }
+        fig.series.push(Series {
+            label,
+            points: points
+                .into_iter()
+                .map(|(it, y, lo, hi)| (it as f64, y, lo, hi))
+                .collect(),
+            notes: Vec::new(),
+            line: true,
+        });
+    }
+    fig.series = order(opts, fig.series);
+    Ok(fig)
+}
+
 pub fn run(opts: &PlotOptions) -> Result<()> {
     let fig = figure(opts)?;
     render(&fig, &opts.out)
@@ -731,5 +822,7 @@ mod tests {
         assert_eq!(tick(2.0, true), "100");
         assert_eq!(tick(-4.0, true), "1e-4");
         assert_eq!(tick(0.8123456, false), "0.8123");
+        assert_eq!(tick(6.9e-18, false), "0");
+        assert_eq!(tick(2e-4, false), "2.0e-4");
     }
 }

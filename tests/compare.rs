@@ -167,3 +167,92 @@ fn a_sweep_compares_points_with_the_reference_and_reports_the_trend_on_epsilon()
     let (lo, hi): (f64, f64) = (f[8].parse().unwrap(), f[9].parse().unwrap());
     assert!(lo <= hi, "{trend}");
 }
+
+/// A hand-made trace: two algorithms, three (run, agent) units, two iterations.
+fn tiny_trace(dir: &std::path::Path) -> std::path::PathBuf {
+    let head = "algorithm,run,agent,iteration,x_index,x0,source,y,f,metric,best_f,best_metric,simple_regret,cumulative_regret,elapsed_s,params_sent,train_s,sim_clock_s\n";
+    let mut text = String::from(head);
+    // best_f per (algorithm, unit, iteration); simple regret = 1 - best_f.
+    let rows = [
+        ("A", [[0.6, 0.6], [0.2, 0.9], [0.4, 0.4]]),
+        ("B", [[0.5, 0.7], [0.3, 0.8], [0.1, 0.4]]),
+    ];
+    for (alg, units) in rows {
+        for (u, its) in units.iter().enumerate() {
+            text += &format!("{alg},{u},0,0,7,0.5,init,0,0,0,0,0,1,0,,0,0,\n");
+            for (i, b) in its.iter().enumerate() {
+                text += &format!(
+                    "{alg},{u},0,{},3,0.1,own,{b},{b},{b},{b},{b},{},0,,0,0,\n",
+                    i + 1,
+                    1.0 - b
+                );
+            }
+        }
+    }
+    let p = dir.join("trace.csv");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn difference_and_rank_curves_match_hand_computation() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = tiny_trace(dir.path());
+    let (base, curves) =
+        fbo::compare::difference_curves(&trace, None, fbo::compare::Metric::BestMetric, 1000)
+            .unwrap();
+    assert_eq!(base, "A");
+    assert_eq!(curves.len(), 1);
+    // B - A: iteration 1: (-0.1, 0.1, -0.3), mean -0.1; iteration 2: (0.1, -0.1, 0), mean 0.
+    let c = &curves[0].1;
+    assert!(
+        (c[0].1 + 0.1).abs() < 1e-12 && c[1].1.abs() < 1e-12,
+        "{c:?}"
+    );
+    assert!(c.iter().all(|p| p.2 <= p.1 && p.1 <= p.3));
+    // Ranks (1 = best, ties share 1.5): iteration 1: A 1, 2, 1 -> 4/3 and B 2, 1, 2 -> 5/3;
+    // iteration 2: A 2, 1, 1.5 and B 1, 2, 1.5 -> 1.5 each. Simple regret ranks the same.
+    for metric in [
+        fbo::compare::Metric::BestMetric,
+        fbo::compare::Metric::SimpleRegret,
+    ] {
+        let ranks = fbo::compare::rank_curves(&trace, metric, &[]).unwrap();
+        let want = [("A", [4.0 / 3.0, 1.5]), ("B", [5.0 / 3.0, 1.5])];
+        for ((label, pts), (wl, wr)) in ranks.iter().zip(want) {
+            assert_eq!(label, wl);
+            for (p, w) in pts.iter().zip(wr) {
+                assert!((p.1 - w).abs() < 1e-12, "{ranks:?}");
+            }
+        }
+    }
+    // Draws: both kinds to PNG and SVG.
+    for kind in ["difference", "ranks"] {
+        let out = dir.path().join(format!("{kind}.svg"));
+        let o = fbo_output([
+            "plot",
+            kind,
+            "--input",
+            trace.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let svg = fs::read_to_string(&out).unwrap();
+        assert!(svg.contains(if kind == "ranks" {
+            "mean rank"
+        } else {
+            "difference to A"
+        }));
+    }
+    let o = fbo_output([
+        "plot",
+        "ranks",
+        "--input",
+        trace.to_str().unwrap(),
+        "--out",
+        dir.path().join("x.png").to_str().unwrap(),
+        "--y",
+        "cumulative-regret",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -529,6 +529,127 @@ pub fn trend_table(metric: Metric, trends: &[Trend], markdown: bool) -> String {
     out
 }
 
+/// One algorithm's curve against iteration: (iteration, value, band low, band high).
+pub type Curve = (String, Vec<(i64, f64, f64, f64)>);
+
+/// `fbo plot difference`: for every algorithm but the baseline, the paired mean difference to
+/// the baseline at each iteration 1..=T with its 95% bootstrap interval. Returns the
+/// baseline's label and the curves.
+pub fn difference_curves(
+    trace: &Path,
+    baseline: Option<&str>,
+    metric: Metric,
+    resamples: usize,
+) -> Result<(String, Vec<Curve>)> {
+    let t = read_trace(trace, metric)?;
+    let base = match baseline {
+        None => 0,
+        Some(b) => t.algorithms.iter().position(|a| a == b).ok_or_else(|| {
+            FboError::spec(
+                trace,
+                "--baseline",
+                format!(
+                    "no algorithm \"{b}\" here; it has: {}",
+                    t.algorithms.join(", ")
+                ),
+            )
+        })?,
+    };
+    let opts = CompareOptions {
+        input: trace.to_path_buf(),
+        baseline: None,
+        at: (1..=t.last_iteration).collect(),
+        metric,
+        resamples,
+        markdown: false,
+        accountant: crate::privacy::Accountant::RdpInt,
+        // A picture of differences over time: the pairing by seed and objective is what
+        // matters, and the DP protocol's algorithms start from their own sub-regions.
+        allow_init_differences: true,
+    };
+    let rows = compare_trace(&t, base, &opts, trace)?;
+    let mut curves: Vec<Curve> = Vec::new();
+    for r in rows {
+        match curves.iter_mut().find(|c| c.0 == r.algorithm) {
+            Some(c) => c.1.push((r.iteration, r.mean_diff, r.ci_low, r.ci_high)),
+            None => curves.push((
+                r.algorithm.clone(),
+                vec![(r.iteration, r.mean_diff, r.ci_low, r.ci_high)],
+            )),
+        }
+    }
+    Ok((t.algorithms[base].clone(), curves))
+}
+
+/// `fbo plot ranks`: each algorithm's mean rank over the (run, agent) units at every iteration
+/// (1 = best; ties share their average rank; better = higher best f or lower simple regret),
+/// among `among` (labels; empty: every algorithm of the trace). Units that some algorithm
+/// lacks are left out.
+pub fn rank_curves(trace: &Path, metric: Metric, among: &[String]) -> Result<Vec<Curve>> {
+    let t = read_trace(trace, metric)?;
+    let chosen: Vec<usize> = if among.is_empty() {
+        (0..t.algorithms.len()).collect()
+    } else {
+        among
+            .iter()
+            .map(|l| {
+                t.algorithms.iter().position(|a| a == l).ok_or_else(|| {
+                    FboError::spec(
+                        trace,
+                        "--algorithms",
+                        format!(
+                            "no algorithm \"{l}\" here; it has: {}",
+                            t.algorithms.join(", ")
+                        ),
+                    )
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+    let k = chosen.len();
+    let mut curves: Vec<Curve> = chosen
+        .iter()
+        .map(|&a| (t.algorithms[a].clone(), Vec::new()))
+        .collect();
+    for it in 1..=t.last_iteration {
+        let Some(first) = t.values.get(&(chosen[0], it)) else {
+            continue;
+        };
+        let mut sums = vec![0.0; k];
+        let mut n = 0usize;
+        for u in first.keys() {
+            let Some(goodness) = chosen
+                .iter()
+                .map(|&a| {
+                    t.values
+                        .get(&(a, it))
+                        .and_then(|m| m.get(u))
+                        .map(|&(v, f)| match metric {
+                            Metric::BestMetric => f,
+                            Metric::SimpleRegret => -v,
+                        })
+                })
+                .collect::<Option<Vec<f64>>>()
+            else {
+                continue;
+            };
+            for (a, g) in goodness.iter().enumerate() {
+                let better = goodness.iter().filter(|&&x| x > *g).count() as f64;
+                let equal = goodness.iter().filter(|&&x| x == *g).count() as f64;
+                sums[a] += better + (equal + 1.0) / 2.0;
+            }
+            n += 1;
+        }
+        if n > 0 {
+            for (a, c) in curves.iter_mut().enumerate() {
+                let r = sums[a] / n as f64;
+                c.1.push((it, r, r, r));
+            }
+        }
+    }
+    Ok(curves)
+}
+
 pub const CSV_HEADER: &str = "metric,iteration,algorithm,baseline,n,mean_diff,ci_low,ci_high,wins,ties,losses,p_value,p_holm,p_method\n";
 
 pub fn to_csv(metric: Metric, baseline: &str, rows: &[Comparison]) -> String {
