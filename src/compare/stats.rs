@@ -7,9 +7,12 @@ use rand::Rng;
 /// How a Wilcoxon p-value was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WilcoxonMethod {
-    /// The exact null distribution of the signed-rank statistic (no ties among the non-zero
-    /// |differences|, at most `EXACT_MAX_N` of them).
+    /// The exact null distribution of the signed-rank statistic (no ties, no zeros, at most
+    /// `EXACT_MAX_N` differences).
     Exact,
+    /// Every sign assignment of the non-zero differences enumerated with their (average) ranks:
+    /// exact in the presence of ties or zeros, for at most `ENUMERATE_MAX_N` differences.
+    Enumerated,
     /// The normal approximation with the tie-corrected variance.
     Normal,
     /// Every difference is zero: no evidence either way (p = 1).
@@ -20,15 +23,19 @@ impl WilcoxonMethod {
     pub fn name(self) -> &'static str {
         match self {
             WilcoxonMethod::Exact => "exact",
+            WilcoxonMethod::Enumerated => "enumerated",
             WilcoxonMethod::Normal => "normal",
             WilcoxonMethod::AllZero => "all-zero",
         }
     }
 }
 
-/// Up to this many non-zero differences the exact distribution is used (as scipy's
-/// `wilcoxon(method="auto")` does).
+/// Up to this many differences (zeros included) without ties or zeros, the exact distribution
+/// is used; up to `ENUMERATE_MAX_N` with ties or zeros, all sign assignments are enumerated;
+/// otherwise the normal approximation. These are scipy's `wilcoxon(method="auto")` rules
+/// (1.13 and later), so a reader who checks a p-value with scipy gets the same number.
 pub const EXACT_MAX_N: usize = 50;
+pub const ENUMERATE_MAX_N: usize = 13;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Wilcoxon {
@@ -43,12 +50,14 @@ pub struct Wilcoxon {
 
 /// Two-sided Wilcoxon signed-rank test of the paired differences `d` against a zero median.
 /// Zeros are dropped (Wilcoxon's convention, scipy's `zero_method="wilcox"`), tied |d| share
-/// their average rank. Exact when there are no ties and at most `EXACT_MAX_N` non-zero
-/// differences; otherwise the normal approximation z = (T+ - n(n+1)/4) / sd with the tie
-/// correction sd^2 = n(n+1)(2n+1)/24 - sum(t^3 - t)/48, without continuity correction (scipy's
-/// defaults).
+/// their average rank. The p-value is exact where that is cheap (see `EXACT_MAX_N`,
+/// `ENUMERATE_MAX_N`); otherwise the normal approximation z = (T+ - n(n+1)/4) / sd with the
+/// tie correction sd^2 = n(n+1)(2n+1)/24 - sum(t^3 - t)/48 over the n non-zero differences,
+/// without continuity correction (scipy's defaults).
 pub fn wilcoxon(d: &[f64]) -> Wilcoxon {
+    let n_total = d.len();
     let mut nz: Vec<f64> = d.iter().copied().filter(|&x| x != 0.0).collect();
+    let zeros = n_total - nz.len();
     let n = nz.len();
     if n == 0 {
         return Wilcoxon {
@@ -87,13 +96,21 @@ pub fn wilcoxon(d: &[f64]) -> Wilcoxon {
         .map(|(_, r)| r)
         .sum();
     let nf = n as f64;
-    if !ties && n <= EXACT_MAX_N {
+    if n_total <= EXACT_MAX_N && !ties && zeros == 0 {
         let p = exact_two_sided(n, t_plus.round() as usize);
         return Wilcoxon {
             t_plus,
             n,
             p,
             method: WilcoxonMethod::Exact,
+        };
+    }
+    if n_total <= ENUMERATE_MAX_N {
+        return Wilcoxon {
+            t_plus,
+            n,
+            p: enumerated_two_sided(&ranks, t_plus),
+            method: WilcoxonMethod::Enumerated,
         };
     }
     let mean = nf * (nf + 1.0) / 4.0;
@@ -111,6 +128,25 @@ pub fn wilcoxon(d: &[f64]) -> Wilcoxon {
         p,
         method: WilcoxonMethod::Normal,
     }
+}
+
+/// Two-sided p-value of T+ = t over all 2^n sign assignments of the given (average, so
+/// possibly half-integer) ranks: sums are counted in half-rank units, which are integers.
+fn enumerated_two_sided(ranks: &[f64], t: f64) -> f64 {
+    let doubled: Vec<usize> = ranks.iter().map(|r| (2.0 * r).round() as usize).collect();
+    let max: usize = doubled.iter().sum();
+    let mut counts = vec![0.0f64; max + 1];
+    counts[0] = 1.0;
+    for &r in &doubled {
+        for s in (r..=max).rev() {
+            counts[s] += counts[s - r];
+        }
+    }
+    let obs = ((2.0 * t).round() as usize).min(max);
+    let total = 2f64.powi(ranks.len() as i32);
+    let lower: f64 = counts[..=obs].iter().sum::<f64>() / total;
+    let upper: f64 = counts[obs..].iter().sum::<f64>() / total;
+    (2.0 * lower.min(upper)).min(1.0)
 }
 
 /// Exact two-sided p-value of T+ = t among n untied ranks: under the null each rank is
@@ -263,8 +299,8 @@ mod tests {
 
     #[test]
     fn exact_p_values_match_scipy() {
-        // scipy 1.17.1: wilcoxon(d).pvalue (method "auto" -> exact: no ties, n <= 50; the
-        // zero of the third case is dropped), computed in a venv on this machine.
+        // scipy 1.17.1: wilcoxon(d).pvalue (method "auto": exact without ties or zeros; the
+        // third case's zero makes scipy enumerate sign flips), computed in a venv here.
         let cases: [(&[f64], f64); 3] = [
             (&[1.0, 2.0, 3.0, 4.0, 5.0], SCIPY_EXACT_1),
             (&[-1.5, 2.5, 3.5, -0.5, 4.5, 5.5, 6.5], SCIPY_EXACT_2),
@@ -275,7 +311,15 @@ mod tests {
         ];
         for (d, want) in cases {
             let w = wilcoxon(d);
-            assert_eq!(w.method, WilcoxonMethod::Exact);
+            let zero = d.contains(&0.0);
+            assert_eq!(
+                w.method,
+                if zero {
+                    WilcoxonMethod::Enumerated
+                } else {
+                    WilcoxonMethod::Exact
+                }
+            );
             assert!((w.p - want).abs() < 1e-12, "{d:?}: {} vs {want}", w.p);
         }
     }
@@ -289,6 +333,30 @@ mod tests {
         assert_eq!(w.method, WilcoxonMethod::Normal);
         assert!((w.p - SCIPY_TIED).abs() < 1e-12, "{} vs {SCIPY_TIED}", w.p);
         assert_eq!(wilcoxon(&[0.0, 0.0]).p, 1.0);
+    }
+
+    #[test]
+    fn ties_and_zeros_follow_scipys_auto_rules() {
+        // scipy 1.17.1, wilcoxon(d).pvalue with the defaults, recorded 2026-11-23:
+        // n = 10 with ties and a zero -> sign flips enumerated;
+        let d = [1.0, 1.0, -2.0, 3.0, 3.0, 3.0, -4.0, 5.0, 0.0, 6.0];
+        let w = wilcoxon(&d);
+        assert_eq!(w.method, WilcoxonMethod::Enumerated);
+        assert!((w.p - 0.16015625).abs() < 1e-12, "{}", w.p);
+        // n = 20 with ties and zeros, d_i = ((5 i) mod 7) - 2 -> normal approximation;
+        let d: Vec<f64> = (0..20).map(|i| ((i * 5) % 7) as f64 - 2.0).collect();
+        let w = wilcoxon(&d);
+        assert_eq!(w.method, WilcoxonMethod::Normal);
+        assert!((w.p - 0.0409456971929358).abs() < 1e-12, "{}", w.p);
+        // n = 20, no ties but two zeros -> normal approximation too (scipy: no exact test
+        // once a zero is dropped).
+        let d = [
+            0.5, -0.25, 1.5, 2.5, 0.0, 3.5, 4.5, 5.5, -6.5, 7.5, 8.5, 9.5, 10.5, 11.5, 12.5, 13.5,
+            14.5, 0.0, 15.5, 16.5,
+        ];
+        let w = wilcoxon(&d);
+        assert_eq!(w.method, WilcoxonMethod::Normal);
+        assert!((w.p - 0.0008634758631167839).abs() < 1e-12, "{}", w.p);
     }
 
     #[test]
