@@ -235,3 +235,29 @@ fn fixed_size_sampling_that_selects_nobody_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_run_with_a_vanishing_noise_multiplier_finishes_and_reports_no_finite_epsilon() {
+    // z = 1e-200: rdp's fractional series used to loop forever on NaN here, and pld to report
+    // ln(f64::MAX) = 709.78. Every accountant now writes +inf: no finite guarantee.
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP
+        .replace("z = 1.0", "z = 1e-200")
+        .replace("runs = 3", "runs = 1")
+        .replace(
+            "accountants = [\"rdp-int\", \"rdp\"]",
+            "accountants = [\"rdp-int\", \"rdp\", \"pld\"]",
+        );
+    let spec_path = write(dir.path(), "dp.toml", &text);
+    let out = dir.path().join("out");
+    fbo_ok("run", &spec_path, &out, &["--no-timing"]);
+    let privacy = fs::read_to_string(out.join("privacy.csv")).unwrap();
+    let rows: Vec<&str> = privacy.lines().skip(1).collect();
+    assert_eq!(rows.len(), 3 * 8);
+    assert!(rows.iter().all(|r| r.ends_with(",inf")), "{privacy}");
+    assert!(
+        rows[0].starts_with("DP-FTS-DE P=2 q=0.5 z=1e-200 S=3,"),
+        "{}",
+        rows[0]
+    );
+}

@@ -950,9 +950,24 @@ fn server_label(s: &ServerSpec) -> String {
         l += &format!(" P={}", s.subregions);
     }
     if let Some(dp) = s.dp {
-        l += &format!(" q={} z={} S={}", dp.q, dp.z, dp.clip);
+        l += &format!(
+            " q={} z={} S={}",
+            short_number(dp.q),
+            short_number(dp.z),
+            short_number(dp.clip)
+        );
     }
     l
+}
+
+/// A number for a label: as written for ordinary values (0.35, 22), in scientific notation
+/// when tiny or huge, so that z = 1e-200 does not become 200 digits.
+fn short_number(v: f64) -> String {
+    if v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
 }
 
 /// `r` is the algorithm's settings merged over the top-level [server] table; `own` the
