@@ -220,15 +220,9 @@ pub fn bootstrap_mean_ci<R: Rng + ?Sized>(
         let z = std_normal.inverse_cdf(p);
         std_normal.cdf(z0 + (z0 + z) / (1.0 - acc * (z0 + z)))
     };
-    let q = |p: f64| {
-        let pos = p.clamp(0.0, 1.0) * (reps - 1) as f64;
-        let (lo, f) = (pos.floor() as usize, pos - pos.floor());
-        let hi = (lo + 1).min(reps - 1);
-        means[lo] + f * (means[hi] - means[lo])
-    };
     (
-        q(adjusted((1.0 - level) / 2.0)),
-        q(adjusted((1.0 + level) / 2.0)),
+        quantile(&means, adjusted((1.0 - level) / 2.0)),
+        quantile(&means, adjusted((1.0 + level) / 2.0)),
     )
 }
 
@@ -256,13 +250,20 @@ pub fn bootstrap_units_ci<R: Rng + ?Sized>(
         })
         .collect();
     values.sort_by(f64::total_cmp);
-    let q = |p: f64| {
-        let pos = p * (reps - 1) as f64;
-        let (lo, f) = (pos.floor() as usize, pos - pos.floor());
-        let hi = (lo + 1).min(reps - 1);
-        values[lo] + f * (values[hi] - values[lo])
-    };
-    (q((1.0 - level) / 2.0), q((1.0 + level) / 2.0))
+    (
+        quantile(&values, (1.0 - level) / 2.0),
+        quantile(&values, (1.0 + level) / 2.0),
+    )
+}
+
+/// The p-quantile of sorted, non-empty values, interpolating linearly between order
+/// statistics.
+fn quantile(sorted: &[f64], p: f64) -> f64 {
+    let last = sorted.len() - 1;
+    let pos = p.clamp(0.0, 1.0) * last as f64;
+    let (lo, f) = (pos.floor() as usize, pos - pos.floor());
+    let hi = (lo + 1).min(last);
+    sorted[lo] + f * (sorted[hi] - sorted[lo])
 }
 
 /// Least-squares slope of y on x; NaN when x does not vary.
