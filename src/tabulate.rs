@@ -460,7 +460,7 @@ fn prepare(cfg: &TabulateConfig, data_path: &Path) -> Result<(Task, String, Stri
                 note(a, &rows);
                 agents.push(split);
             }
-            let meta = "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-7 min(1, C), no shrinking), raw features, score = decision value\"\n\
+            let meta = "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking), raw features, score = decision value\"\n\
                         metric = \"auc\"\ndirection = \"maximize\"\n\
                         agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n";
             let meta = format!("{meta}{}", half_split_note(cfg.split_seed));
