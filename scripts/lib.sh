@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sourced by every figure script: checks the set-up, builds fbo once, and offers
 #   run CONFIG [fbo run options]     run a spec into results/<name>/ unless that folder
-#                                    already holds a finished run of the same spec
+#                                    already holds a finished run of the same spec, made
+#                                    after its response table was last written
 #   sweep CONFIG [fbo sweep options] run a sweep into results/<name>/ (finished points are
 #                                    kept, so a rerun only does what is missing)
 #   plot KIND OUT_NAME [fbo plot options]   draw results/figures/OUT_NAME.png and .svg
@@ -20,12 +21,25 @@ mkdir -p "$FIGURES"
 # The name a spec writes under results/.
 spec_name() { sed -n 's/^name *= *"\(.*\)".*/\1/p' "$1" | head -n 1; }
 
+# The table.csv a spec reads (objective.table is relative to the spec), or nothing.
+spec_table() {
+    local t
+    t=$(sed -n 's/^table *= *"\(.*\)".*/\1/p' "$1" | head -n 1)
+    if [[ -n "$t" ]]; then
+        echo "$(dirname "$1")/$(dirname "$t")/table.csv"
+    fi
+}
+
 run() {
     local config="$1"
     shift
     local out="results/$(spec_name "$config")"
+    local table
+    table=$(spec_table "$config")
+    # A finished run counts only if its table has not been rebuilt since.
     if cmp -s "$config" "$out/spec.toml" && [[ -f "$out/summary.csv" ]] &&
-        head -n 1 "$out/trace.csv" | grep -q sim_clock_s; then
+        head -n 1 "$out/trace.csv" | grep -q sim_clock_s &&
+        { [[ -z "$table" ]] || [[ "$out/summary.csv" -nt "$table" ]]; }; then
         echo "reusing $out (finished run of the same spec)"
         return
     fi
