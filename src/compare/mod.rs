@@ -208,7 +208,6 @@ fn compare_trace(
     opts: &CompareOptions,
     path: &Path,
 ) -> Result<Vec<Comparison>> {
-    let path = path.to_path_buf();
     let at: Vec<i64> = if opts.at.is_empty() {
         vec![t.last_iteration]
     } else {
@@ -217,7 +216,7 @@ fn compare_trace(
     for &i in &at {
         if i < 1 || i > t.last_iteration {
             return Err(FboError::spec(
-                &path,
+                path,
                 "--at",
                 format!(
                     "iteration {i} is not in the trace (1..={})",
@@ -243,7 +242,7 @@ fn compare_trace(
                     .map(|(r, g)| format!("run {r} agent {g}"))
                     .collect();
                 return Err(FboError::spec(
-                    &path,
+                    path,
                     "",
                     format!(
                         "unpaired input: {} and {} do not cover the same (run, agent) units at iteration {it} (e.g. {})",
@@ -260,7 +259,7 @@ fn compare_trace(
             .filter(|_| !opts.allow_init_differences)
         {
             return Err(FboError::spec(
-                &path,
+                path,
                 "",
                 format!(
                     "unpaired input: {} and {} start run {} agent {} from different initial points, so their differences are not paired (if the algorithm chooses its own initial points by design, as DP-FTS-DE's sub-region initialisation does, pass --allow-init-differences: units then stay paired by seed and objective)",
@@ -272,7 +271,16 @@ fn compare_trace(
     let mut rows = Vec::new();
     for &it in &at {
         for a in (0..t.algorithms.len()).filter(|&a| a != base) {
-            let (vb, va) = (&t.values[&(base, it)], &t.values[&(a, it)]);
+            let (Some(vb), Some(va)) = (t.values.get(&(base, it)), t.values.get(&(a, it))) else {
+                return Err(FboError::spec(
+                    path,
+                    "--at",
+                    format!(
+                        "{} or {} has no rows at iteration {it}",
+                        t.algorithms[a], t.algorithms[base]
+                    ),
+                ));
+            };
             let mut diffs = Vec::with_capacity(vb.len());
             let (mut wins, mut ties, mut losses) = (0, 0, 0);
             for (u, &(b_val, b_f)) in vb {
