@@ -371,7 +371,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             };
             privacy::check(&nominal, delta).map_err(|e| bad("", e))?;
             // Every refusal comes before the first line of output.
-            let m = match (sampling, agents) {
+            // The mechanism accounted, and for fixed-size sampling (selected, of N agents).
+            let (m, fixed) = match (sampling, agents) {
                 (Sampling::Fixed, None) => {
                     return Err(bad(
                         "--agents",
@@ -380,19 +381,10 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 }
                 (_, Some(0)) => return Err(bad("--agents", "must be >= 1, got 0".into())),
                 (Sampling::Fixed, Some(n)) => {
-                    let k = privacy::fixed_sample_size(q, n);
-                    if k == 0 {
-                        return Err(bad(
-                            "--q",
-                            format!(
-                                "round(N q) = 0 agents of N = {n}; q must be >= {}",
-                                0.5 / n as f64
-                            ),
-                        ));
-                    }
-                    Mechanism::server(q, z, steps, sampling, n)
+                    let k = privacy::checked_fixed_sample_size(q, n).map_err(|e| bad("--q", e))?;
+                    (Mechanism::server(q, z, steps, sampling, n), Some((k, n)))
                 }
-                (Sampling::Poisson, _) => nominal,
+                (Sampling::Poisson, _) => (nominal, None),
             };
             let which: Vec<Accountant> = match accountant {
                 Some(a) => vec![a.parse().map_err(|e: String| bad("--accountant", e))?],
@@ -406,13 +398,12 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                         .into(),
                 ));
             }
-            match (sampling, agents) {
-                (Sampling::Fixed, Some(n)) => println!(
-                    "sampling fixed: {} of {n} agents per round, accounted at q = {}",
-                    privacy::fixed_sample_size(q, n),
+            match fixed {
+                Some((k, n)) => println!(
+                    "sampling fixed: {k} of {n} agents per round, accounted at q = {}",
                     m.q
                 ),
-                _ => println!("sampling poisson: accounted at q = {}", m.q),
+                None => println!("sampling poisson: accounted at q = {}", m.q),
             }
             let show = |e: f64| {
                 if e.is_finite() {

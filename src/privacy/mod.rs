@@ -103,6 +103,18 @@ pub fn fixed_sample_size(q: f64, n: usize) -> usize {
     ((n as f64 * q).round() as usize).min(n)
 }
 
+/// `fixed_sample_size`, refused when it is zero: a round that selects nobody releases only
+/// noise, and no spec or command means that. The message names the smallest q that works.
+pub fn checked_fixed_sample_size(q: f64, n: usize) -> Result<usize, String> {
+    match fixed_sample_size(q, n) {
+        0 => Err(format!(
+            "fixed-size sampling selects round(N q) agents, and q = {q} of N = {n} selects none; q must be >= {}",
+            0.5 / n as f64
+        )),
+        k => Ok(k),
+    }
+}
+
 /// The sampling rate the server actually applies to each agent: q itself under Poisson
 /// sampling; m / n with m = `fixed_sample_size(q, n)` under fixed-size sampling (at N = 30,
 /// q = 0.35 selects 11 agents, rate 0.3667, and accounting at 0.35 would under-report epsilon).

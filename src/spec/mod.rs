@@ -887,16 +887,9 @@ impl Spec {
             }
             if let Some(dp) = a.server.as_ref().and_then(|s| s.dp)
                 && dp.sampling == Sampling::Fixed
-                && crate::privacy::fixed_sample_size(dp.q, total_agents) == 0
             {
-                return Err(c.err(
-                    &format!("algorithm[{i}].server.q"),
-                    format!(
-                        "fixed-size sampling selects round(N q) agents, and q = {} of N = {total_agents} selects none; q must be >= {}",
-                        dp.q,
-                        0.5 / total_agents as f64
-                    ),
-                ));
+                crate::privacy::checked_fixed_sample_size(dp.q, total_agents)
+                    .map_err(|e| c.err(&format!("algorithm[{i}].server.q"), e))?;
             }
         }
         let privacy = PrivacySpec { delta, accountants };
