@@ -70,16 +70,31 @@ struct Trace {
     last_iteration: i64,
 }
 
-fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
+/// A CSV reader and a lookup of its columns by name; errors name the file and say what kind
+/// of file was expected (input errors: exit 2).
+fn open_csv(
+    path: &Path,
+    kind: &'static str,
+) -> Result<(
+    csv::Reader<std::fs::File>,
+    impl Fn(&str) -> Result<usize> + use<>,
+)> {
     let bad = |msg: String| FboError::spec(path, "", msg);
     let mut rdr = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
     let headers = rdr.headers().map_err(|e| bad(e.to_string()))?.clone();
-    let col = |name: &str| {
+    let path = path.to_path_buf();
+    let col = move |name: &str| {
         headers
             .iter()
             .position(|h| h == name)
-            .ok_or_else(|| bad(format!("not a trace.csv: no column `{name}`")))
+            .ok_or_else(|| FboError::spec(&path, "", format!("not {kind}: no column `{name}`")))
     };
+    Ok((rdr, col))
+}
+
+fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
+    let bad = |msg: String| FboError::spec(path, "", msg);
+    let (mut rdr, col) = open_csv(path, "a trace.csv")?;
     let value_col = col(match metric {
         Metric::BestMetric => "best_metric",
         Metric::SimpleRegret => "simple_regret",
@@ -345,14 +360,8 @@ pub struct Trend {
 fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
     let sweep_path = opts.input.join("sweep.csv");
     let bad = |msg: String| FboError::spec(&sweep_path, "", msg);
-    let mut rdr = csv::Reader::from_path(&sweep_path).map_err(|e| bad(e.to_string()))?;
+    let (mut rdr, col) = open_csv(&sweep_path, "an fbo sweep.csv")?;
     let headers = rdr.headers().map_err(|e| bad(e.to_string()))?.clone();
-    let col = |name: &str| {
-        headers
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| bad(format!("not an fbo sweep.csv: no column `{name}`")))
-    };
     let c_alg = col("algorithm")?;
     let eps_name = format!("epsilon_{}", opts.accountant.name().replace('-', "_"));
     let c_eps = col(&eps_name)?;
