@@ -1,4 +1,4 @@
-//! `fbo bench`: the speed figures the README reports, measured on this machine. Benchmarks,
+//! `fbo bench`: the speed figures docs/speed.md reports, measured on this machine. Benchmarks,
 //! not tests: nothing here asserts a time.
 
 use crate::algorithm::agent::{Learner, SharedFeatures};

@@ -8,7 +8,7 @@ use std::path::Path;
 
 /// Final and early mean simple regret of the FTS paper's Fig. 1 configs, exactly as fbo writes
 /// them to summary.csv. Recorded on this project's machine (AMD EPYC) at the commit that made
-/// the linear algebra CPU-independent; the README's Fig. 1 tables are these numbers rounded.
+/// the linear algebra CPU-independent; docs/results.md's Fig. 1 tables are these numbers rounded.
 /// Under OpenBLAS the same commit gave TS 0.0072 (Haswell kernels) or 0.0055 (Sandybridge
 /// kernels) at iteration 50, so a CPU-dependent code path makes this test fail elsewhere.
 /// (algorithm, iteration, mean simple regret as written).

@@ -2,7 +2,7 @@
 //! by validation error (the EMNIST table of the DP-FTS-DE paper).
 //!
 //! The paper names only the tuned hyperparameters (learning rate, learning-rate decay, L2
-//! penalty, each in [1e-7, 0.02]); everything else is our choice, stated here and in the README:
+//! penalty, each in [1e-7, 0.02]); everything else is our choice, stated here and in docs/results.md:
 //! - architecture: conv 3x3 (8 filters, zero padding) - ReLU - max-pool 2x2 - conv 3x3
 //!   (16 filters) - ReLU - max-pool 2x2 - dense 784 -> 10 - softmax; 9,098 parameters, small
 //!   enough that a 50-writer table is hours, not days, on 2 cores;
