@@ -4,6 +4,7 @@
 use crate::algorithm::agent::{Learner, SharedFeatures};
 use crate::error::{FboError, Result};
 use crate::objective::synthetic::landscapes;
+use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Mechanism, Sampling};
 use crate::rng::{Purpose, stream};
 use crate::runner::{RunOptions, run_spec};
@@ -46,6 +47,8 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         noise_var: 0.01,
         functions: opts.repeats,
         d: 0.02,
+        params: Vec::new(),
+        per_dim: None,
     };
     let lands = landscapes(&obj, 1, 12345)?;
     println!(
@@ -76,19 +79,26 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         };
         let mut times = Vec::new();
         for (rep, land) in lands.iter().enumerate() {
-            let mut learner = Learner::new(0, land.domain.clone(), settings.clone(), 7, rep);
+            let search = BoxSearch {
+                candidates: 1000,
+                starts: 20,
+            };
+            let mut learner = Learner::new(0, land.space.clone(), search, settings.clone(), 7, rep);
             let mut noise = stream(7, rep as u64, 0, Purpose::Noise);
-            let first = rep % land.domain.len();
-            learner.add(first, land.observe(0, first, &mut noise));
+            let grid = land.grid().expect("synthetic grid");
+            let first = grid.at(rep % grid.len());
+            let y = land.observe(0, &first, &mut noise)?;
+            learner.add(first, y);
             while learner.n_obs() < opts.observations {
                 let t0 = Instant::now();
-                let idx = learner.thompson()?;
+                let p = learner.thompson()?;
                 times.push(t0.elapsed().as_secs_f64() * 1e3);
-                learner.add(idx, land.observe(0, idx, &mut noise));
+                let y = land.observe(0, &p, &mut noise)?;
+                learner.add(p, y);
             }
         }
         // Message branch: argmax over the grid of phi(x)^T omega with the shared features.
-        let shared = SharedFeatures::draw(&lands[0].domain, m, 0.03, 1.0, true, 7, 0);
+        let shared = SharedFeatures::draw(&lands[0].space, m, 0.03, 1.0, true, 7, 0);
         let mut rng = stream(7, 0, 0, Purpose::Message);
         let mut msg_times = Vec::new();
         for _ in 0..200 {
@@ -143,7 +153,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                 "{},{},{},{:.3}",
                 path.display(),
                 land.agents(),
-                land.domain.len(),
+                land.grid().map_or(0, |g| g.len()),
                 t0.elapsed().as_secs_f64()
             );
         }

@@ -41,8 +41,12 @@ pub struct TraceRow {
     pub agent: usize,
     /// 1..=T for BO iterations; initial points are numbered 1 - n_init ..= 0.
     pub iteration: i64,
-    pub x_index: usize,
+    /// The grid index of the query (None on a box).
+    pub x_index: Option<usize>,
+    /// Unit coordinates in [0,1]^D.
     pub x: Vec<f64>,
+    /// Raw hyperparameter values, one per named hyperparameter of the objective.
+    pub raw: Vec<f64>,
     pub source: String,
     pub y: f64,
     pub f: f64,
@@ -51,15 +55,16 @@ pub struct TraceRow {
     pub best_f: f64,
     /// The best metric so far (the lowest error when the metric is minimised).
     pub best_metric: f64,
-    pub simple_regret: f64,
-    pub cumulative_regret: f64,
+    /// None where the objective's maximum is unknown (live models).
+    pub simple_regret: Option<f64>,
+    pub cumulative_regret: Option<f64>,
     /// The target's BO overhead since set-up (shared by all targets of a run); None when
     /// output.timing is off.
     pub elapsed_s: Option<f64>,
     /// Parameters each other agent has sent by this iteration (uplink, per agent).
     pub params_sent: u64,
-    /// Seconds of model training the target's evaluations so far cost, from the table's
-    /// recorded train_seconds (0 for synthetic objectives).
+    /// Seconds of model training the target's evaluations so far cost: the table's recorded
+    /// train_seconds, or a live model's measured ones (0 for synthetic objectives).
     pub train_s: f64,
 }
 
@@ -70,12 +75,15 @@ impl TraceRow {
     }
 }
 
-pub fn trace_header(dim: usize) -> Vec<String> {
+/// The trace columns: x0.. are unit coordinates, then one column per named hyperparameter
+/// holding its raw value (C, gamma, ...).
+pub fn trace_header(dim: usize, names: &[String]) -> Vec<String> {
     let mut h: Vec<String> = ["algorithm", "run", "agent", "iteration", "x_index"]
         .iter()
         .map(|s| s.to_string())
         .collect();
     h.extend((0..dim).map(|d| format!("x{d}")));
+    h.extend(names.iter().cloned());
     h.extend(
         [
             "source",
@@ -99,19 +107,20 @@ pub fn trace_header(dim: usize) -> Vec<String> {
 
 /// CSV text of rows, header first. Floats use Rust's shortest round-trip form, so equal
 /// numbers always print the same bytes.
-pub fn trace_csv(rows: &[TraceRow], dim: usize) -> Result<Vec<u8>> {
+pub fn trace_csv(rows: &[TraceRow], dim: usize, names: &[String]) -> Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| FboError::Run(format!("formatting trace CSV: {e}"));
-    w.write_record(trace_header(dim)).map_err(err)?;
+    w.write_record(trace_header(dim, names)).map_err(err)?;
     for r in rows {
         let mut rec = vec![
             r.algorithm.clone(),
             r.run.to_string(),
             r.agent.to_string(),
             r.iteration.to_string(),
-            r.x_index.to_string(),
+            r.x_index.map(|i| i.to_string()).unwrap_or_default(),
         ];
         rec.extend(r.x.iter().map(|v| v.to_string()));
+        rec.extend(r.raw.iter().map(|v| v.to_string()));
         rec.extend([
             r.source.clone(),
             r.y.to_string(),
@@ -119,8 +128,10 @@ pub fn trace_csv(rows: &[TraceRow], dim: usize) -> Result<Vec<u8>> {
             r.metric.to_string(),
             r.best_f.to_string(),
             r.best_metric.to_string(),
-            r.simple_regret.to_string(),
-            r.cumulative_regret.to_string(),
+            r.simple_regret.map(|v| v.to_string()).unwrap_or_default(),
+            r.cumulative_regret
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
             r.elapsed_s.map(|v| format!("{v:.6}")).unwrap_or_default(),
             r.params_sent.to_string(),
             format!("{:.6}", r.train_s),
@@ -189,10 +200,10 @@ pub fn privacy_csv(
 pub struct SummaryInput {
     pub algorithm: String,
     pub iteration: i64,
-    pub simple_regret: f64,
+    pub simple_regret: Option<f64>,
     pub best_f: f64,
     pub best_metric: f64,
-    pub cumulative_regret: f64,
+    pub cumulative_regret: Option<f64>,
     pub params_sent: u64,
     pub elapsed_s: Option<f64>,
     pub sim_clock_s: Option<f64>,
@@ -227,15 +238,22 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
                 .parse()
                 .map_err(|_| FboError::Run(format!("{}: bad number {:?}", path.display(), &rec[c])))
         };
+        let opt = |c: usize| -> Result<Option<f64>> {
+            if rec[c].is_empty() {
+                Ok(None)
+            } else {
+                num(c).map(Some)
+            }
+        };
         out.push(SummaryInput {
             algorithm: rec[ca].to_string(),
             iteration: rec[ci].parse().map_err(|_| {
                 FboError::Run(format!("{}: bad iteration {:?}", path.display(), &rec[ci]))
             })?,
-            simple_regret: num(cs)?,
+            simple_regret: opt(cs)?,
             best_f: num(cb)?,
             best_metric: num(cm)?,
-            cumulative_regret: num(cc)?,
+            cumulative_regret: opt(cc)?,
             params_sent: rec[cp].parse().map_err(|_| {
                 FboError::Run(format!(
                     "{}: bad params_sent {:?}",
@@ -243,16 +261,8 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
                     &rec[cp]
                 ))
             })?,
-            elapsed_s: if rec[ce].is_empty() {
-                None
-            } else {
-                Some(num(ce)?)
-            },
-            sim_clock_s: if rec[ck].is_empty() {
-                None
-            } else {
-                Some(num(ck)?)
-            },
+            elapsed_s: opt(ce)?,
+            sim_clock_s: opt(ck)?,
         });
     }
     Ok(out)
@@ -279,9 +289,9 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
             continue;
         };
         let g = groups.entry((a, r.iteration)).or_default();
-        g[0].push(r.simple_regret);
+        g[0].extend(r.simple_regret);
         g[1].push(r.best_f);
-        g[2].push(r.cumulative_regret);
+        g[2].extend(r.cumulative_regret);
         g[3].push(r.best_metric);
         g[4].extend(r.elapsed_s);
         g[5].extend(r.sim_clock_s);
@@ -308,9 +318,18 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
     ])
     .map_err(err)?;
     for ((a, it), g) in &groups {
-        let (sm, ss) = mean_se(&g[0]);
+        // Regret columns stay empty where the objective's maximum is unknown.
+        let pair = |v: &[f64]| {
+            if v.is_empty() {
+                (String::new(), String::new())
+            } else {
+                let (m, s) = mean_se(v);
+                (m.to_string(), s.to_string())
+            }
+        };
+        let (sm, ss) = pair(&g[0]);
         let (bm, bs) = mean_se(&g[1]);
-        let (cm, cs) = mean_se(&g[2]);
+        let (cm, cs) = pair(&g[2]);
         let (mm, ms) = mean_se(&g[3]);
         // Timing columns stay empty when the runs recorded no timing.
         let mean_or_empty = |v: &[f64]| {
@@ -323,13 +342,13 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
         w.write_record([
             order[*a].clone(),
             it.to_string(),
-            g[0].len().to_string(),
-            sm.to_string(),
-            ss.to_string(),
+            g[1].len().to_string(),
+            sm,
+            ss,
             bm.to_string(),
             bs.to_string(),
-            cm.to_string(),
-            cs.to_string(),
+            cm,
+            cs,
             mm.to_string(),
             ms.to_string(),
             params[&(*a, *it)].to_string(),

@@ -29,6 +29,8 @@ pub enum Purpose {
     Server = 10,
     /// fbo compare's bootstrap resamples.
     Compare = 11,
+    /// Quasi-random candidate sets of a search on a continuous box.
+    Acquisition = 12,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

@@ -6,9 +6,9 @@
 //! rerunning the same spec into the same folder skips them.
 
 use crate::algorithm::agent::SenderCache;
-use crate::algorithm::{self, Query, RunContext, Source};
+use crate::algorithm::{self, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
-use crate::objective::{self, Landscape};
+use crate::objective::{self, Landscape, Point, Region};
 use crate::output::{self, TraceRow, write_atomic};
 use crate::privacy::{self, Accountant, Mechanism};
 use crate::rng::{Purpose, stream};
@@ -73,7 +73,7 @@ pub fn run_one_shared(
     };
     let mut alg = algorithm::build(&ctx)?;
     let targets = alg.targets().to_vec();
-    let domain = landscape.domain.clone();
+    let space = landscape.space.clone();
     let seed = spec.seed;
     let mut noise: Vec<_> = targets
         .iter()
@@ -84,44 +84,92 @@ pub fn run_one_shared(
     let mut trained = vec![0.0; targets.len()];
     let mut rows = Vec::with_capacity(targets.len() * (spec.iterations + spec.initial_points));
     // elapsed_s counts the target's BO overhead from after set-up (the other agents'
-    // message preparation is their work, not the target's).
+    // message preparation is their work, not the target's). A live model's training is
+    // measured apart (train_s) and taken out of elapsed_s, as a table's recorded training
+    // time never enters it.
     let start = Instant::now();
+    let training_s = std::cell::Cell::new(0.0);
     let timing = spec.output.timing;
 
-    let mut record =
-        |rows: &mut Vec<TraceRow>, slot: usize, q: &Query, y: f64, iteration: i64, params: u64| {
-            let f = landscape.value(q.agent, q.index);
-            let opt = landscape.optimum(q.agent);
-            trained[slot] += landscape.cost(q.agent, q.index);
-            best[slot] = best[slot].max(f);
-            if iteration > 0 {
-                cumulative[slot] += opt - f;
+    let mut record = |rows: &mut Vec<TraceRow>,
+                      slot: usize,
+                      q: &Query,
+                      y: f64,
+                      iteration: i64,
+                      params: u64,
+                      f: f64,
+                      cost: f64|
+     -> Result<()> {
+        let opt = landscape.optimum(q.agent);
+        trained[slot] += cost;
+        best[slot] = best[slot].max(f);
+        if iteration > 0
+            && let Some(o) = opt
+        {
+            cumulative[slot] += o - f;
+        }
+        rows.push(TraceRow {
+            algorithm: alg_spec.label.clone(),
+            run,
+            agent: q.agent,
+            iteration,
+            x_index: q.point.index,
+            x: q.point.x.clone(),
+            raw: space.raw(&q.point),
+            source: q.source.to_string(),
+            y,
+            f,
+            metric: landscape.metric(f),
+            best_f: best[slot],
+            best_metric: landscape.metric(best[slot]),
+            simple_regret: opt.map(|o| o - best[slot]),
+            cumulative_regret: opt.map(|_| cumulative[slot]),
+            elapsed_s: timing.then(|| {
+                if iteration > 0 {
+                    (start.elapsed().as_secs_f64() - training_s.get()).max(0.0)
+                } else {
+                    0.0
+                }
+            }),
+            params_sent: params,
+            train_s: trained[slot],
+        });
+        Ok(())
+    };
+    // The noiseless values of a batch of queries (trained now or memoised), then their noisy
+    // y in query order. A live model's evaluations run in parallel across the batch (they
+    // are deterministic, so the order cannot matter), and their measured costs are recorded
+    // only when timing is on (byte-identical traces otherwise).
+    let live = space.grid().is_none() || landscape.optimum(0).is_none();
+    let evaluate =
+        |batch: &[&Query], rngs: &mut [crate::rng::Rng]| -> Result<Vec<(f64, f64, f64)>> {
+            let t0 = Instant::now();
+            let values: Vec<(f64, f64)> = if live {
+                batch
+                    .par_iter()
+                    .map(|q| landscape.evaluate(q.agent, &q.point))
+                    .collect::<Result<_>>()?
+            } else {
+                batch
+                    .iter()
+                    .map(|q| landscape.evaluate(q.agent, &q.point))
+                    .collect::<Result<_>>()?
+            };
+            if live {
+                training_s.set(training_s.get() + t0.elapsed().as_secs_f64());
             }
-            rows.push(TraceRow {
-                algorithm: alg_spec.label.clone(),
-                run,
-                agent: q.agent,
-                iteration,
-                x_index: q.index,
-                x: domain.point(q.index).to_vec(),
-                source: q.source.to_string(),
-                y,
-                f,
-                metric: landscape.metric(f),
-                best_f: best[slot],
-                best_metric: landscape.metric(best[slot]),
-                simple_regret: opt - best[slot],
-                cumulative_regret: cumulative[slot],
-                elapsed_s: timing.then(|| {
-                    if iteration > 0 {
-                        start.elapsed().as_secs_f64()
-                    } else {
-                        0.0
-                    }
-                }),
-                params_sent: params,
-                train_s: trained[slot],
-            });
+            Ok(batch
+                .iter()
+                .zip(values)
+                .map(|(q, (f, cost))| {
+                    let slot = targets
+                        .iter()
+                        .position(|&a| a == q.agent)
+                        .expect("query for a target");
+                    let y = landscape.noisy(f, &mut rngs[slot]);
+                    (f, y, if live && !timing { 0.0 } else { cost })
+                })
+                .collect())
         };
 
     // Initial points: distinct, uniformly random, from a stream of (run, agent) alone so every
@@ -129,35 +177,64 @@ pub fn run_one_shared(
     let n_init = spec.initial_points;
     for (slot, &agent) in targets.iter().enumerate() {
         let mut rng = stream(seed, run as u64, agent as u64, Purpose::Init);
-        let picks: Vec<usize> = match alg.init_candidates(agent) {
-            Some(c) => sample_indices(&mut rng, c.len(), n_init)
+        let picks: Vec<Point> = match (alg.init_area(agent), space.grid()) {
+            (Some(InitArea::Points(c)), Some(grid)) => sample_indices(&mut rng, c.len(), n_init)
                 .into_iter()
-                .map(|i| c[i])
+                .map(|i| grid.at(c[i]))
                 .collect(),
-            None => sample_indices(&mut rng, domain.len(), n_init).into_vec(),
+            (None, Some(grid)) => sample_indices(&mut rng, grid.len(), n_init)
+                .into_iter()
+                .map(|i| grid.at(i))
+                .collect(),
+            (Some(InitArea::Region(r)), _) => (0..n_init)
+                .map(|_| Point::free(r.sample(&mut rng)))
+                .collect(),
+            (None, None) => {
+                let unit = Region::unit(space.dim());
+                (0..n_init)
+                    .map(|_| Point::free(unit.sample(&mut rng)))
+                    .collect()
+            }
+            (Some(InitArea::Points(_)), None) => {
+                unreachable!("grid candidates on a box")
+            }
         };
-        for (k, index) in picks.into_iter().enumerate() {
-            let q = Query {
+        let queries: Vec<Query> = picks
+            .into_iter()
+            .map(|point| Query {
                 agent,
-                index,
+                point,
                 source: Source::Init,
-            };
-            let y = landscape.observe(agent, index, &mut noise[slot]);
-            record(&mut rows, slot, &q, y, k as i64 + 1 - n_init as i64, 0);
-            alg.observe(&[q], &[y]);
+            })
+            .collect();
+        let refs: Vec<&Query> = queries.iter().collect();
+        let evaluated = evaluate(&refs, &mut noise)?;
+        for (k, (q, (f, y, cost))) in queries.iter().zip(evaluated).enumerate() {
+            record(
+                &mut rows,
+                slot,
+                q,
+                y,
+                k as i64 + 1 - n_init as i64,
+                0,
+                f,
+                cost,
+            )?;
+            alg.observe(std::slice::from_ref(q), &[y]);
         }
     }
     for t in 1..=spec.iterations {
         let queries = alg.propose(t)?;
         let params = alg.params_sent(t);
+        let refs: Vec<&Query> = queries.iter().collect();
+        let evaluated = evaluate(&refs, &mut noise)?;
         let mut ys = Vec::with_capacity(queries.len());
-        for q in &queries {
+        for (q, (f, y, cost)) in queries.iter().zip(evaluated) {
             let slot = targets
                 .iter()
                 .position(|&a| a == q.agent)
                 .expect("query for a target");
-            let y = landscape.observe(q.agent, q.index, &mut noise[slot]);
-            record(&mut rows, slot, q, y, t as i64, params);
+            record(&mut rows, slot, q, y, t as i64, params, f, cost)?;
             ys.push(y);
         }
         alg.observe(&queries, &ys);
@@ -187,7 +264,7 @@ fn fingerprint(spec: &Spec) -> String {
         spec.runs,
         spec.output.timing,
         env!("CARGO_PKG_VERSION"),
-        crate::output::trace_header(0).join(",")
+        crate::output::trace_header(0, &[]).join(",")
     )
 }
 
@@ -259,7 +336,8 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             parts.display()
         );
     }
-    let dim = landscapes[0].domain.dim();
+    let dim = landscapes[0].dim();
+    let names = landscapes[0].space.names();
     let pb = match &opts.progress {
         Some(bar) => {
             bar.set_length(jobs.len() as u64);
@@ -281,7 +359,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
                     )?;
                     write_atomic(
                         &part_path(&parts, a, r),
-                        &output::trace_csv(&out.rows, dim)?,
+                        &output::trace_csv(&out.rows, dim, &names)?,
                     )
                 });
                 pb.inc(1);
@@ -302,7 +380,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         })
         .collect();
 
-    merge(spec, &parts, out, &jobs, dim)?;
+    merge(spec, &parts, out, &jobs, dim, &names)?;
     if !failures.is_empty() {
         return Err(FboError::Run(format!(
             "{} of {} runs failed (the others are in {}; rerun the same command to retry only the failed ones):\n  {}",
@@ -365,9 +443,16 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<(usize, Accountant, Vec<f64>)>>
 
 /// trace.csv and summary.csv from every part present, in (algorithm, run) order; server.csv
 /// and privacy.csv where the spec has a server or private algorithms.
-fn merge(spec: &Spec, parts: &Path, out: &Path, jobs: &[(usize, usize)], dim: usize) -> Result<()> {
+fn merge(
+    spec: &Spec,
+    parts: &Path,
+    out: &Path,
+    jobs: &[(usize, usize)],
+    dim: usize,
+    names: &[String],
+) -> Result<()> {
     let mut trace = Vec::new();
-    let header = output::trace_header(dim).join(",");
+    let header = output::trace_header(dim, names).join(",");
     trace.extend_from_slice(header.as_bytes());
     trace.push(b'\n');
     let mut server = output::SERVER_HEADER.as_bytes().to_vec();

@@ -2,6 +2,7 @@
 //! weights, subsampling, clipping, weighted aggregation and Gaussian noise. It sees vectors and
 //! agent ids only; nothing here knows about GPs or objectives.
 
+use crate::objective::Region;
 use crate::privacy::Sampling;
 use crate::rng::Rng;
 use crate::spec::{ServerSpec, WeightMode};
@@ -31,6 +32,23 @@ impl Partition {
     fn cell(v: f64, k: usize) -> usize {
         // ceil(v k) - 1 puts a boundary value k' / k into cell k' - 1 (the lower one).
         ((v * k as f64).ceil() as i64 - 1).clamp(0, k as i64 - 1) as usize
+    }
+
+    /// Sub-region i as a box of [0,1]^dim (closed: neighbours share their boundary, which
+    /// `region` gives to the lower index).
+    pub fn bounds(&self, i: usize, dim: usize) -> Region {
+        let mut r = Region::unit(dim);
+        let mut cut = |d: usize, cell: usize, k: usize| {
+            r.lo[d] = cell as f64 / k as f64;
+            r.hi[d] = (cell + 1) as f64 / k as f64;
+        };
+        if self.quadrants {
+            cut(0, i / 2, 2);
+            cut(1, i % 2, 2);
+        } else {
+            cut(0, i, self.parts);
+        }
+        r
     }
 
     pub fn region(&self, x: ArrayView1<f64>) -> usize {

@@ -7,112 +7,17 @@
 //! raw hyperparameters) to the metric. The driver (grid, parallelism, resume, provenance) is
 //! shared.
 
-use crate::data::{self, emnist, har, landmine};
 use crate::error::{FboError, Result};
-use crate::model::cnn::{self, CnnParams};
-use crate::model::logreg::{self, SgdParams};
-use crate::model::metrics::roc_auc;
-use crate::model::svm::{SvmParams, rbf_kernel, train};
+use crate::objective::model::prepare;
+pub use crate::objective::model::{AgentSplit, Dataset, ModelSettings, SvmMetric, svm_auc};
+use crate::objective::space::{Param, Scale};
 use crate::output::write_atomic;
-use crate::rng::{Purpose, stream};
 use crate::runner::{progress_bar, with_threads};
-use ndarray::{Array1, Array2, Axis};
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scale {
-    Linear,
-    Log,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Hyper {
-    pub name: String,
-    pub low: f64,
-    pub high: f64,
-    pub scale: Scale,
-}
-
-impl Hyper {
-    /// The raw value at normalised coordinate u in [0, 1].
-    pub fn value(&self, u: f64) -> f64 {
-        match self.scale {
-            Scale::Linear => self.low + (self.high - self.low) * u,
-            Scale::Log => (self.low.ln() + (self.high.ln() - self.low.ln()) * u).exp(),
-        }
-    }
-
-    fn linear(name: &str, low: f64, high: f64) -> Self {
-        Hyper {
-            name: name.into(),
-            low,
-            high,
-            scale: Scale::Linear,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dataset {
-    Landmine,
-    Har,
-    Emnist,
-}
-
-impl Dataset {
-    fn parse(s: &str) -> Option<Self> {
-        match s {
-            "landmine" => Some(Dataset::Landmine),
-            "har" => Some(Dataset::Har),
-            "emnist" => Some(Dataset::Emnist),
-            _ => None,
-        }
-    }
-
-    /// The papers' hyperparameters and ranges (algorithms.md section 1; linear maps as in the
-    /// authors' code). HAR defaults to the FTS paper's ranges; the DP paper's are in
-    /// configs/tabulate-har-dp.toml.
-    fn defaults(self) -> Vec<Hyper> {
-        match self {
-            Dataset::Landmine => vec![
-                Hyper::linear("C", 1e-4, 10.0),
-                Hyper::linear("gamma", 0.01, 10.0),
-            ],
-            Dataset::Har => vec![
-                Hyper::linear("batch_size", 20.0, 60.0),
-                Hyper::linear("l2", 1e-6, 1.0),
-                Hyper::linear("learning_rate", 0.01, 0.1),
-            ],
-            Dataset::Emnist => vec![
-                Hyper::linear("learning_rate", 1e-7, 0.02),
-                Hyper::linear("lr_decay", 1e-7, 0.02),
-                Hyper::linear("l2", 1e-7, 0.02),
-            ],
-        }
-    }
-
-    /// Points per dimension by default: the issue's suggested sizes (64^2, 16^3) and, for the
-    /// CNN, 8^3, which tabulates in about two hours on 2 cores.
-    fn default_grid(self) -> i64 {
-        match self {
-            Dataset::Landmine => 64,
-            Dataset::Har => 16,
-            Dataset::Emnist => 8,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Dataset::Landmine => "landmine",
-            Dataset::Har => "har",
-            Dataset::Emnist => "emnist",
-        }
-    }
-}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TabulateConfig {
@@ -126,7 +31,7 @@ pub struct TabulateConfig {
     pub epochs: usize,
     /// Minibatch size of the CNN (EMNIST); HAR tunes its batch size, the SVM has none.
     pub batch_size: usize,
-    pub hyper: Vec<Hyper>,
+    pub hyper: Vec<Param>,
     pub source: String,
 }
 
@@ -257,11 +162,12 @@ impl TabulateConfig {
                             format!("need 0 < low < high, got [{}, {}]", h.low, h.high),
                         ));
                     }
-                    out.push(Hyper {
+                    out.push(Param {
                         name: h.name,
                         low: h.low,
                         high: h.high,
                         scale,
+                        integer: false,
                     });
                 }
                 out
@@ -303,223 +209,19 @@ pub struct TabulateOptions {
     pub quiet: bool,
 }
 
-/// One agent's binary data split for training and validation.
-pub struct AgentSplit {
-    pub x_train: Array2<f64>,
-    pub y_train: Vec<f64>,
-    pub x_valid: Array2<f64>,
-    pub valid_pos: Vec<bool>,
-}
-
-impl AgentSplit {
-    /// Splits a field with `stratified_half_split`; returns it with the train mask.
-    pub fn landmine(f: &landmine::Field, seed: u64, agent: usize) -> (Self, Vec<bool>) {
-        let (tr, va, train_rows) = data::half_split_rows(&f.labels, seed, agent);
-        let split = AgentSplit {
-            x_train: f.x.select(Axis(0), &tr),
-            y_train: tr
-                .iter()
-                .map(|&i| if f.labels[i] == 1 { 1.0 } else { -1.0 })
-                .collect(),
-            x_valid: f.x.select(Axis(0), &va),
-            valid_pos: va.iter().map(|&i| f.labels[i] == 1).collect(),
-        };
-        (split, train_rows)
-    }
-}
-
-/// Validation ROC-AUC of an RBF SVM trained on the split's training half.
-pub fn svm_auc(a: &AgentSplit, c: f64, gamma: f64) -> f64 {
-    let k = rbf_kernel(a.x_train.view(), a.x_train.view(), gamma);
-    let model = train(&k, &a.y_train, &SvmParams::new(c, gamma));
-    let kv = rbf_kernel(a.x_train.view(), a.x_valid.view(), gamma);
-    let scores = model.decision(&kv);
-    roc_auc(scores.as_slice().expect("contiguous"), &a.valid_pos)
-        .expect("both classes in validation")
-}
-
-/// One subject's multiclass split, standardised with the training half's mean and s.d.
-pub struct ClassSplit {
-    pub x_train: Array2<f64>,
-    pub y_train: Vec<usize>,
-    pub x_valid: Array2<f64>,
-    pub y_valid: Vec<usize>,
-}
-
-impl ClassSplit {
-    pub fn new(x: &Array2<f64>, labels: &[usize], seed: u64, agent: usize) -> (Self, Vec<bool>) {
-        let (tr, va, train_rows) = data::half_split_rows(labels, seed, agent);
-        let mut x_train = x.select(Axis(0), &tr);
-        let mut x_valid = x.select(Axis(0), &va);
-        let mean: Array1<f64> = x_train.mean_axis(Axis(0)).expect("training rows");
-        let sd: Array1<f64> = x_train
-            .std_axis(Axis(0), 0.0)
-            .mapv(|s| if s > 1e-12 { s } else { 1.0 });
-        for m in [&mut x_train, &mut x_valid] {
-            *m -= &mean;
-            *m /= &sd;
-        }
-        let split = ClassSplit {
-            x_train,
-            y_train: tr.iter().map(|&i| labels[i]).collect(),
-            x_valid,
-            y_valid: va.iter().map(|&i| labels[i]).collect(),
-        };
-        (split, train_rows)
-    }
-}
-
-/// Validation error of multinomial logistic regression trained by minibatch SGD; the batch
-/// order is seeded by (split seed, agent, grid point).
-pub fn logreg_error(s: &ClassSplit, p: &SgdParams, seed: u64, agent: usize, point: usize) -> f64 {
-    let mut rng = stream(seed, point as u64, agent as u64, Purpose::HyperFit);
-    let m = logreg::train(s.x_train.view(), &s.y_train, har::CLASSES, p, &mut rng);
-    logreg::error_rate(&m.predict(s.x_valid.view()), &s.y_valid)
-}
-
-/// One writer's images as the network's f32 input.
-pub struct ImageSplit {
-    pub x_train: Array2<f32>,
-    pub y_train: Vec<usize>,
-    pub x_valid: Array2<f32>,
-    pub y_valid: Vec<usize>,
-}
-
-/// Validation error of the CNN. The seed depends on the agent only, so every grid point of an
-/// agent starts from the same weights and batch order (common random numbers): neighbouring
-/// table entries then differ by their hyperparameters, not by initialisation luck.
-pub fn cnn_error(s: &ImageSplit, p: &CnnParams, seed: u64, agent: usize) -> f64 {
-    let mut rng = stream(seed, 0, agent as u64, Purpose::HyperFit);
-    let net = cnn::train(s.x_train.view(), &s.y_train, emnist::CLASSES, p, &mut rng);
-    logreg::error_rate(&net.predict(s.x_valid.view()), &s.y_valid)
-}
-
-/// A dataset ready to tabulate.
-enum Task {
-    Landmine(Vec<AgentSplit>),
-    Har(Vec<ClassSplit>),
-    Emnist(Vec<ImageSplit>),
-}
-
-impl Task {
-    fn agents(&self) -> usize {
-        match self {
-            Task::Landmine(a) => a.len(),
-            Task::Har(a) => a.len(),
-            Task::Emnist(a) => a.len(),
-        }
-    }
-
-    fn evaluate(&self, cfg: &TabulateConfig, agent: usize, point: usize, raw: &[f64]) -> f64 {
-        match self {
-            Task::Landmine(a) => svm_auc(&a[agent], raw[0], raw[1]),
-            Task::Har(a) => {
-                let p = SgdParams {
-                    batch: raw[0].round() as usize,
-                    l2: raw[1],
-                    lr: raw[2],
-                    epochs: cfg.epochs,
-                };
-                logreg_error(&a[agent], &p, cfg.split_seed, agent, point)
-            }
-            Task::Emnist(a) => {
-                let p = CnnParams {
-                    lr: raw[0],
-                    decay: raw[1],
-                    l2: raw[2],
-                    batch: cfg.batch_size,
-                    epochs: cfg.epochs,
-                };
-                cnn_error(&a[agent], &p, cfg.split_seed, agent)
-            }
-        }
-    }
-}
-
-fn half_split_note(seed: u64) -> String {
-    format!(
-        "split = \"stratified 50/50 per agent, split_seed {seed}: split.csv (set = train | valid)\"\n"
-    )
-}
-
-/// Reads and splits the raw data: the task, split.csv, the source's sha256, and the lines of
-/// provenance particular to the dataset.
-fn prepare(cfg: &TabulateConfig, data_path: &Path) -> Result<(Task, String, String, String)> {
-    let mut split_csv = String::from("agent,index,set\n");
-    let mut note = |a: usize, rows: &[bool]| {
-        for (i, &t) in rows.iter().enumerate() {
-            split_csv += &format!("{a},{i},{}\n", if t { "train" } else { "valid" });
-        }
-    };
-    match cfg.dataset {
-        Dataset::Landmine => {
-            let (fields, sha) = landmine::read(data_path)?;
-            let mut agents = Vec::with_capacity(fields.len());
-            for (a, f) in fields.iter().enumerate() {
-                let (split, rows) = AgentSplit::landmine(f, cfg.split_seed, a);
-                note(a, &rows);
-                agents.push(split);
-            }
-            let meta = "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking), raw features, score = decision value\"\n\
-                        metric = \"auc\"\ndirection = \"maximize\"\n\
-                        agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n";
-            let meta = format!("{meta}{}", half_split_note(cfg.split_seed));
-            Ok((Task::Landmine(agents), split_csv, sha, meta))
-        }
-        Dataset::Har => {
-            let (subjects, sha) = har::read(data_path)?;
-            let mut agents = Vec::with_capacity(subjects.len());
-            for (a, s) in subjects.iter().enumerate() {
-                let (split, rows) = ClassSplit::new(&s.x, &s.labels, cfg.split_seed, a);
-                note(a, &rows);
-                agents.push(split);
-            }
-            let ids: Vec<String> = subjects.iter().map(|s| s.id.to_string()).collect();
-            let meta = format!(
-                "model = \"multinomial logistic regression, minibatch SGD from zero weights, {} epochs, features standardised by the training half, batch size rounded to an integer; a diverged fit predicts class 0\"\n\
-                 metric = \"validation_error\"\ndirection = \"minimize\"\n\
-                 agent_ids = \"UCI HAR subjects [{}] in this order; split.csv index = the subject's row among its X_train rows\"\n{}",
-                cfg.epochs,
-                ids.join(", "),
-                half_split_note(cfg.split_seed)
-            );
-            Ok((Task::Har(agents), split_csv, sha, meta))
-        }
-        Dataset::Emnist => {
-            let (writers, sha) = emnist::read(data_path)?;
-            let mut agents = Vec::with_capacity(writers.len());
-            for (a, w) in writers.iter().enumerate() {
-                for (set, images) in [("train", &w.train_images), ("valid", &w.valid_images)] {
-                    for i in images {
-                        split_csv += &format!("{a},{i},{set}\n");
-                    }
-                }
-                agents.push(ImageSplit {
-                    x_train: cnn::to_f32(&w.x_train),
-                    y_train: w.y_train.clone(),
-                    x_valid: cnn::to_f32(&w.x_valid),
-                    y_valid: w.y_valid.clone(),
-                });
-            }
-            let ids: Vec<&str> = writers.iter().map(|w| w.id.as_str()).collect();
-            let meta = format!(
-                "model = \"CNN conv3x3(8)-relu-maxpool2-conv3x3(16)-relu-maxpool2-dense(10), He-normal init seeded per agent, plain SGD, batch {}, {} epochs, lr_t = lr / (1 + lr_decay t) per step, loss + l2 sum(w^2); pixels (255 - byte) / 255; a diverged fit predicts class 0\"\n\
-                 metric = \"validation_error\"\ndirection = \"minimize\"\n\
-                 agent_ids = \"LEAF FEMNIST writers [{}] (writer_index = agent); split.csv index = image (row of femnist_digits_first50_index.csv)\"\n\
-                 split = \"the source's own per-writer train / val split (LEAF 90/10): split.csv (set = train | valid)\"\n",
-                cfg.batch_size,
-                cfg.epochs,
-                ids.join(", ")
-            );
-            Ok((Task::Emnist(agents), split_csv, sha, meta))
-        }
-    }
-}
-
 pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let cfg = TabulateConfig::load(config_path)?;
     let started = Instant::now();
-    let (task, split_csv, sha, dataset_meta) = prepare(&cfg, &opts.data)?;
+    let settings = ModelSettings {
+        dataset: cfg.dataset,
+        data: opts.data.clone(),
+        split_seed: cfg.split_seed,
+        epochs: cfg.epochs,
+        batch_size: cfg.batch_size,
+        // Tables score decision values (their provenance says so); live runs choose.
+        metric: SvmMetric::Auc,
+    };
+    let (task, split_csv, sha, dataset_meta) = prepare(&settings, &opts.data)?;
     let n_agents = task.agents();
     let out = &opts.out;
     let parts = out.join("parts");
@@ -554,7 +256,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
                 let u = cfg.coords(p);
                 let raw: Vec<f64> = cfg.hyper.iter().zip(&u).map(|(h, &v)| h.value(v)).collect();
                 let t0 = Instant::now();
-                let metric = task.evaluate(&cfg, a, p, &raw);
+                let metric = task.evaluate(&settings, a, p as u64, &raw);
                 let secs = t0.elapsed().as_secs_f64();
                 let coords: Vec<String> = u.iter().chain(&raw).map(|v| v.to_string()).collect();
                 rows += &format!("{a},{p},{},{metric},{secs:.6}\n", coords.join(","));
@@ -612,12 +314,12 @@ mod tests {
 
     #[test]
     fn grid_coordinates_and_value_maps() {
-        let h = Hyper::linear("C", 1e-4, 10.0);
+        let h = Param::linear("C", 1e-4, 10.0);
         assert_eq!(h.value(0.0), 1e-4);
         assert_eq!(h.value(1.0), 10.0);
-        let g = Hyper {
+        let g = Param {
             scale: Scale::Log,
-            ..Hyper::linear("lr", 1e-6, 1.0)
+            ..Param::linear("lr", 1e-6, 1.0)
         };
         assert!((g.value(0.5) - 1e-3).abs() < 1e-15);
         let cfg = TabulateConfig {

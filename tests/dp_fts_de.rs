@@ -50,7 +50,7 @@ fn domain_init_and_p_equal_one_reproduce_ts_for_every_agent() {
     let ts = run_one(&s, 0, 1, landscape(&s)).unwrap().rows;
     let dp = run_one(&s, 1, 1, landscape(&s)).unwrap().rows;
     let key = |rows: &[fbo::output::TraceRow]| {
-        let mut v: Vec<(usize, i64, usize)> = rows
+        let mut v: Vec<(usize, i64, Option<usize>)> = rows
             .iter()
             .map(|r| (r.agent, r.iteration, r.x_index))
             .collect();
@@ -65,7 +65,7 @@ fn agents_using_the_server_in_a_round_query_the_same_point() {
     let text = SMALL_DP.replace("p_t = \"1-1/sqrt(t)\"", "p_t = 0.1");
     let s = spec(&text);
     let rows = run_one(&s, 1, 2, landscape(&s)).unwrap().rows;
-    let mut by_iter: HashMap<i64, Vec<usize>> = HashMap::new();
+    let mut by_iter: HashMap<i64, Vec<Option<usize>>> = HashMap::new();
     for r in rows.iter().filter(|r| r.source == "server") {
         by_iter.entry(r.iteration).or_default().push(r.x_index);
     }

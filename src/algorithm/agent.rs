@@ -5,52 +5,81 @@
 use super::RunContext;
 use crate::error::Result;
 use crate::linalg::argmax;
-use crate::objective::{Domain, Landscape};
+use crate::objective::{Landscape, Point, Region, Space};
+use crate::optim::{Acquisition, BoxSearch, maximise};
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::spec::ObservationSource;
 use crate::surrogate::blr::BlrPosterior;
 use crate::surrogate::gp::GpHyper;
 use crate::surrogate::own::{OwnModel, OwnSettings};
 use crate::surrogate::rff::RandomFeatures;
-use ndarray::{Array1, Array2, ArrayView1};
+use ndarray::{Array1, Array2};
 use rand::Rng as _;
 use rand::seq::index::sample as sample_indices;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+/// The maximiser of `acq` on `region` as a point of a box space.
+pub fn maximise_point<R: rand::Rng + ?Sized>(
+    acq: &mut impl Acquisition,
+    region: &Region,
+    search: BoxSearch,
+    rng: &mut R,
+) -> Result<Point> {
+    Ok(Point::free(maximise(acq, region, search, rng)?.0))
+}
+
 /// A single agent running standard GP Thompson sampling on its own data.
 #[derive(Clone)]
 pub struct Learner {
     pub agent: usize,
-    domain: Arc<Domain>,
-    indices: Vec<usize>,
+    space: Arc<Space>,
+    search: BoxSearch,
+    points: Vec<Point>,
     ys: Vec<f64>,
     model: OwnModel,
     sample_rng: Rng,
     fit_rng: Rng,
+    /// Candidate sets of searches on a box (untouched on grids).
+    acq_rng: Rng,
 }
 
 impl Learner {
     pub fn new(
         agent: usize,
-        domain: Arc<Domain>,
+        space: Arc<Space>,
+        search: BoxSearch,
         settings: OwnSettings,
         seed: u64,
         run: usize,
     ) -> Self {
         Learner {
             agent,
-            domain,
-            indices: Vec::new(),
+            space,
+            search,
+            points: Vec::new(),
             ys: Vec::new(),
             model: OwnModel::new(settings),
             sample_rng: stream(seed, run as u64, agent as u64, Purpose::OwnSample),
             fit_rng: stream(seed, run as u64, agent as u64, Purpose::HyperFit),
+            acq_rng: stream(seed, run as u64, agent as u64, Purpose::Acquisition),
         }
     }
 
-    pub fn add(&mut self, index: usize, y: f64) {
-        self.indices.push(index);
+    /// Agent `agent` of a run, with the spec's own-model and box-search settings.
+    pub fn for_run(ctx: &RunContext, agent: usize) -> Self {
+        Learner::new(
+            agent,
+            ctx.landscape.space.clone(),
+            ctx.spec.acquisition,
+            ctx.spec.surrogate.own.clone(),
+            ctx.seed(),
+            ctx.run,
+        )
+    }
+
+    pub fn add(&mut self, point: Point, y: f64) {
+        self.points.push(point);
         self.ys.push(y);
     }
 
@@ -58,9 +87,9 @@ impl Learner {
         self.ys.len()
     }
 
-    /// Observed grid indices and their y, in observation order.
-    pub fn observations(&self) -> (&[usize], &[f64]) {
-        (&self.indices, &self.ys)
+    /// Observed points and their y, in observation order.
+    pub fn observations(&self) -> (&[Point], &[f64]) {
+        (&self.points, &self.ys)
     }
 
     /// The GP hyperparameters after the refit the schedule asks for at this many
@@ -77,42 +106,57 @@ impl Learner {
         self.model.targets(&self.ys)
     }
 
-    pub fn domain(&self) -> &Domain {
-        &self.domain
+    pub fn space(&self) -> &Space {
+        &self.space
     }
 
     pub fn inputs(&self) -> Array2<f64> {
-        let d = self.domain.dim();
-        let mut x = Array2::zeros((self.indices.len(), d));
-        for (r, &i) in self.indices.iter().enumerate() {
-            x.row_mut(r).assign(&self.domain.point(i));
+        let d = self.space.dim();
+        let mut x = Array2::zeros((self.points.len(), d));
+        for (r, p) in self.points.iter().enumerate() {
+            x.row_mut(r).assign(&p.view());
         }
         x
     }
 
-    /// argmax over the domain of one sample from the agent's own posterior (FTS Alg. 1 line 4).
-    pub fn thompson(&mut self) -> Result<usize> {
+    /// The maximiser of `acq` over `region` of a box space, searched with this agent's
+    /// candidate stream.
+    pub fn acquire(&mut self, acq: &mut impl Acquisition, region: &Region) -> Result<Point> {
+        maximise_point(acq, region, self.search, &mut self.acq_rng)
+    }
+
+    /// argmax over the space of one sample from the agent's own posterior (FTS Alg. 1 line 4).
+    pub fn thompson(&mut self) -> Result<Point> {
         let x = self.inputs();
         self.model
             .maybe_refit(x.view(), &self.ys, &mut self.fit_rng);
         let sample = self
             .model
             .sample(x.view(), &self.ys, &mut self.sample_rng)?;
-        Ok(sample.argmax(self.domain.points()))
+        match self.space.grid() {
+            Some(grid) => Ok(grid.at(sample.argmax(grid.points()))),
+            None => {
+                let w = sample.weights.as_slice().expect("contiguous weights");
+                let mut acq =
+                    |x: &[f64], g: Option<&mut [f64]>| sample.features.value_grad(x, w, g);
+                let region = Region::unit(self.space.dim());
+                maximise_point(&mut acq, &region, self.search, &mut self.acq_rng)
+            }
+        }
     }
 }
 
-/// The random features all agents share, with Phi evaluated once on the whole domain so a
-/// message's argmax is one matrix-vector product.
+/// The random features all agents share; on a grid Phi is evaluated once on the whole
+/// domain so a message's argmax is one matrix-vector product.
 pub struct SharedFeatures {
     pub features: RandomFeatures,
-    grid_phi: Array2<f64>,
+    grid_phi: Option<Array2<f64>>,
 }
 
 impl SharedFeatures {
     /// Drawn from the stream every agent of a run shares.
     pub fn draw(
-        domain: &Domain,
+        space: &Space,
         m: usize,
         length_scale: f64,
         variance: f64,
@@ -122,8 +166,8 @@ impl SharedFeatures {
     ) -> Self {
         let mut rng = stream(seed, run as u64, SHARED, Purpose::SharedFeatures);
         let features =
-            RandomFeatures::draw(m, domain.dim(), length_scale, variance, normalize, &mut rng);
-        let grid_phi = features.matrix(domain.points());
+            RandomFeatures::draw(m, space.dim(), length_scale, variance, normalize, &mut rng);
+        let grid_phi = space.grid().map(|g| features.matrix(g.points()));
         SharedFeatures { features, grid_phi }
     }
 
@@ -131,7 +175,7 @@ impl SharedFeatures {
     pub fn for_run(ctx: &RunContext) -> Self {
         let sur = &ctx.spec.surrogate;
         SharedFeatures::draw(
-            &ctx.landscape.domain,
+            &ctx.landscape.space,
             ctx.algorithm.features,
             sur.length_scale,
             sur.kernel_variance,
@@ -141,23 +185,42 @@ impl SharedFeatures {
         )
     }
 
-    /// Phi on the whole domain, one row per grid point.
-    pub fn grid_phi(&self) -> &Array2<f64> {
-        &self.grid_phi
+    /// Phi on the whole domain, one row per grid point (None on a box).
+    pub fn grid_phi(&self) -> Option<&Array2<f64>> {
+        self.grid_phi.as_ref()
     }
 
-    pub fn phi(&self, index: usize) -> ArrayView1<'_, f64> {
-        self.grid_phi.row(index)
+    /// phi(x) of a point: the precomputed row on a grid.
+    pub fn phi(&self, p: &Point) -> Array1<f64> {
+        match (p.index, &self.grid_phi) {
+            (Some(i), Some(g)) => g.row(i).to_owned(),
+            _ => self.features.feature(p.view()),
+        }
     }
 
-    /// phi(x)^T omega at every point of the domain.
+    /// phi(x)^T omega at every point of a grid domain.
     pub fn values(&self, omega: &Array1<f64>) -> Array1<f64> {
-        self.grid_phi.dot(omega)
+        self.grid_phi
+            .as_ref()
+            .expect("grid values need a grid")
+            .dot(omega)
     }
 
-    /// argmax_x phi(x)^T omega over the domain (FTS Alg. 1 line 6).
+    /// The grid index maximising phi(x)^T omega (grids only).
     pub fn argmax(&self, omega: &Array1<f64>) -> usize {
         argmax(self.values(omega).view())
+    }
+
+    /// argmax_x phi(x)^T omega over the space (FTS Alg. 1 line 6): exact on a grid, by the
+    /// box search on the learner's candidate stream otherwise.
+    pub fn best(&self, omega: &Array1<f64>, learner: &mut Learner) -> Result<Point> {
+        if let (Some(g), Some(grid)) = (&self.grid_phi, learner.space.grid()) {
+            return Ok(grid.at(argmax(g.dot(omega).view())));
+        }
+        let w = omega.as_slice().expect("contiguous weights");
+        let mut acq = |x: &[f64], g: Option<&mut [f64]>| self.features.value_grad(x, w, g);
+        let region = Region::unit(learner.space.dim());
+        learner.acquire(&mut acq, &region)
     }
 }
 
@@ -175,8 +238,11 @@ impl Messenger {
         }
     }
 
-    pub fn observe(&mut self, shared: &SharedFeatures, index: usize, y: f64) {
-        self.blr.update(shared.phi(index), y);
+    pub fn observe(&mut self, shared: &SharedFeatures, p: &Point, y: f64) {
+        match (p.index, &shared.grid_phi) {
+            (Some(i), Some(g)) => self.blr.update(g.row(i), y),
+            _ => self.blr.update(shared.features.feature(p.view()).view(), y),
+        }
     }
 
     /// omega_n ~ N(nu_n, lambda Sigma_n^-1).
@@ -198,10 +264,16 @@ pub struct Sender {
 }
 
 impl Sender {
-    pub fn observe(&mut self, landscape: &Landscape, shared: &SharedFeatures, idx: usize) {
-        let y = landscape.observe(self.learner.agent, idx, &mut self.data_rng);
-        self.learner.add(idx, y);
-        self.messenger.observe(shared, idx, y);
+    pub fn observe(
+        &mut self,
+        landscape: &Landscape,
+        shared: &SharedFeatures,
+        p: Point,
+    ) -> Result<()> {
+        let y = landscape.observe(self.learner.agent, &p, &mut self.data_rng)?;
+        self.messenger.observe(shared, &p, y);
+        self.learner.add(p, y);
+        Ok(())
     }
 }
 
@@ -252,9 +324,9 @@ pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Op
                     run,
                     agent,
                 );
-                let (idx, ys) = learner.observations();
-                for (&i, &y) in idx.iter().zip(ys) {
-                    messenger.observe(shared, i, y);
+                let (points, ys) = learner.observations();
+                for (p, &y) in points.iter().zip(ys) {
+                    messenger.observe(shared, p, y);
                 }
                 Sender {
                     learner: learner.clone(),
@@ -270,7 +342,7 @@ pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Op
 fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
     let spec = ctx.spec;
     let land = &ctx.landscape;
-    let domain = &land.domain;
+    let space = &land.space;
     let (seed, run) = (ctx.seed(), ctx.run);
     let fed = &spec.federation;
     let ids = spec.targets();
@@ -280,32 +352,42 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
             senders.push(None);
             continue;
         }
-        let mut learner =
-            Learner::new(agent, domain.clone(), spec.surrogate.own.clone(), seed, run);
+        let mut learner = Learner::for_run(ctx, agent);
         let mut data_rng = stream(seed, run as u64, agent as u64, Purpose::AgentData);
-        let observe = |learner: &mut Learner, rng: &mut Rng, idx: usize| {
-            let y = land.observe(agent, idx, rng);
-            learner.add(idx, y);
+        let observe = |learner: &mut Learner, rng: &mut Rng, p: Point| -> Result<()> {
+            let y = land.observe(agent, &p, rng)?;
+            learner.add(p, y);
+            Ok(())
         };
         let t_n = fed.observations;
         let random_points = match fed.observations_from {
             ObservationSource::Random => t_n,
             ObservationSource::Ts => spec.initial_points.max(1),
         };
-        let points: Vec<usize> = if random_points <= domain.len() {
-            sample_indices(&mut data_rng, domain.len(), random_points).into_vec()
-        } else {
-            (0..random_points)
-                .map(|_| data_rng.random_range(0..domain.len()))
-                .collect()
+        let points: Vec<Point> = match space.grid() {
+            Some(grid) if random_points <= grid.len() => {
+                sample_indices(&mut data_rng, grid.len(), random_points)
+                    .into_iter()
+                    .map(|i| grid.at(i))
+                    .collect()
+            }
+            Some(grid) => (0..random_points)
+                .map(|_| grid.at(data_rng.random_range(0..grid.len())))
+                .collect(),
+            None => {
+                let unit = Region::unit(space.dim());
+                (0..random_points)
+                    .map(|_| Point::free(unit.sample(&mut data_rng)))
+                    .collect()
+            }
         };
-        for idx in points {
-            observe(&mut learner, &mut data_rng, idx);
+        for p in points {
+            observe(&mut learner, &mut data_rng, p)?;
         }
         if fed.observations_from == ObservationSource::Ts {
             for _ in 0..t_n {
-                let idx = learner.thompson()?;
-                observe(&mut learner, &mut data_rng, idx);
+                let p = learner.thompson()?;
+                observe(&mut learner, &mut data_rng, p)?;
             }
         }
         senders.push(Some((learner, data_rng)));

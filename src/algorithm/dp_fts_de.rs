@@ -9,10 +9,12 @@
 //! argmax_x phi(x)^T omega^(i(x)) over the whole domain. That argmax is the same for every
 //! agent of a round, so it is computed once.
 
-use super::agent::{Learner, Messenger, SharedFeatures};
-use super::{Algorithm, Query, RunContext, Source};
+use super::agent::{Learner, Messenger, SharedFeatures, maximise_point};
+use super::{Algorithm, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::linalg::argmax;
+use crate::objective::{Point, Region, Space};
+use crate::optim::BoxSearch;
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::server::{Partition, RoundRecord, Server};
 use crate::spec::schedule::Schedule;
@@ -20,6 +22,7 @@ use crate::spec::{InitRegion, ServerSpec};
 use ndarray::Array1;
 use rand::Rng as _;
 use rayon::prelude::*;
+use std::sync::Arc;
 
 struct Peer {
     learner: Learner,
@@ -31,10 +34,17 @@ pub struct DpFtsDe {
     peers: Vec<Peer>,
     targets: Vec<usize>,
     shared: SharedFeatures,
-    /// Sub-region of every grid point.
+    space: Arc<Space>,
+    /// Sub-region of every grid point (empty on a box).
     grid_region: Vec<usize>,
-    /// Grid points of every sub-region (initial-point candidates).
+    /// Grid points of every sub-region (initial-point candidates on a grid).
     region_points: Vec<Vec<usize>>,
+    /// Every sub-region as a box (initial points and the server's search on a box).
+    region_bounds: Vec<Region>,
+    search: BoxSearch,
+    /// Candidate sets of the server-vector search on a box; one per run, since the search
+    /// serves every agent of a round.
+    acq_rng: Rng,
     assignment: Vec<usize>,
     init: InitRegion,
     server: Server,
@@ -46,37 +56,44 @@ impl DpFtsDe {
     pub fn new(ctx: &RunContext, server_spec: &ServerSpec) -> Result<Self> {
         let spec = ctx.spec;
         let alg = ctx.algorithm;
-        let domain = ctx.landscape.domain.clone();
         let seed = ctx.seed();
         let sur = &spec.surrogate;
+        let space = ctx.landscape.space.clone();
         let p = server_spec.subregions;
-        let partition = Partition::new(p, domain.dim());
-        let grid_region: Vec<usize> = (0..domain.len())
-            .map(|i| partition.region(domain.point(i)))
-            .collect();
-        let mut region_points = vec![Vec::new(); p];
-        for (i, &r) in grid_region.iter().enumerate() {
-            region_points[r].push(i);
-        }
-        if server_spec.init == InitRegion::Subregion {
-            let smallest = region_points.iter().map(Vec::len).min().unwrap_or(0);
-            if smallest < spec.initial_points {
-                return Err(FboError::spec(
-                    &spec.path,
-                    format!("{}.server.subregions", alg.label),
-                    format!(
-                        "{p} sub-regions leave one with {smallest} grid points, fewer than initial_points = {}",
-                        spec.initial_points
-                    ),
-                ));
+        let partition = Partition::new(p, space.dim());
+        let region_bounds: Vec<Region> = (0..p).map(|i| partition.bounds(i, space.dim())).collect();
+        let (grid_region, region_points) = match space.grid() {
+            Some(domain) => {
+                let grid_region: Vec<usize> = (0..domain.len())
+                    .map(|i| partition.region(domain.point(i)))
+                    .collect();
+                let mut region_points = vec![Vec::new(); p];
+                for (i, &r) in grid_region.iter().enumerate() {
+                    region_points[r].push(i);
+                }
+                if server_spec.init == InitRegion::Subregion {
+                    let smallest = region_points.iter().map(Vec::len).min().unwrap_or(0);
+                    if smallest < spec.initial_points {
+                        return Err(FboError::spec(
+                            &spec.path,
+                            format!("{}.server.subregions", alg.label),
+                            format!(
+                                "{p} sub-regions leave one with {smallest} grid points, fewer than initial_points = {}",
+                                spec.initial_points
+                            ),
+                        ));
+                    }
+                }
+                (grid_region, region_points)
             }
-        }
+            None => (Vec::new(), Vec::new()),
+        };
         let shared = SharedFeatures::for_run(ctx);
         let n = ctx.landscape.agents();
         let assignment: Vec<usize> = (0..n).map(|a| a % p).collect();
         let peers = (0..n)
             .map(|a| Peer {
-                learner: Learner::new(a, domain.clone(), sur.own.clone(), seed, ctx.run),
+                learner: Learner::for_run(ctx, a),
                 messenger: Messenger::new(alg.features, sur.lambda, seed, ctx.run, a),
                 mixing: stream(seed, ctx.run as u64, a as u64, Purpose::Mixing),
             })
@@ -85,8 +102,12 @@ impl DpFtsDe {
             peers,
             targets: (0..n).collect(),
             shared,
+            space,
             grid_region,
             region_points,
+            region_bounds,
+            search: spec.acquisition,
+            acq_rng: stream(seed, ctx.run as u64, SHARED, Purpose::Acquisition),
             assignment: assignment.clone(),
             init: server_spec.init,
             server: Server::new(
@@ -99,16 +120,31 @@ impl DpFtsDe {
         })
     }
 
-    /// argmax over the domain of phi(x)^T omega^(i(x)).
-    fn server_argmax(&self, vectors: &[Array1<f64>]) -> usize {
-        let values: Vec<Array1<f64>> = vectors.iter().map(|v| self.shared.values(v)).collect();
-        let combined = Array1::from_iter(
-            self.grid_region
-                .iter()
-                .enumerate()
-                .map(|(x, &r)| values[r][x]),
-        );
-        argmax(combined.view())
+    /// argmax over the space of phi(x)^T omega^(i(x)): exact on a grid; on a box the best
+    /// of the per-sub-region maxima of phi(x)^T omega^(i).
+    fn server_best(&mut self, vectors: &[Array1<f64>]) -> Result<Point> {
+        if let Some(grid) = self.space.grid() {
+            let values: Vec<Array1<f64>> = vectors.iter().map(|v| self.shared.values(v)).collect();
+            let combined = Array1::from_iter(
+                self.grid_region
+                    .iter()
+                    .enumerate()
+                    .map(|(x, &r)| values[r][x]),
+            );
+            return Ok(grid.at(argmax(combined.view())));
+        }
+        let mut best: Option<(Point, f64)> = None;
+        for (v, region) in vectors.iter().zip(&self.region_bounds) {
+            let w = v.as_slice().expect("contiguous vector");
+            let features = &self.shared.features;
+            let mut acq = |x: &[f64], g: Option<&mut [f64]>| features.value_grad(x, w, g);
+            let p = maximise_point(&mut acq, region, self.search, &mut self.acq_rng)?;
+            let value = features.value_grad(&p.x, w, None);
+            if best.as_ref().is_none_or(|(_, b)| value > *b) {
+                best = Some((p, value));
+            }
+        }
+        Ok(best.expect("at least one sub-region").0)
     }
 }
 
@@ -117,10 +153,12 @@ impl Algorithm for DpFtsDe {
         &self.targets
     }
 
-    fn init_candidates(&self, agent: usize) -> Option<&[usize]> {
-        match self.init {
-            InitRegion::Subregion => Some(&self.region_points[self.assignment[agent]]),
-            InitRegion::Domain => None,
+    fn init_area(&self, agent: usize) -> Option<InitArea<'_>> {
+        let r = self.assignment[agent];
+        match (self.init, self.space.grid()) {
+            (InitRegion::Subregion, Some(_)) => Some(InitArea::Points(&self.region_points[r])),
+            (InitRegion::Subregion, None) => Some(InitArea::Region(&self.region_bounds[r])),
+            (InitRegion::Domain, _) => None,
         }
     }
 
@@ -133,7 +171,7 @@ impl Algorithm for DpFtsDe {
             .collect();
         let (vectors, record) = self.server.aggregate(t - 1, &omegas);
         self.records.push(record);
-        let server_x = self.server_argmax(&vectors);
+        let server_x = self.server_best(&vectors)?;
         let p_t = self.schedule.p(t);
         // Agents act independently on their own streams, so running them in parallel cannot
         // change the result.
@@ -141,14 +179,14 @@ impl Algorithm for DpFtsDe {
             .par_iter_mut()
             .map(|peer| {
                 let r: f64 = peer.mixing.random();
-                let (index, source) = if r <= p_t {
+                let (point, source) = if r <= p_t {
                     (peer.learner.thompson()?, Source::Own)
                 } else {
-                    (server_x, Source::Server)
+                    (server_x.clone(), Source::Server)
                 };
                 Ok(Query {
                     agent: peer.learner.agent,
-                    index,
+                    point,
                     source,
                 })
             })
@@ -158,8 +196,8 @@ impl Algorithm for DpFtsDe {
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
         for (q, y) in queries.iter().zip(ys) {
             let peer = &mut self.peers[q.agent];
-            peer.learner.add(q.index, *y);
-            peer.messenger.observe(&self.shared, q.index, *y);
+            peer.messenger.observe(&self.shared, &q.point, *y);
+            peer.learner.add(q.point.clone(), *y);
         }
     }
 

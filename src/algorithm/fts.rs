@@ -48,10 +48,8 @@ impl Fts {
         let spec = ctx.spec;
         let alg = ctx.algorithm;
         let land = ctx.landscape.clone();
-        let domain = land.domain.clone();
         let seed = ctx.seed();
         let run = ctx.run;
-        let sur = &spec.surrogate;
         let fed = &spec.federation;
         let shared = SharedFeatures::for_run(ctx);
         let ids = spec.targets().to_vec();
@@ -70,7 +68,7 @@ impl Fts {
                     weights[a] = fed.weights[k];
                 }
                 Target {
-                    learner: Learner::new(t, domain.clone(), sur.own.clone(), seed, run),
+                    learner: Learner::for_run(ctx, t),
                     mixing: stream(seed, run as u64, t as u64, Purpose::Mixing),
                     weights,
                     messages: match alg.messages {
@@ -96,8 +94,8 @@ impl Fts {
     fn advance_senders(&mut self) -> Result<()> {
         for (s, msg) in self.senders.iter_mut().zip(self.latest.iter_mut()) {
             if let Some(s) = s {
-                let idx = s.learner.thompson()?;
-                s.observe(&self.landscape, &self.shared, idx);
+                let p = s.learner.thompson()?;
+                s.observe(&self.landscape, &self.shared, p)?;
                 *msg = Some(s.messenger.message());
             }
         }
@@ -143,7 +141,7 @@ impl Algorithm for Fts {
             } else {
                 pick_agent(&target.weights, &mut target.mixing)
             };
-            let (index, source) = match choice {
+            let (point, source) = match choice {
                 None => (target.learner.thompson()?, Source::Own),
                 Some(a) => {
                     let omega = match self.mode {
@@ -157,12 +155,15 @@ impl Algorithm for Fts {
                             .clone()
                             .expect("senders always have a message"),
                     };
-                    (self.shared.argmax(&omega), Source::Agent(a))
+                    (
+                        self.shared.best(&omega, &mut target.learner)?,
+                        Source::Agent(a),
+                    )
                 }
             };
             out.push(Query {
                 agent: target.learner.agent,
-                index,
+                point,
                 source,
             });
         }
@@ -180,7 +181,7 @@ impl Algorithm for Fts {
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
         for (q, y) in queries.iter().zip(ys) {
             if let Some(t) = self.targets.iter_mut().find(|t| t.learner.agent == q.agent) {
-                t.learner.add(q.index, *y);
+                t.learner.add(q.point.clone(), *y);
             }
         }
     }

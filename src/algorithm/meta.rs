@@ -32,17 +32,20 @@
 //!   data, mu_n rarely exceeds it and TAF then acts almost as the target's EI.
 //!   `incumbent = "target"` measures against max mu_n over the target's observed inputs, as
 //!   Wistuba et al. do, and sends M + M^2 numbers.
-//! - Both maximise the acquisition exactly over the domain's grid. The agents' grid means and
-//!   variances are computed once per run (the messages do not change), so an iteration costs
+//! - Both maximise the acquisition exactly over a grid. The agents' grid means and variances
+//!   are computed once per run (the messages do not change), so an iteration costs
 //!   O(N (grid + S n M)) for RGPE and O(N grid) for TAF, growing linearly in N as the paper
 //!   says; the one-off decoding costs O(N grid M^2) and runs at the first iteration, inside
-//!   the target's measured overhead.
+//!   the target's measured overhead. On a box the same acquisition is evaluated pointwise
+//!   with its analytic gradient (GP and BLR means and variances, expected improvement) and
+//!   maximised by the box search.
 
 use super::agent::{Learner, SharedFeatures, build_senders};
 use super::{Algorithm, Query, RunContext, Source};
-use crate::acquisition::expected_improvement;
+use crate::acquisition::{expected_improvement, normal_cdf, normal_pdf};
 use crate::error::{FboError, Result};
 use crate::linalg::{argmax, cholesky_jittered};
+use crate::objective::{Point, Region};
 use crate::rng::{Purpose, Rng, stream};
 use crate::spec::TafIncumbent;
 use crate::surrogate::blr::BlrPosterior;
@@ -69,9 +72,51 @@ struct Surrogate {
     agent: usize,
     /// C with C C^T = lambda Sigma^-1, so phi^T C eps samples the BLR posterior (RGPE).
     root: Array2<f64>,
-    grid_mean: Array1<f64>,
-    grid_var: Array1<f64>,
+    nu: Array1<f64>,
+    /// Means and variances on the grid (None on a box).
+    grid_mean: Option<Array1<f64>>,
+    grid_var: Option<Array1<f64>>,
     incumbent: f64,
+}
+
+impl Surrogate {
+    /// mu_n at an observed point.
+    fn mean_at(&self, p: &Point, shared: &SharedFeatures) -> f64 {
+        match (p.index, &self.grid_mean) {
+            (Some(i), Some(g)) => g[i],
+            _ => shared.phi(p).dot(&self.nu),
+        }
+    }
+
+    /// mu_n(x), s_n^2(x) and their gradients: with J the Jacobian of phi and u = C^T phi,
+    /// d mu = J^T nu and d s^2 = 2 J^T C u.
+    fn predict_grad(&self, x: &[f64], shared: &SharedFeatures) -> (f64, f64, Vec<f64>, Vec<f64>) {
+        let (phi, jac) = shared.features.feature_jacobian(x);
+        let u = phi.dot(&self.root);
+        let cu = self.root.dot(&u);
+        let dm = jac.t().dot(&self.nu).to_vec();
+        let dv = (jac.t().dot(&cu) * 2.0).to_vec();
+        (phi.dot(&self.nu), u.dot(&u), dm, dv)
+    }
+}
+
+/// Expected improvement of N(m, v) over `best` with its gradient from those of m and v:
+/// dEI = Phi(z) dm + phi(z) ds, ds = dv / (2 s).
+fn ei_grad(m: f64, v: f64, dm: &[f64], dv: &[f64], best: f64) -> (f64, Vec<f64>) {
+    let s = v.max(0.0).sqrt();
+    let value = expected_improvement(m, s, best);
+    if s <= 0.0 {
+        let on = if m > best { 1.0 } else { 0.0 };
+        return (value, dm.iter().map(|d| on * d).collect());
+    }
+    let z = (m - best) / s;
+    let (cdf, pdf) = (normal_cdf(z), normal_pdf(z));
+    let grad = dm
+        .iter()
+        .zip(dv)
+        .map(|(a, b)| cdf * a + pdf * b / (2.0 * s))
+        .collect();
+    (value, grad)
 }
 
 /// What agent n sends: nu_n, Sigma_n^-1 and (TAF) its incumbent.
@@ -84,14 +129,22 @@ struct Message {
 
 /// The target's decoding of a message into grid predictions. It is the target's work, so it
 /// runs at the first iteration, inside the measured BO overhead.
-fn decode(msg: &Message, lambda: f64, grid_phi: &Array2<f64>) -> Option<Surrogate> {
+fn decode(msg: &Message, lambda: f64, grid_phi: Option<&Array2<f64>>) -> Option<Surrogate> {
     let (root, _) = cholesky_jittered(&(&msg.sigma_inv * lambda))?;
-    let grid_mean = grid_phi.dot(&msg.nu);
-    let spread = crate::linalg::matmul(grid_phi.view(), root.view());
-    let grid_var = spread.map_axis(Axis(1), |r| r.dot(&r));
+    let (grid_mean, grid_var) = match grid_phi {
+        Some(grid_phi) => {
+            let spread = crate::linalg::matmul(grid_phi.view(), root.view());
+            (
+                Some(grid_phi.dot(&msg.nu)),
+                Some(spread.map_axis(Axis(1), |r| r.dot(&r))),
+            )
+        }
+        None => (None, None),
+    };
     Some(Surrogate {
         agent: msg.agent,
         root,
+        nu: msg.nu.clone(),
         grid_mean,
         grid_var,
         incumbent: msg.incumbent,
@@ -224,20 +277,20 @@ pub struct MetaBo {
 impl MetaBo {
     pub fn new(ctx: &RunContext, weighting: Weighting) -> Result<Self> {
         let spec = ctx.spec;
-        let land = &ctx.landscape;
         let shared = SharedFeatures::for_run(ctx);
         let senders = build_senders(ctx, &shared)?;
-        let grid_phi = shared.grid_phi();
         let lambda = spec.surrogate.lambda;
         let messages: Vec<Message> = senders
             .par_iter()
             .flatten()
             .map(|s| {
-                let (idx, _) = s.learner.observations();
+                let (points, _) = s.learner.observations();
                 let scaled = s.learner.scaled_ys();
-                let phi = Array2::from_shape_fn((idx.len(), grid_phi.ncols()), |(r, c)| {
-                    grid_phi[[idx[r], c]]
-                });
+                let m = shared.features.len();
+                let mut phi = Array2::zeros((points.len(), m));
+                for (mut row, p) in phi.rows_mut().into_iter().zip(points) {
+                    row.assign(&shared.phi(p));
+                }
                 let agent = s.learner.agent;
                 let blr = BlrPosterior::from_data(phi.view(), scaled.view(), lambda).ok_or_else(
                     || {
@@ -258,13 +311,7 @@ impl MetaBo {
         let targets = ids
             .iter()
             .map(|&t| Target {
-                learner: Learner::new(
-                    t,
-                    land.domain.clone(),
-                    spec.surrogate.own.clone(),
-                    ctx.seed(),
-                    ctx.run,
-                ),
+                learner: Learner::for_run(ctx, t),
                 rng: stream(ctx.seed(), ctx.run as u64, t as u64, Purpose::Mixing),
                 rows: vec![Vec::new(); messages.len()],
             })
@@ -281,18 +328,18 @@ impl MetaBo {
     }
 }
 
-/// The target's next query: weights, then the acquisition's argmax over the grid.
+/// The target's next query: weights, then the acquisition's argmax over the space.
 fn choose(
     target: &mut Target,
     surrogates: &[Arc<Surrogate>],
     shared: &SharedFeatures,
     weighting: Weighting,
-) -> Result<usize> {
+) -> Result<Point> {
     let hyper = target.learner.fitted_hyper();
     let x = target.learner.inputs();
     let y = target.learner.scaled_ys();
-    let (indices, _) = target.learner.observations();
-    let indices = indices.to_vec();
+    let (observed, _) = target.learner.observations();
+    let observed = observed.to_vec();
     let others: Vec<&Arc<Surrogate>> = surrogates
         .iter()
         .filter(|s| s.agent != target.learner.agent)
@@ -304,10 +351,11 @@ fn choose(
         ))
     };
     let post = GpPosterior::fit(x.view(), y.view(), hyper).ok_or_else(singular)?;
-    let (t_mean, t_var) = post.predict(target.learner.domain().points());
     let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let n = y.len();
-    let acq: Array1<f64> = match weighting {
+    // The weights of the target (first) and of each other agent; TAF also measures each
+    // agent's improvement against its own incumbent.
+    let (weights, against) = match weighting {
         Weighting::Rgpe { samples } => {
             let weights = if n < 2 {
                 let mut w = vec![0.0; others.len() + 1];
@@ -323,10 +371,10 @@ fn choose(
                         .position(|o| o.agent == s.agent)
                         .expect("listed");
                     let rows = &mut target.rows[slot];
-                    for &i in &indices[rows.len()..] {
-                        rows.push(shared.phi(i).dot(&s.root));
+                    for p in &observed[rows.len()..] {
+                        rows.push(shared.phi(p).dot(&s.root));
                     }
-                    let mean_x = Array1::from_iter(indices.iter().map(|&i| s.grid_mean[i]));
+                    let mean_x = Array1::from_iter(observed.iter().map(|p| s.mean_at(p, shared)));
                     let b =
                         ndarray::stack(Axis(0), &rows.iter().map(|r| r.view()).collect::<Vec<_>>())
                             .expect("rows of equal length");
@@ -345,19 +393,7 @@ fn choose(
                 }
                 rgpe_weights(&losses, &mut target.rng)
             };
-            let mut mean = &t_mean * weights[0];
-            let mut var = &t_var * (weights[0] * weights[0]);
-            for (s, &w) in others.iter().zip(&weights[1..]) {
-                if w > 0.0 {
-                    mean.scaled_add(w, &s.grid_mean);
-                    var.scaled_add(w * w, &s.grid_var);
-                }
-            }
-            Array1::from_iter(
-                mean.iter()
-                    .zip(&var)
-                    .map(|(&m, &v)| expected_improvement(m, v.sqrt(), best)),
-            )
+            (weights, None)
         }
         Weighting::Taf {
             bandwidth,
@@ -367,34 +403,129 @@ fn choose(
             let fractions: Vec<f64> = others
                 .iter()
                 .map(|s| {
-                    let mean_x = Array1::from_iter(indices.iter().map(|&i| s.grid_mean[i]));
+                    let mean_x = Array1::from_iter(observed.iter().map(|p| s.mean_at(p, shared)));
                     discordant_pairs(mean_x.view(), y.view()) as f64 / pairs
                 })
                 .collect();
             let weights = taf_weights(&fractions, bandwidth);
-            let total: f64 = weights.iter().sum();
-            let mut acq = Array1::from_iter(
-                t_mean
-                    .iter()
-                    .zip(&t_var)
-                    .map(|(&m, &v)| weights[0] * expected_improvement(m, v.sqrt(), best)),
-            );
-            for (s, &w) in others.iter().zip(&weights[1..]) {
-                if w > 0.0 {
-                    let against = match incumbent {
-                        TafIncumbent::Agent => s.incumbent,
-                        TafIncumbent::Target => indices
-                            .iter()
-                            .map(|&i| s.grid_mean[i])
-                            .fold(f64::NEG_INFINITY, f64::max),
-                    };
-                    acq.zip_mut_with(&s.grid_mean, |a, &m| *a += w * (m - against).max(0.0));
-                }
-            }
-            acq / total
+            let against: Vec<f64> = others
+                .iter()
+                .map(|s| match incumbent {
+                    TafIncumbent::Agent => s.incumbent,
+                    TafIncumbent::Target => observed
+                        .iter()
+                        .map(|p| s.mean_at(p, shared))
+                        .fold(f64::NEG_INFINITY, f64::max),
+                })
+                .collect();
+            (weights, Some(against))
         }
     };
-    Ok(argmax(acq.view()))
+    let Some(grid) = target.learner.space().grid() else {
+        let region = Region::unit(x.ncols());
+        let mut acq = |p: &[f64], g: Option<&mut [f64]>| {
+            box_acquisition(
+                p,
+                g,
+                &post,
+                &others,
+                &weights,
+                against.as_deref(),
+                shared,
+                best,
+            )
+        };
+        return target.learner.acquire(&mut acq, &region);
+    };
+    let (t_mean, t_var) = post.predict(grid.points());
+    let acq: Array1<f64> = if let Some(against) = &against {
+        // TAF: weighted target EI plus each agent's predicted improvement.
+        let total: f64 = weights.iter().sum();
+        let mut acq = Array1::from_iter(
+            t_mean
+                .iter()
+                .zip(&t_var)
+                .map(|(&m, &v)| weights[0] * expected_improvement(m, v.sqrt(), best)),
+        );
+        for ((s, &w), &a) in others.iter().zip(&weights[1..]).zip(against) {
+            if w > 0.0 {
+                let gm = s.grid_mean.as_ref().expect("grid means");
+                acq.zip_mut_with(gm, |v, &m| *v += w * (m - a).max(0.0));
+            }
+        }
+        acq / total
+    } else {
+        // RGPE: EI of the weighted mixture.
+        let mut mean = &t_mean * weights[0];
+        let mut var = &t_var * (weights[0] * weights[0]);
+        for (s, &w) in others.iter().zip(&weights[1..]) {
+            if w > 0.0 {
+                mean.scaled_add(w, s.grid_mean.as_ref().expect("grid means"));
+                var.scaled_add(w * w, s.grid_var.as_ref().expect("grid variances"));
+            }
+        }
+        Array1::from_iter(
+            mean.iter()
+                .zip(&var)
+                .map(|(&m, &v)| expected_improvement(m, v.sqrt(), best)),
+        )
+    };
+    Ok(grid.at(argmax(acq.view())))
+}
+
+/// The RGPE (`against` None) or TAF acquisition at one point of a box, with its gradient.
+#[allow(clippy::too_many_arguments)]
+fn box_acquisition(
+    x: &[f64],
+    grad: Option<&mut [f64]>,
+    post: &GpPosterior,
+    others: &[&Arc<Surrogate>],
+    weights: &[f64],
+    against: Option<&[f64]>,
+    shared: &SharedFeatures,
+    best: f64,
+) -> f64 {
+    let (tm, tv, tdm, tdv) = post.predict_grad(x);
+    let d = x.len();
+    let (value, g) = if let Some(against) = against {
+        let total: f64 = weights.iter().sum();
+        let (e, de) = ei_grad(tm, tv, &tdm, &tdv, best);
+        let mut value = weights[0] * e;
+        let mut g: Vec<f64> = de.iter().map(|a| weights[0] * a).collect();
+        for ((s, &w), &a) in others.iter().zip(&weights[1..]).zip(against) {
+            if w > 0.0 {
+                let (sm, _, sdm, _) = s.predict_grad(x, shared);
+                if sm > a {
+                    value += w * (sm - a);
+                    for k in 0..d {
+                        g[k] += w * sdm[k];
+                    }
+                }
+            }
+        }
+        (value / total, g.into_iter().map(|v| v / total).collect())
+    } else {
+        let w0 = weights[0];
+        let (mut m, mut v) = (w0 * tm, w0 * w0 * tv);
+        let mut dm: Vec<f64> = tdm.iter().map(|a| w0 * a).collect();
+        let mut dv: Vec<f64> = tdv.iter().map(|a| w0 * w0 * a).collect();
+        for (s, &w) in others.iter().zip(&weights[1..]) {
+            if w > 0.0 {
+                let (sm, sv, sdm, sdv) = s.predict_grad(x, shared);
+                m += w * sm;
+                v += w * w * sv;
+                for k in 0..d {
+                    dm[k] += w * sdm[k];
+                    dv[k] += w * w * sdv[k];
+                }
+            }
+        }
+        ei_grad(m, v, &dm, &dv, best)
+    };
+    if let Some(out) = grad {
+        out.copy_from_slice(&g);
+    }
+    value
 }
 
 impl Algorithm for MetaBo {
@@ -426,7 +557,7 @@ impl Algorithm for MetaBo {
             .map(|t| {
                 Ok(Query {
                     agent: t.learner.agent,
-                    index: choose(t, surrogates, shared, weighting)?,
+                    point: choose(t, surrogates, shared, weighting)?,
                     source: Source::Acquisition,
                 })
             })
@@ -436,7 +567,7 @@ impl Algorithm for MetaBo {
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
         for (q, y) in queries.iter().zip(ys) {
             if let Some(t) = self.targets.iter_mut().find(|t| t.learner.agent == q.agent) {
-                t.learner.add(q.index, *y);
+                t.learner.add(q.point.clone(), *y);
             }
         }
     }

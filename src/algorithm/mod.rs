@@ -9,7 +9,7 @@ pub mod meta;
 pub mod ts;
 
 use crate::error::Result;
-use crate::objective::Landscape;
+use crate::objective::{Landscape, Point, Region};
 use crate::server::RoundRecord;
 use crate::spec::{AlgorithmKind, AlgorithmSpec, Spec};
 use std::fmt;
@@ -41,11 +41,19 @@ impl fmt::Display for Source {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Query {
     pub agent: usize,
-    pub index: usize,
+    pub point: Point,
     pub source: Source,
+}
+
+/// Where an agent's initial points are drawn from, when not the whole space.
+pub enum InitArea<'a> {
+    /// Grid points (by index), drawn without replacement.
+    Points(&'a [usize]),
+    /// A box inside [0,1]^D, drawn uniformly.
+    Region(&'a Region),
 }
 
 /// Everything an algorithm may read about its run.
@@ -74,8 +82,8 @@ pub trait Algorithm {
     /// Observations (noisy y) of `queries`, initial points included.
     fn observe(&mut self, queries: &[Query], ys: &[f64]);
 
-    /// Grid points an agent's initial points are drawn from; None: the whole domain.
-    fn init_candidates(&self, _agent: usize) -> Option<&[usize]> {
+    /// Where an agent's initial points are drawn from; None: the whole space.
+    fn init_area(&self, _agent: usize) -> Option<InitArea<'_>> {
         None
     }
 

@@ -14,18 +14,7 @@ pub struct Ts {
 impl Ts {
     pub fn new(ctx: &RunContext) -> Self {
         let targets = ctx.spec.targets().to_vec();
-        let learners = targets
-            .iter()
-            .map(|&a| {
-                Learner::new(
-                    a,
-                    ctx.landscape.domain.clone(),
-                    ctx.spec.surrogate.own.clone(),
-                    ctx.seed(),
-                    ctx.run,
-                )
-            })
-            .collect();
+        let learners = targets.iter().map(|&a| Learner::for_run(ctx, a)).collect();
         Ts { learners, targets }
     }
 }
@@ -42,7 +31,7 @@ impl Algorithm for Ts {
             .map(|l| {
                 Ok(Query {
                     agent: l.agent,
-                    index: l.thompson()?,
+                    point: l.thompson()?,
                     source: Source::Own,
                 })
             })
@@ -56,7 +45,7 @@ impl Algorithm for Ts {
                 .iter()
                 .position(|&a| a == q.agent)
                 .expect("query for a target");
-            self.learners[slot].add(q.index, *y);
+            self.learners[slot].add(q.point.clone(), *y);
         }
     }
 }

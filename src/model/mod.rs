@@ -4,4 +4,5 @@
 pub mod cnn;
 pub mod logreg;
 pub mod metrics;
+pub mod platt;
 pub mod svm;

@@ -1,7 +1,7 @@
 //! Synthetic objectives (algorithms.md section 1): functions drawn from a GP with an SE
 //! kernel on an evenly spaced 1-D grid, rescaled to [0, 1], and per-agent perturbations.
 
-use super::{Domain, Landscape};
+use super::{Domain, Landscape, Space};
 use crate::error::{FboError, Result};
 use crate::linalg::cholesky_jittered;
 use crate::rng::{Purpose, SHARED, stream};
@@ -52,8 +52,8 @@ pub fn perturb<R: Rng + ?Sized>(f: &Array1<f64>, d: f64, rng: &mut R) -> Array1<
 /// Builds the landscapes of `spec.functions` independent function draws; run r uses
 /// `landscapes[r % functions]`.
 pub fn landscapes(spec: &ObjectiveSpec, agents: usize, seed: u64) -> Result<Vec<Arc<Landscape>>> {
-    let domain = Arc::new(Domain::grid_1d(spec.grid));
-    let sampler = GpSampler::new(&domain, spec.length_scale)?;
+    let space = Arc::new(Space::Grid(Domain::grid_1d(spec.grid)));
+    let sampler = GpSampler::new(space.grid().expect("grid"), spec.length_scale)?;
     let mut out = Vec::with_capacity(spec.functions);
     for fi in 0..spec.functions as u64 {
         let mut rng = stream(seed, fi, SHARED, Purpose::Objective);
@@ -95,10 +95,10 @@ pub fn landscapes(spec: &ObjectiveSpec, agents: usize, seed: u64) -> Result<Vec<
                     })
                     .collect()
             }
-            ObjectiveKind::Table { .. } => unreachable!("tables are not synthetic"),
+            _ => unreachable!("only synthetic objectives are drawn here"),
         };
         out.push(Arc::new(Landscape::new(
-            domain.clone(),
+            space.clone(),
             values,
             spec.noise_var,
         )));
@@ -119,6 +119,8 @@ mod tests {
             noise_var: 0.01,
             functions: 2,
             d: 0.02,
+            params: Vec::new(),
+            per_dim: None,
         }
     }
 
@@ -128,7 +130,7 @@ mod tests {
         let l = &ls[0];
         assert_eq!(l.agents(), 4);
         let (lo, hi) = (0..200).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), i| {
-            (lo.min(l.value(0, i)), hi.max(l.value(0, i)))
+            (lo.min(l.grid_value(0, i)), hi.max(l.grid_value(0, i)))
         });
         assert!(
             lo.abs() < 1e-12 && (hi - 1.0).abs() < 1e-12,
@@ -137,7 +139,7 @@ mod tests {
         let mut plus = 0;
         for a in 1..4 {
             for i in 0..200 {
-                let diff = l.value(a, i) - l.value(0, i);
+                let diff = l.grid_value(a, i) - l.grid_value(0, i);
                 assert!((diff.abs() - 0.02).abs() < 1e-12);
                 plus += (diff > 0.0) as usize;
             }
@@ -145,7 +147,7 @@ mod tests {
         // 600 fair coin flips: 300 +/- 5 sd(12.2).
         assert!((240..=360).contains(&plus), "{plus}");
         // Different function draws differ.
-        assert!((0..200).any(|i| (ls[0].value(0, i) - ls[1].value(0, i)).abs() > 1e-3));
+        assert!((0..200).any(|i| (ls[0].grid_value(0, i) - ls[1].grid_value(0, i)).abs() > 1e-3));
     }
 
     #[test]
@@ -160,7 +162,7 @@ mod tests {
         .unwrap();
         // alpha = 1: every agent has its own independent draw.
         let l = &ls[0];
-        assert!((0..200).any(|i| (l.value(0, i) - l.value(1, i)).abs() > 0.05));
+        assert!((0..200).any(|i| (l.grid_value(0, i) - l.grid_value(1, i)).abs() > 0.05));
         let same = landscapes(
             &spec(ObjectiveKind::SyntheticDp {
                 heterogeneous: Some(0.0),
@@ -170,7 +172,7 @@ mod tests {
         )
         .unwrap();
         for i in 0..200 {
-            assert!((same[0].value(0, i) - same[0].value(2, i)).abs() < 1e-12);
+            assert!((same[0].grid_value(0, i) - same[0].grid_value(2, i)).abs() < 1e-12);
         }
     }
 
@@ -179,7 +181,7 @@ mod tests {
         let a = landscapes(&spec(ObjectiveKind::SyntheticFts), 3, 5).unwrap();
         let b = landscapes(&spec(ObjectiveKind::SyntheticFts), 3, 5).unwrap();
         for i in 0..200 {
-            assert_eq!(a[1].value(2, i), b[1].value(2, i));
+            assert_eq!(a[1].grid_value(2, i), b[1].grid_value(2, i));
         }
     }
 }

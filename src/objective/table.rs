@@ -2,7 +2,7 @@
 //! metric on a grid over the normalised hyperparameter box. BO maximises f; a metric that is
 //! minimised (validation error) enters as f = -metric and is reported back in its own units.
 
-use super::{Domain, Landscape};
+use super::{Domain, Landscape, Space};
 use crate::error::{FboError, Result};
 use ndarray::{Array1, Array2};
 use serde::Deserialize;
@@ -79,7 +79,7 @@ pub fn read_meta(path: &Path) -> Result<TableMeta> {
 /// seconds per point. Every value is checked: a missing point, a NaN or a stray row is an
 /// error naming the file and line.
 pub struct Table {
-    pub domain: Arc<Domain>,
+    pub domain: Domain,
     pub metric: Vec<Array1<f64>>,
     pub train_seconds: Vec<Array1<f64>>,
 }
@@ -111,6 +111,7 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         .collect();
     let n = meta.points;
     let mut points = Array2::from_elem((n, d), f64::NAN);
+    let mut raw = Array2::from_elem((n, d), f64::NAN);
     let mut metric = vec![Array1::from_elem(n, f64::NAN); agents.len()];
     let mut secs = vec![Array1::zeros(n); agents.len()];
     let mut seen = vec![vec![false; n]; agents.len()];
@@ -160,6 +161,9 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
                 ));
             }
         }
+        for k in 0..d {
+            raw[[p, k]] = num(f[2 + d + k], "hyperparameter value")?;
+        }
         metric[i][p] = num(f[want - 2], "metric")?;
         secs[i][p] = num(f[want - 1], "train_seconds")?;
         if secs[i][p] < 0.0 {
@@ -176,7 +180,7 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         }
     }
     Ok(Table {
-        domain: Arc::new(Domain::new(points)),
+        domain: Domain::with_raw(points, raw, meta.dims.clone()),
         metric,
         train_seconds: secs,
     })
@@ -187,7 +191,7 @@ pub fn landscape(meta: &TableMeta, agents: &[usize], noise_var: f64) -> Result<A
     let t = load(meta, agents)?;
     let values = t.metric.iter().map(|m| m * meta.sign).collect();
     Ok(Arc::new(
-        Landscape::new(t.domain, values, noise_var)
+        Landscape::new(Arc::new(Space::Grid(t.domain)), values, noise_var)
             .with_metric_sign(meta.sign)
             .with_costs(t.train_seconds),
     ))
@@ -226,9 +230,9 @@ mod tests {
         let m = read_meta(&meta).unwrap();
         let l = landscape(&m, &[1], 0.0).unwrap();
         assert_eq!(l.agents(), 1);
-        assert_eq!(l.value(0, 1), -0.2);
+        assert_eq!(l.grid_value(0, 1), -0.2);
         assert_eq!(l.metric(-0.2), 0.2);
-        assert_eq!(l.domain.point(1)[0], 1.0);
+        assert_eq!(l.grid().unwrap().point(1)[0], 1.0);
     }
 
     #[test]

@@ -5,7 +5,11 @@
 pub mod schedule;
 
 use crate::error::{FboError, Result};
+use crate::objective::function::Function;
+use crate::objective::model::{Dataset, ModelSettings, SvmMetric};
+use crate::objective::space::{Domain, Param, Scale, Space};
 use crate::objective::table::TableMeta;
+use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Sampling};
 use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds};
 use crate::surrogate::own::OwnSettings;
@@ -32,6 +36,8 @@ pub struct Spec {
     pub federation: FederationSpec,
     pub privacy: PrivacySpec,
     pub output: OutputSpec,
+    /// How a continuous box is searched ([acquisition]); unused on grids.
+    pub acquisition: BoxSearch,
     /// The file has a [sweep] table (only `fbo sweep` runs it).
     pub has_sweep: bool,
 }
@@ -167,6 +173,13 @@ pub enum ObjectiveKind {
     /// A hyperparameter-response table; `agents` are the table's agent ids taking part, in
     /// the order fbo numbers them 0, 1, ...
     Table { meta: TableMeta, agents: Vec<usize> },
+    /// A closed-form test function; every agent sees it.
+    Function(Function),
+    /// A dataset's model trained at every query; `agents` are the data's agents taking part.
+    Model {
+        settings: ModelSettings,
+        agents: Vec<usize>,
+    },
 }
 
 /// Where FTS's other agents get their t_n observations.
@@ -188,6 +201,32 @@ pub struct ObjectiveSpec {
     pub noise_var: f64,
     pub functions: usize,
     pub d: f64,
+    /// Named hyperparameters of function and model objectives (empty otherwise).
+    pub params: Vec<Param>,
+    /// Function and model objectives: points per hyperparameter of a grid; None: the box.
+    pub per_dim: Option<usize>,
+}
+
+impl ObjectiveSpec {
+    /// The space of a function or model objective: the tensor grid of `per_dim` points per
+    /// hyperparameter, or the continuous box.
+    pub fn space(&self) -> Space {
+        match self.per_dim {
+            Some(n) => Space::Grid(Domain::tensor(&self.params, n)),
+            None => Space::Box(self.params.clone()),
+        }
+    }
+
+    /// Points of the search space; None for a box.
+    pub fn domain_size(&self) -> Option<usize> {
+        match &self.kind {
+            ObjectiveKind::SyntheticFts | ObjectiveKind::SyntheticDp { .. } => Some(self.grid),
+            ObjectiveKind::Table { meta, .. } => Some(meta.points),
+            ObjectiveKind::Function(_) | ObjectiveKind::Model { .. } => self
+                .per_dim
+                .map(|n| n.saturating_pow(self.params.len() as u32)),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -235,6 +274,7 @@ struct RawSpec {
     server: Option<RawServer>,
     privacy: Option<RawPrivacy>,
     output: Option<RawOutput>,
+    acquisition: Option<RawAcquisition>,
     /// Read by `fbo sweep` (src/sweep.rs); here only noted.
     sweep: Option<toml::Value>,
 }
@@ -312,6 +352,31 @@ struct RawObjective {
     table: Option<String>,
     agents: Option<Vec<i64>>,
     targets: Option<Vec<i64>>,
+    function: Option<String>,
+    dataset: Option<String>,
+    data: Option<String>,
+    split_seed: Option<i64>,
+    epochs: Option<i64>,
+    batch_size: Option<i64>,
+    metric: Option<String>,
+    hyperparameters: Option<Vec<RawParam>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawParam {
+    name: String,
+    low: f64,
+    high: f64,
+    scale: Option<String>,
+    integer: Option<bool>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawAcquisition {
+    candidates: Option<i64>,
+    starts: Option<i64>,
 }
 
 #[derive(Deserialize, Default)]
@@ -536,6 +601,15 @@ impl Spec {
                 }
                 agents.len()
             }
+            ObjectiveKind::Model { agents, .. } => {
+                if rf.agents.is_some() {
+                    return Err(c.err(
+                        "federation.agents",
+                        "is set by the data: choose participants with objective.agents",
+                    ));
+                }
+                agents.len()
+            }
             _ => c.int("federation.agents", rf.agents, 50, 1, 100_000)?,
         };
         let total_agents = match objective.kind {
@@ -561,15 +635,25 @@ impl Spec {
             },
         };
         // Initial points are drawn without replacement.
-        if initial_points > objective.grid {
+        if let Some(size) = objective.domain_size()
+            && initial_points > size
+        {
             return Err(c.err(
                 "initial_points",
-                format!(
-                    "must be at most the domain size {}, got {initial_points}",
-                    objective.grid
-                ),
+                format!("must be at most the domain size {size}, got {initial_points}"),
             ));
         }
+        let racq = raw.acquisition.unwrap_or_default();
+        let acquisition = BoxSearch {
+            candidates: c.int(
+                "acquisition.candidates",
+                racq.candidates,
+                1000,
+                1,
+                1_000_000,
+            )?,
+            starts: c.int("acquisition.starts", racq.starts, 20, 0, 10_000)?,
+        };
 
         let rs = raw.surrogate.unwrap_or_default();
         let synthetic_ls = objective.length_scale;
@@ -800,7 +884,7 @@ impl Spec {
                     &key("server"),
                     ra.server.clone().unwrap_or_default().or(&raw_server),
                     ra.server.as_ref(),
-                    objective.grid,
+                    objective.domain_size(),
                 )?),
                 _ => None,
             };
@@ -912,6 +996,7 @@ impl Spec {
             federation,
             privacy,
             output,
+            acquisition,
             has_sweep: raw.sweep.is_some(),
         })
     }
@@ -971,10 +1056,12 @@ fn check_server(
     key: &str,
     r: RawServer,
     own: Option<&RawServer>,
-    grid: usize,
+    grid: Option<usize>,
 ) -> Result<ServerSpec> {
     let k = |f: &str| format!("{key}.{f}");
-    let subregions = c.int(&k("subregions"), r.subregions, 1, 1, grid as i64)?;
+    // A box can be cut into any number of sub-regions; a grid into at most its points.
+    let most = grid.map_or(10_000, |g| g.min(10_000)) as i64;
+    let subregions = c.int(&k("subregions"), r.subregions, 1, 1, most)?;
     let dp = if r.dp.unwrap_or(false) {
         let q = r.q.unwrap_or(0.25);
         if !(q.is_finite() && q > 0.0 && q <= 1.0) {
@@ -1064,11 +1151,95 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
         Ok(Some(out))
     };
     let targets = ids("objective.targets", o.targets.take())?;
-    if o.kind != "table" && (o.table.is_some() || o.agents.is_some()) {
+    if o.kind != "table" && o.table.is_some() {
+        return Err(c.err("objective.table", "applies only to kind = \"table\""));
+    }
+    if o.kind != "table" && o.kind != "model" && o.agents.is_some() {
         return Err(c.err(
-            "objective.table",
-            "table and agents apply only to kind = \"table\"",
+            "objective.agents",
+            "applies only to kind = \"table\" or \"model\"",
         ));
+    }
+    if o.kind != "function" && o.function.is_some() {
+        return Err(c.err("objective.function", "applies only to kind = \"function\""));
+    }
+    if o.kind != "model" {
+        for (k, set) in [
+            ("dataset", o.dataset.is_some()),
+            ("data", o.data.is_some()),
+            ("split_seed", o.split_seed.is_some()),
+            ("epochs", o.epochs.is_some()),
+            ("batch_size", o.batch_size.is_some()),
+            ("metric", o.metric.is_some()),
+            ("hyperparameters", o.hyperparameters.is_some()),
+        ] {
+            if set {
+                return Err(c.err(
+                    &format!("objective.{k}"),
+                    "applies only to kind = \"model\"",
+                ));
+            }
+        }
+    }
+    if o.kind == "function" || o.kind == "model" {
+        for (k, set) in [
+            ("functions", o.functions.is_some()),
+            ("d", o.d.is_some()),
+            ("alpha", o.alpha.is_some()),
+            ("heterogeneous", o.heterogeneous.is_some()),
+        ] {
+            if set {
+                return Err(c.err(
+                    &format!("objective.{k}"),
+                    format!("does not apply to kind = \"{}\"", o.kind),
+                ));
+            }
+        }
+        // grid = n: a grid of n points per hyperparameter; absent: the continuous box.
+        let per_dim = match o.grid {
+            None => None,
+            Some(_) => Some(c.int("objective.grid", o.grid, 2, 2, 100_000)?),
+        };
+        let (kind, params) = if o.kind == "function" {
+            let name = o.function.take().ok_or_else(|| {
+                c.err(
+                    "objective.function",
+                    format!("missing: one of {}", Function::NAMES),
+                )
+            })?;
+            let f = Function::parse(&name).ok_or_else(|| {
+                c.err(
+                    "objective.function",
+                    format!("unknown function \"{name}\"; allowed: {}", Function::NAMES),
+                )
+            })?;
+            (ObjectiveKind::Function(f), f.params())
+        } else {
+            check_model(c, &mut o, &ids)?
+        };
+        if let Some(n) = per_dim {
+            let points = (n as u128).saturating_pow(params.len() as u32);
+            if points > 1_000_000 {
+                return Err(c.err(
+                    "objective.grid",
+                    format!(
+                        "{n} points per hyperparameter make {points} grid points over {} hyperparameters; at most 1000000 (leave grid out to search the continuous box)",
+                        params.len()
+                    ),
+                ));
+            }
+        }
+        return Ok(ObjectiveSpec {
+            kind,
+            targets: targets.unwrap_or_default(),
+            grid: 0,
+            length_scale: c.positive("objective.length_scale", o.length_scale, 0.1)?,
+            noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.0)?,
+            functions: 1,
+            d: 0.0,
+            params,
+            per_dim,
+        });
     }
     let kind = match o.kind.as_str() {
         "table" => {
@@ -1114,6 +1285,8 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
                 noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.0)?,
                 functions: 1,
                 d: 0.0,
+                params: Vec::new(),
+                per_dim: None,
             };
             return Ok(spec);
         }
@@ -1148,7 +1321,7 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             return Err(c.err(
                 "objective.kind",
                 format!(
-                    "unknown objective \"{other}\"; allowed: \"synthetic-fts\", \"synthetic-dp\", \"table\""
+                    "unknown objective \"{other}\"; allowed: \"synthetic-fts\", \"synthetic-dp\", \"table\", \"function\", \"model\""
                 ),
             ));
         }
@@ -1161,5 +1334,196 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
         noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.01)?,
         functions: c.int("objective.functions", o.functions, 5, 1, MAX_COUNT)?,
         d: c.non_negative("objective.d", o.d, 0.02)?,
+        params: Vec::new(),
+        per_dim: None,
+    })
+}
+
+type IdList<'a> = dyn Fn(&str, Option<Vec<i64>>) -> Result<Option<Vec<usize>>> + 'a;
+
+/// kind = "model": the dataset, its raw data (read here, to count its agents), the model's
+/// fixed settings and the searched hyperparameters (the dataset's, in its order; ranges and
+/// scales may change).
+fn check_model(
+    c: &Check,
+    o: &mut RawObjective,
+    ids: &IdList,
+) -> Result<(ObjectiveKind, Vec<Param>)> {
+    let name = o.dataset.take().ok_or_else(|| {
+        c.err(
+            "objective.dataset",
+            "missing: \"landmine\", \"har\" or \"emnist\"",
+        )
+    })?;
+    let dataset = Dataset::parse(&name).ok_or_else(|| {
+        c.err(
+            "objective.dataset",
+            format!("unknown dataset \"{name}\"; allowed: \"landmine\", \"har\", \"emnist\""),
+        )
+    })?;
+    let rel = o.data.take().ok_or_else(|| {
+        c.err(
+            "objective.data",
+            "missing: the raw data (landmine .mat file, HAR or EMNIST folder), relative to this spec",
+        )
+    })?;
+    let base = c.file.parent().unwrap_or(Path::new("."));
+    let data = base.join(&rel);
+    if !data.exists() {
+        return Err(c.err(
+            "objective.data",
+            format!("{} does not exist", data.display()),
+        ));
+    }
+    let split_seed = c.int("objective.split_seed", o.split_seed, 0, 0, i64::MAX)? as u64;
+    let epochs = c.int("objective.epochs", o.epochs, 20, 1, 100_000)?;
+    let batch_size = match dataset {
+        Dataset::Emnist => c.int("objective.batch_size", o.batch_size, 20, 1, 100_000)?,
+        _ if o.batch_size.is_some() => {
+            return Err(c.err(
+                "objective.batch_size",
+                "only the emnist dataset has a fixed batch size (har tunes it as a hyperparameter)",
+            ));
+        }
+        _ => 0,
+    };
+    if dataset == Dataset::Landmine && o.epochs.is_some() {
+        return Err(c.err("objective.epochs", "the landmine SVM has no epochs"));
+    }
+    // Platt-calibrated AUC by default: it is what the authors' SVC(probability=True) scored,
+    // so live levels are comparable with their published traces.
+    let metric = match (dataset, o.metric.take().as_deref()) {
+        (Dataset::Landmine, None | Some("platt-auc")) => SvmMetric::PlattAuc,
+        (Dataset::Landmine, Some("auc")) => SvmMetric::Auc,
+        (Dataset::Landmine, Some(other)) => {
+            return Err(c.err(
+                "objective.metric",
+                format!("unknown metric \"{other}\"; allowed: \"platt-auc\" (default), \"auc\""),
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(c.err(
+                "objective.metric",
+                "applies only to dataset = \"landmine\" (har and emnist score validation error)",
+            ));
+        }
+        (_, None) => SvmMetric::Auc,
+    };
+    let defaults = dataset.defaults();
+    let params = match o.hyperparameters.take() {
+        None => defaults,
+        Some(list) => {
+            if list.len() != defaults.len() {
+                return Err(c.err(
+                    "objective.hyperparameters",
+                    format!(
+                        "\"{name}\" has {} hyperparameters ({}), got {}",
+                        defaults.len(),
+                        defaults
+                            .iter()
+                            .map(|d| d.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        list.len()
+                    ),
+                ));
+            }
+            let mut out = Vec::with_capacity(list.len());
+            for (i, (h, d)) in list.into_iter().zip(&defaults).enumerate() {
+                let key = |f: &str| format!("objective.hyperparameters[{i}].{f}");
+                if h.name != d.name {
+                    return Err(c.err(
+                        &key("name"),
+                        format!(
+                            "must be \"{}\" (the order is fixed), got \"{}\"",
+                            d.name, h.name
+                        ),
+                    ));
+                }
+                out.push(check_param(c, &key, h, true)?);
+            }
+            out
+        }
+    };
+    let settings = ModelSettings {
+        dataset,
+        data,
+        split_seed,
+        epochs,
+        batch_size,
+        metric,
+    };
+    let available = crate::objective::model::count_agents(&settings)?;
+    let agents = match ids("objective.agents", o.agents.take())? {
+        Some(list) => {
+            if let Some(a) = list.iter().find(|&&a| a >= available) {
+                return Err(c.err(
+                    "objective.agents",
+                    format!("agent {a} is not in the data (0..{})", available - 1),
+                ));
+            }
+            list
+        }
+        None => (0..available).collect(),
+    };
+    let mut params = params;
+    if dataset == Dataset::Har {
+        // The batch size is a count: trained, traced and memoised as an integer.
+        params[0].integer = true;
+    }
+    Ok((ObjectiveKind::Model { settings, agents }, params))
+}
+
+/// One hyperparameter's range: finite, low < high, positive on a log scale (and for the
+/// datasets' models, whose hyperparameters are all positive).
+fn check_param(
+    c: &Check,
+    key: &dyn Fn(&str) -> String,
+    h: RawParam,
+    positive: bool,
+) -> Result<Param> {
+    let scale = match h.scale.as_deref() {
+        None | Some("linear") => Scale::Linear,
+        Some("log") => Scale::Log,
+        Some(other) => {
+            return Err(c.err(
+                &key("scale"),
+                format!("unknown scale \"{other}\"; allowed: \"linear\", \"log\""),
+            ));
+        }
+    };
+    if !(h.low.is_finite() && h.high.is_finite() && h.low < h.high) {
+        return Err(c.err(
+            &key("low"),
+            format!("need finite low < high, got [{}, {}]", h.low, h.high),
+        ));
+    }
+    if (positive || scale == Scale::Log) && h.low <= 0.0 {
+        return Err(c.err(
+            &key("low"),
+            format!(
+                "must be > 0 ({}), got {}",
+                if scale == Scale::Log {
+                    "log scale"
+                } else {
+                    "the model needs a positive value"
+                },
+                h.low
+            ),
+        ));
+    }
+    let integer = h.integer.unwrap_or(false);
+    if integer && h.high.floor() < h.low.ceil() {
+        return Err(c.err(
+            &key("integer"),
+            format!("[{}, {}] holds no integer", h.low, h.high),
+        ));
+    }
+    Ok(Param {
+        name: h.name,
+        low: h.low,
+        high: h.high,
+        scale,
+        integer,
     })
 }

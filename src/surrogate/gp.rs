@@ -301,6 +301,42 @@ impl GpPosterior {
         (mean, var)
     }
 
+    /// Mean and variance of the latent f at one point with their gradients in x (for
+    /// acquisition on a box): with k_x = K(X, x) and v = (K + noise I)^-1 k_x,
+    /// d mean = dk_x^T alpha and d var = -2 dk_x^T v, where
+    /// dk_x[i] / dx_d = -k_x[i] (x_d - X_id) / l^2. A floored variance has zero gradient.
+    pub fn predict_grad(&self, x: &[f64]) -> (f64, f64, Vec<f64>, Vec<f64>) {
+        let h = &self.hyper;
+        let n = self.x.nrows();
+        let inv_l2 = 1.0 / (h.length_scale * h.length_scale);
+        let kx = Array1::from_iter((0..n).map(|i| {
+            let r2: f64 = self
+                .x
+                .row(i)
+                .iter()
+                .zip(x)
+                .map(|(u, v)| (u - v) * (u - v))
+                .sum();
+            h.signal_var * libm::exp(-0.5 * r2 * inv_l2)
+        }));
+        let v = crate::linalg::cho_solve(self.chol.view(), kx.view());
+        let mean = kx.dot(&self.alpha);
+        let raw_var = h.signal_var - kx.dot(&v);
+        let d = x.len();
+        let (mut dm, mut dv) = (vec![0.0; d], vec![0.0; d]);
+        for i in 0..n {
+            for k in 0..d {
+                let dk = -kx[i] * (x[k] - self.x[[i, k]]) * inv_l2;
+                dm[k] += dk * self.alpha[i];
+                dv[k] -= 2.0 * dk * v[i];
+            }
+        }
+        if raw_var < 1e-12 {
+            dv.fill(0.0);
+        }
+        (mean, raw_var.max(1e-12), dm, dv)
+    }
+
     /// Joint posterior of the latent f at the rows of `xs`: mean and covariance, given the
     /// prior covariance `k_ss` among them.
     pub fn predict_joint(
@@ -326,6 +362,31 @@ impl GpPosterior {
 mod tests {
     use super::*;
     use crate::linalg::cholesky_jittered;
+
+    #[test]
+    fn pointwise_prediction_and_gradients_match_batch_and_differences() {
+        let x = ndarray::array![[0.1, 0.2], [0.5, 0.9], [0.8, 0.3], [0.3, 0.6]];
+        let y = ndarray::array![0.3, -0.5, 1.2, 0.1];
+        let h = GpHyper {
+            length_scale: 0.3,
+            signal_var: 1.5,
+            noise_var: 0.01,
+        };
+        let post = GpPosterior::fit(x.view(), y.view(), h).unwrap();
+        let at = [0.42, 0.37];
+        let (m, v, dm, dv) = post.predict_grad(&at);
+        let (bm, bv) = post.predict(ndarray::array![[0.42, 0.37]].view());
+        assert!((m - bm[0]).abs() < 1e-12 && (v - bv[0]).abs() < 1e-12);
+        for k in 0..2 {
+            let (mut a, mut b) = (at, at);
+            a[k] += 1e-6;
+            b[k] -= 1e-6;
+            let (ma, va, _, _) = post.predict_grad(&a);
+            let (mb, vb, _, _) = post.predict_grad(&b);
+            assert!(((ma - mb) / 2e-6 - dm[k]).abs() < 1e-6, "mean {k}");
+            assert!(((va - vb) / 2e-6 - dv[k]).abs() < 1e-6, "var {k}");
+        }
+    }
     use crate::rng::{Purpose, stream};
     use ndarray::Axis;
     use rand_distr::{Distribution, StandardNormal};

@@ -108,6 +108,96 @@ impl RandomFeatures {
         out
     }
 
+    /// phi(x)^T w at one point and, when `grad` is given, its gradient in x, the per-point
+    /// normalisation included: with c_j = cos(s_j x + b_j), g = sum w_j c_j and
+    /// Q = sum c_j^2, the normalised value is sqrt(v / Q) g, whose gradient is
+    /// sqrt(v / Q) (dg - g dQ / (2 Q)).
+    pub fn value_grad(&self, x: &[f64], w: &[f64], grad: Option<&mut [f64]>) -> f64 {
+        let m = self.len();
+        let mut arg = self.phase.clone();
+        for (f, &xd) in self.freq.iter().zip(x) {
+            for (o, s) in arg.iter_mut().zip(f) {
+                *o += s * xd;
+            }
+        }
+        let (mut g, mut q) = (0.0, 0.0);
+        for (a, wj) in arg.iter().zip(w) {
+            let c = fast_cos(*a);
+            g += wj * c;
+            q += c * c;
+        }
+        let scale = if self.normalize {
+            if q > 0.0 {
+                (self.variance / q).sqrt()
+            } else {
+                0.0
+            }
+        } else {
+            (2.0 * self.variance / m as f64).sqrt()
+        };
+        if let Some(grad) = grad {
+            // d/dx_d of c_j is -sin(a_j) s_jd.
+            let (mut dg, mut dq) = (vec![0.0; x.len()], vec![0.0; x.len()]);
+            for j in 0..m {
+                let (sn, c) = (libm::sin(arg[j]), fast_cos(arg[j]));
+                for (d, f) in self.freq.iter().enumerate() {
+                    dg[d] -= w[j] * sn * f[j];
+                    dq[d] -= 2.0 * c * sn * f[j];
+                }
+            }
+            for d in 0..x.len() {
+                grad[d] = if self.normalize && q > 0.0 {
+                    scale * (dg[d] - g * dq[d] / (2.0 * q))
+                } else {
+                    scale * dg[d]
+                };
+            }
+        }
+        g * scale
+    }
+
+    /// phi(x) and its Jacobian J[j][d] = d phi_j / d x_d (normalisation included:
+    /// phi_j = c cos(a_j) with c = sqrt(v / Q), dc = -c dQ / (2 Q)).
+    pub fn feature_jacobian(&self, x: &[f64]) -> (Array1<f64>, Array2<f64>) {
+        let (m, dim) = (self.len(), self.dim());
+        let mut arg = self.phase.clone();
+        for (f, &xd) in self.freq.iter().zip(x) {
+            for (o, s) in arg.iter_mut().zip(f) {
+                *o += s * xd;
+            }
+        }
+        let cos: Vec<f64> = arg.iter().map(|&a| fast_cos(a)).collect();
+        let sin: Vec<f64> = arg.iter().map(|&a| libm::sin(a)).collect();
+        let q: f64 = cos.iter().map(|c| c * c).sum();
+        let scale = if self.normalize {
+            if q > 0.0 {
+                (self.variance / q).sqrt()
+            } else {
+                0.0
+            }
+        } else {
+            (2.0 * self.variance / m as f64).sqrt()
+        };
+        let mut dq = vec![0.0; dim];
+        if self.normalize {
+            for j in 0..m {
+                for (d, f) in self.freq.iter().enumerate() {
+                    dq[d] -= 2.0 * cos[j] * sin[j] * f[j];
+                }
+            }
+        }
+        let phi = Array1::from_iter(cos.iter().map(|c| c * scale));
+        let jac = Array2::from_shape_fn((m, dim), |(j, d)| {
+            let dc = if self.normalize && q > 0.0 {
+                -scale * dq[d] / (2.0 * q)
+            } else {
+                0.0
+            };
+            -scale * sin[j] * self.freq[d][j] + cos[j] * dc
+        });
+        (phi, jac)
+    }
+
     /// argmax over the rows of `xs` of phi(x)^T w, without materialising Phi(X). Ties go to
     /// the lowest index.
     pub fn argmax(&self, xs: ArrayView2<f64>, w: ArrayView1<f64>) -> usize {
@@ -177,6 +267,56 @@ mod tests {
         let xs = ndarray::array![[0.1, 0.9], [0.5, 0.5], [1.0, 0.0]];
         for row in rf.matrix(xs.view()).rows() {
             assert!((row.dot(&row) - 2.5).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn value_gradient_matches_central_differences() {
+        for normalize in [true, false] {
+            let mut rng = stream(9, 0, 0, Purpose::SharedFeatures);
+            let rf = RandomFeatures::draw(50, 3, 0.3, 1.7, normalize, &mut rng);
+            let w: Vec<f64> = (0..50).map(|j| ((j * 5 % 13) as f64 - 6.0) / 4.0).collect();
+            let x = [0.2, 0.7, 0.45];
+            let mut g = [0.0; 3];
+            let v = rf.value_grad(&x, &w, Some(&mut g));
+            let phi = rf.feature(ndarray::ArrayView1::from(&x[..]));
+            assert!((v - phi.dot(&ndarray::Array1::from(w.clone()))).abs() < 1e-12);
+            for d in 0..3 {
+                let h = 1e-6;
+                let (mut a, mut b) = (x, x);
+                a[d] += h;
+                b[d] -= h;
+                let fd = (rf.value_grad(&a, &w, None) - rf.value_grad(&b, &w, None)) / (2.0 * h);
+                assert!(
+                    (fd - g[d]).abs() < 1e-6 * (1.0 + g[d].abs()),
+                    "{normalize} {d}: {fd} vs {}",
+                    g[d]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn feature_jacobian_matches_central_differences() {
+        let mut rng = stream(4, 0, 0, Purpose::SharedFeatures);
+        let rf = RandomFeatures::draw(20, 2, 0.2, 1.0, true, &mut rng);
+        let x = [0.3, 0.8];
+        let (phi, jac) = rf.feature_jacobian(&x);
+        assert!(
+            (&phi - &rf.feature(ndarray::ArrayView1::from(&x[..])))
+                .iter()
+                .all(|v| v.abs() < 1e-14)
+        );
+        for d in 0..2 {
+            let (mut a, mut b) = (x, x);
+            a[d] += 1e-6;
+            b[d] -= 1e-6;
+            let fd = (rf.feature(ndarray::ArrayView1::from(&a[..]))
+                - rf.feature(ndarray::ArrayView1::from(&b[..])))
+                / 2e-6;
+            for j in 0..20 {
+                assert!((fd[j] - jac[[j, d]]).abs() < 1e-6, "{j} {d}");
+            }
         }
     }
 

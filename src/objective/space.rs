@@ -1,0 +1,339 @@
+//! Search spaces. Every algorithm works in unit coordinates [0,1]^D; a space says which points
+//! of that cube exist (a finite grid, or the whole box) and how a unit coordinate maps to the
+//! raw hyperparameter a model is trained with.
+
+use crate::error::Result;
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
+use rand::Rng;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    Log,
+}
+
+/// One hyperparameter: its name and range, and how [0, 1] maps onto the range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: String,
+    pub low: f64,
+    pub high: f64,
+    pub scale: Scale,
+    /// Raw values are rounded to the nearest integer (batch sizes, layer widths).
+    pub integer: bool,
+}
+
+impl Param {
+    pub fn linear(name: &str, low: f64, high: f64) -> Self {
+        Param {
+            name: name.into(),
+            low,
+            high,
+            scale: Scale::Linear,
+            integer: false,
+        }
+    }
+
+    /// The raw value at unit coordinate u (clamped to [0, 1]); rounded for integer
+    /// parameters. The ends map exactly onto low and high.
+    pub fn value(&self, u: f64) -> f64 {
+        let u = u.clamp(0.0, 1.0);
+        let v = match self.scale {
+            Scale::Linear => self.low + (self.high - self.low) * u,
+            Scale::Log => {
+                let (a, b) = (libm::log(self.low), libm::log(self.high));
+                libm::exp(a + (b - a) * u)
+            }
+        };
+        let v = if u == 0.0 {
+            self.low
+        } else if u == 1.0 {
+            self.high
+        } else {
+            v
+        };
+        if self.integer { v.round() } else { v }
+    }
+}
+
+/// A finite set of points of [0,1]^D: the synthetic grids and the response tables, with the
+/// raw hyperparameter values of every point where the objective has named hyperparameters.
+#[derive(Debug)]
+pub struct Domain {
+    points: Array2<f64>,
+    raw: Option<Array2<f64>>,
+    names: Vec<String>,
+}
+
+impl Domain {
+    pub fn new(points: Array2<f64>) -> Self {
+        Domain {
+            points,
+            raw: None,
+            names: Vec::new(),
+        }
+    }
+
+    /// A grid whose points carry raw hyperparameter values (`names[k]` is column k of `raw`).
+    pub fn with_raw(points: Array2<f64>, raw: Array2<f64>, names: Vec<String>) -> Self {
+        debug_assert_eq!(points.dim(), raw.dim());
+        debug_assert_eq!(names.len(), raw.ncols());
+        Domain {
+            points,
+            raw: Some(raw),
+            names,
+        }
+    }
+
+    /// n evenly spaced points on [0, 1], endpoints included.
+    pub fn grid_1d(n: usize) -> Self {
+        let pts = Array1::linspace(0.0, 1.0, n).insert_axis(ndarray::Axis(1));
+        Domain::new(pts)
+    }
+
+    /// The tensor-product grid of `per_dim` points per parameter (row-major: the last
+    /// dimension varies fastest, as `fbo tabulate` numbers its points).
+    pub fn tensor(params: &[Param], per_dim: usize) -> Self {
+        let d = params.len();
+        let n = per_dim.pow(d as u32);
+        let mut points = Array2::zeros((n, d));
+        let mut raw = Array2::zeros((n, d));
+        for p in 0..n {
+            let mut rest = p;
+            for k in (0..d).rev() {
+                let u = (rest % per_dim) as f64 / (per_dim - 1) as f64;
+                rest /= per_dim;
+                points[[p, k]] = u;
+                raw[[p, k]] = params[k].value(u);
+            }
+        }
+        let names = params.iter().map(|p| p.name.clone()).collect();
+        Domain::with_raw(points, raw, names)
+    }
+
+    pub fn len(&self) -> usize {
+        self.points.nrows()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.points.nrows() == 0
+    }
+
+    pub fn dim(&self) -> usize {
+        self.points.ncols()
+    }
+
+    pub fn points(&self) -> ArrayView2<'_, f64> {
+        self.points.view()
+    }
+
+    pub fn point(&self, i: usize) -> ArrayView1<'_, f64> {
+        self.points.row(i)
+    }
+
+    /// The point with index i as a query point.
+    pub fn at(&self, i: usize) -> Point {
+        Point {
+            x: self.points.row(i).to_vec(),
+            index: Some(i),
+        }
+    }
+}
+
+/// A point of a search space in unit coordinates; `index` is its row when the space is a grid
+/// (tables are looked up by it, and grid-only caches are indexed by it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Point {
+    pub x: Vec<f64>,
+    pub index: Option<usize>,
+}
+
+impl Point {
+    pub fn free(x: Vec<f64>) -> Self {
+        Point { x, index: None }
+    }
+
+    pub fn view(&self) -> ArrayView1<'_, f64> {
+        ArrayView1::from(&self.x[..])
+    }
+}
+
+/// An axis-aligned box inside [0,1]^D: `lo[k] <= x[k] <= hi[k]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Region {
+    pub lo: Vec<f64>,
+    pub hi: Vec<f64>,
+}
+
+impl Region {
+    pub fn unit(dim: usize) -> Self {
+        Region {
+            lo: vec![0.0; dim],
+            hi: vec![1.0; dim],
+        }
+    }
+
+    pub fn dim(&self) -> usize {
+        self.lo.len()
+    }
+
+    pub fn contains(&self, x: &[f64]) -> bool {
+        x.iter()
+            .zip(self.lo.iter().zip(&self.hi))
+            .all(|(v, (l, h))| *l <= *v && *v <= *h)
+    }
+
+    /// A uniformly random point of the region.
+    pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Vec<f64> {
+        self.lo
+            .iter()
+            .zip(&self.hi)
+            .map(|(l, h)| l + (h - l) * rng.random::<f64>())
+            .collect()
+    }
+}
+
+/// Where the algorithms search: a finite grid (exact argmax) or the continuous box [0,1]^D
+/// of named hyperparameters (candidates plus L-BFGS-B; src/optim.rs).
+#[derive(Debug)]
+pub enum Space {
+    Grid(Domain),
+    Box(Vec<Param>),
+}
+
+impl Space {
+    pub fn dim(&self) -> usize {
+        match self {
+            Space::Grid(d) => d.dim(),
+            Space::Box(p) => p.len(),
+        }
+    }
+
+    pub fn grid(&self) -> Option<&Domain> {
+        match self {
+            Space::Grid(d) => Some(d),
+            Space::Box(_) => None,
+        }
+    }
+
+    /// Names of the raw hyperparameters, as trace columns (empty for synthetic grids).
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Space::Grid(d) => d.names.clone(),
+            Space::Box(p) => p.iter().map(|p| p.name.clone()).collect(),
+        }
+    }
+
+    /// The raw hyperparameter values of a point (empty where the space has none).
+    pub fn raw(&self, p: &Point) -> Vec<f64> {
+        match self {
+            Space::Grid(d) => match (&d.raw, p.index) {
+                (Some(raw), Some(i)) => raw.row(i).to_vec(),
+                _ => Vec::new(),
+            },
+            Space::Box(params) => params.iter().zip(&p.x).map(|(h, &u)| h.value(u)).collect(),
+        }
+    }
+
+    /// The number of distinct points, None for a box.
+    pub fn size(&self) -> Option<usize> {
+        self.grid().map(Domain::len)
+    }
+}
+
+const PRIMES: [u32; 16] = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53];
+
+/// The radical inverse of i in base b (the van der Corput sequence).
+fn radical_inverse(mut i: u64, b: u32) -> f64 {
+    let inv = 1.0 / b as f64;
+    let mut f = inv;
+    let mut r = 0.0;
+    while i > 0 {
+        r += f * (i % b as u64) as f64;
+        i /= b as u64;
+        f *= inv;
+    }
+    r
+}
+
+/// n points of a randomly shifted Halton sequence in `region` (Cranley-Patterson rotation:
+/// every coordinate shifted by one uniform draw modulo 1). Low discrepancy fills a box more
+/// evenly than independent draws, and the shift keeps the set random across iterations, so
+/// the multi-start search is not always seeded at the same places.
+pub fn halton<R: Rng + ?Sized>(n: usize, region: &Region, rng: &mut R) -> Result<Vec<Vec<f64>>> {
+    let d = region.dim();
+    if d > PRIMES.len() {
+        return Err(crate::error::FboError::Run(format!(
+            "quasi-random candidates support up to {} dimensions, got {d}",
+            PRIMES.len()
+        )));
+    }
+    let shift: Vec<f64> = (0..d).map(|_| rng.random::<f64>()).collect();
+    Ok((0..n)
+        .map(|i| {
+            (0..d)
+                .map(|k| {
+                    let u = (radical_inverse(i as u64 + 1, PRIMES[k]) + shift[k]).fract();
+                    region.lo[k] + (region.hi[k] - region.lo[k]) * u
+                })
+                .collect()
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{Purpose, stream};
+
+    #[test]
+    fn parameters_map_ends_exactly_and_log_scales_geometrically() {
+        let c = Param {
+            name: "C".into(),
+            low: 1e-4,
+            high: 10.0,
+            scale: Scale::Log,
+            integer: false,
+        };
+        assert_eq!(c.value(0.0), 1e-4);
+        assert_eq!(c.value(1.0), 10.0);
+        assert!((c.value(0.5) - (1e-4f64 * 10.0).sqrt()).abs() < 1e-15);
+        let b = Param {
+            integer: true,
+            ..Param::linear("batch", 20.0, 60.0)
+        };
+        assert_eq!(b.value(0.51), 40.0);
+        assert_eq!(b.value(-3.0), 20.0);
+    }
+
+    #[test]
+    fn tensor_grid_numbers_points_as_tabulate_does() {
+        let ps = [Param::linear("a", 0.0, 1.0), Param::linear("b", 10.0, 20.0)];
+        let d = Domain::tensor(&ps, 3);
+        assert_eq!(d.len(), 9);
+        assert_eq!(d.point(1).to_vec(), vec![0.0, 0.5]);
+        assert_eq!(d.point(3).to_vec(), vec![0.5, 0.0]);
+        let s = Space::Grid(d);
+        assert_eq!(s.raw(&s.grid().unwrap().at(5)), vec![0.5, 20.0]);
+    }
+
+    #[test]
+    fn halton_points_fill_the_region_evenly() {
+        let mut rng = stream(1, 0, 0, Purpose::Init);
+        let region = Region {
+            lo: vec![0.5, 0.0],
+            hi: vec![1.0, 0.5],
+        };
+        let pts = halton(1024, &region, &mut rng).unwrap();
+        assert!(pts.iter().all(|p| region.contains(p)));
+        // Every one of the 16 equal cells gets 64 +/- 8 points (independent draws would
+        // typically miss by about 8 in several cells).
+        let mut counts = [0usize; 16];
+        for p in &pts {
+            let i = (((p[0] - 0.5) * 8.0) as usize).min(3);
+            let j = ((p[1] * 8.0) as usize).min(3);
+            counts[4 * i + j] += 1;
+        }
+        assert!(counts.iter().all(|&c| c.abs_diff(64) <= 8), "{counts:?}");
+    }
+}
