@@ -41,9 +41,27 @@ pub fn fast_cos(x: f64) -> f64 {
     if flip { -p } else { p }
 }
 
+/// sin(x) = cos(x - pi/2), for the gradients of sampled functions on a box. The shift rounds
+/// x - pi/2 once, so the error is about 1e-14 + |x| 2^-53 (1.7e-13 at |x| = 3000).
+#[inline(always)]
+pub fn fast_sin(x: f64) -> f64 {
+    fast_cos(x - FRAC_PI_2)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fast_sin_matches_std() {
+        let mut worst: f64 = 0.0;
+        for i in 0..200_000 {
+            let x = -3000.0 + i as f64 * 0.030_000_7;
+            let bound = 1e-14 + x.abs() * f64::EPSILON / 2.0;
+            worst = worst.max((fast_sin(x) - x.sin()).abs() / bound);
+        }
+        assert!(worst < 1.0, "worst error {worst} of the bound");
+    }
 
     #[test]
     fn fast_cos_matches_std() {

@@ -88,15 +88,19 @@ impl Surrogate {
         }
     }
 
-    /// mu_n(x), s_n^2(x) and their gradients: with J the Jacobian of phi and u = C^T phi,
-    /// d mu = J^T nu and d s^2 = 2 J^T C u.
-    fn predict_grad(&self, x: &[f64], shared: &SharedFeatures) -> (f64, f64, Vec<f64>, Vec<f64>) {
-        let (phi, jac) = shared.features.feature_jacobian(x);
+    /// mu_n(x), s_n^2(x) and their gradients from phi(x) and its Jacobian J (shared by all
+    /// surrogates): with u = C^T phi, d mu = J^T nu and d s^2 = 2 J^T C u.
+    fn predict_grad(&self, phi: &Array1<f64>, jac: &Array2<f64>) -> (f64, f64, Vec<f64>, Vec<f64>) {
         let u = phi.dot(&self.root);
         let cu = self.root.dot(&u);
         let dm = jac.t().dot(&self.nu).to_vec();
         let dv = (jac.t().dot(&cu) * 2.0).to_vec();
         (phi.dot(&self.nu), u.dot(&u), dm, dv)
+    }
+
+    /// mu_n(x) and its gradient (TAF needs no variance).
+    fn mean_grad(&self, phi: &Array1<f64>, jac: &Array2<f64>) -> (f64, Vec<f64>) {
+        (phi.dot(&self.nu), jac.t().dot(&self.nu).to_vec())
     }
 }
 
@@ -486,6 +490,7 @@ fn box_acquisition(
     best: f64,
 ) -> f64 {
     let (tm, tv, tdm, tdv) = post.predict_grad(x);
+    let (phi, jac) = shared.features.feature_jacobian(x);
     let d = x.len();
     let (value, g) = if let Some(against) = against {
         let total: f64 = weights.iter().sum();
@@ -494,7 +499,7 @@ fn box_acquisition(
         let mut g: Vec<f64> = de.iter().map(|a| weights[0] * a).collect();
         for ((s, &w), &a) in others.iter().zip(&weights[1..]).zip(against) {
             if w > 0.0 {
-                let (sm, _, sdm, _) = s.predict_grad(x, shared);
+                let (sm, sdm) = s.mean_grad(&phi, &jac);
                 if sm > a {
                     value += w * (sm - a);
                     for k in 0..d {
@@ -511,7 +516,7 @@ fn box_acquisition(
         let mut dv: Vec<f64> = tdv.iter().map(|a| w0 * w0 * a).collect();
         for (s, &w) in others.iter().zip(&weights[1..]) {
             if w > 0.0 {
-                let (sm, sv, sdm, sdv) = s.predict_grad(x, shared);
+                let (sm, sv, sdm, sdv) = s.predict_grad(&phi, &jac);
                 m += w * sm;
                 v += w * w * sv;
                 for k in 0..d {

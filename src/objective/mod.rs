@@ -37,10 +37,7 @@ enum Values {
     },
     /// Computed when first queried; later queries of the same (agent, point) reuse the result,
     /// so algorithms that share initial points train once.
-    Live {
-        eval: Box<dyn Evaluate>,
-        memo: Memo,
-    },
+    Live { eval: Box<dyn Evaluate>, memo: Memo },
 }
 
 /// One replicate of an objective: the functions of all agents on a shared search space.

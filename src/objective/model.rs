@@ -143,7 +143,9 @@ pub enum SvmMetric {
 
 /// libsvm's `svm_binary_svc_probability`: decision values of every training point from a
 /// model trained on the other four folds of a random 5-fold split (folds of a libsvm-style
-/// shuffle), oriented so that positive means the positive class, then the sigmoid fit.
+/// shuffle), then the sigmoid fit. As in libsvm, whose first class is scikit-learn's class 0,
+/// the sigmoid gives P(negative class): (A, B) are fitted to the negated decision values with
+/// the negatives as the positive label.
 pub fn platt_fit<R: rand::Rng + ?Sized>(
     k: &Array2<f64>,
     y: &[f64],
@@ -169,9 +171,15 @@ pub fn platt_fit<R: rand::Rng + ?Sized>(
         );
         if !(has_pos && has_neg) {
             // libsvm's convention for a one-class fold: every held-out value +1 or -1.
-            let v = if has_pos { 1.0 } else { -1.0 };
+            let v = if has_pos {
+                1.0
+            } else if has_neg {
+                -1.0
+            } else {
+                0.0
+            };
             for &i in held {
-                dec[i] = if has_pos || has_neg { v } else { 0.0 };
+                dec[i] = v;
             }
             continue;
         }
@@ -182,12 +190,15 @@ pub fn platt_fit<R: rand::Rng + ?Sized>(
             dec[i] = v;
         }
     }
-    let positive: Vec<bool> = y.iter().map(|&v| v > 0.0).collect();
-    crate::model::platt::sigmoid_train(&dec, &positive)
+    let neg_dec: Vec<f64> = dec.iter().map(|d| -d).collect();
+    let negative: Vec<bool> = y.iter().map(|&v| v < 0.0).collect();
+    crate::model::platt::sigmoid_train(&neg_dec, &negative)
 }
 
-/// Validation AUC of the SVM's Platt-calibrated probabilities (`SvmMetric::PlattAuc`); the
-/// fold shuffle draws from `rng`.
+/// Validation AUC of the SVM's Platt-calibrated probabilities (`SvmMetric::PlattAuc`) as
+/// scikit-learn's predict_proba gives them: the clamped sigmoid of P(negative class), coupled
+/// by libsvm's two-class `multiclass_probability`, then P(positive). The fold shuffle draws
+/// from `rng`.
 pub fn svm_platt_auc<R: rand::Rng + ?Sized>(
     a: &AgentSplit,
     c: f64,
@@ -199,12 +210,23 @@ pub fn svm_platt_auc<R: rand::Rng + ?Sized>(
     let model = train(&k, &a.y_train, &params);
     let (pa, pb) = platt_fit(&k, &a.y_train, &params, rng);
     let kv = rbf_kernel(a.x_train.view(), a.x_valid.view(), gamma);
-    let probs: Vec<f64> = model
-        .decision(&kv)
+    calibrated_auc(
+        model.decision(&kv).as_slice().expect("contiguous"),
+        pa,
+        pb,
+        &a.valid_pos,
+    )
+}
+
+/// The AUC of predict_proba[:, 1] given the decision values (positive: positive class) and
+/// libsvm's sigmoid (A, B) for P(negative class).
+pub fn calibrated_auc(dec: &[f64], a: f64, b: f64, positive: &[bool]) -> f64 {
+    use crate::model::platt::{coupled_probability, sigmoid_predict};
+    let probs: Vec<f64> = dec
         .iter()
-        .map(|&d| crate::model::platt::sigmoid_predict(d, pa, pb).clamp(1e-7, 1.0 - 1e-7))
+        .map(|&d| coupled_probability(sigmoid_predict(-d, a, b).clamp(1e-7, 1.0 - 1e-7)).1)
         .collect();
-    roc_auc(&probs, &a.valid_pos).expect("both classes in validation")
+    roc_auc(&probs, positive).expect("both classes in validation")
 }
 
 /// One subject's multiclass split, standardised with the training half's mean and s.d.

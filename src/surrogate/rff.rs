@@ -5,7 +5,7 @@
 //! phi(x)^T phi(x) equal the kernel's variance exactly; without it the kernel estimate is
 //! unbiased instead.
 
-use crate::fastmath::fast_cos;
+use crate::fastmath::{fast_cos, fast_sin};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -120,12 +120,10 @@ impl RandomFeatures {
                 *o += s * xd;
             }
         }
-        let (mut g, mut q) = (0.0, 0.0);
-        for (a, wj) in arg.iter().zip(w) {
-            let c = fast_cos(*a);
-            g += wj * c;
-            q += c * c;
-        }
+        // Separate passes over contiguous buffers keep each loop vectorisable.
+        let cos: Vec<f64> = arg.iter().map(|&a| fast_cos(a)).collect();
+        let g: f64 = cos.iter().zip(w).map(|(c, wj)| c * wj).sum();
+        let q: f64 = cos.iter().map(|c| c * c).sum();
         let scale = if self.normalize {
             if q > 0.0 {
                 (self.variance / q).sqrt()
@@ -137,19 +135,16 @@ impl RandomFeatures {
         };
         if let Some(grad) = grad {
             // d/dx_d of c_j is -sin(a_j) s_jd.
-            let (mut dg, mut dq) = (vec![0.0; x.len()], vec![0.0; x.len()]);
-            for j in 0..m {
-                let (sn, c) = (libm::sin(arg[j]), fast_cos(arg[j]));
-                for (d, f) in self.freq.iter().enumerate() {
-                    dg[d] -= w[j] * sn * f[j];
-                    dq[d] -= 2.0 * c * sn * f[j];
-                }
-            }
-            for d in 0..x.len() {
+            let sin: Vec<f64> = arg.iter().map(|&a| fast_sin(a)).collect();
+            let wsin: Vec<f64> = sin.iter().zip(w).map(|(s, wj)| s * wj).collect();
+            let csin: Vec<f64> = sin.iter().zip(&cos).map(|(s, c)| s * c).collect();
+            for (d, f) in self.freq.iter().enumerate() {
+                let dg: f64 = -wsin.iter().zip(f).map(|(a, b)| a * b).sum::<f64>();
                 grad[d] = if self.normalize && q > 0.0 {
-                    scale * (dg[d] - g * dq[d] / (2.0 * q))
+                    let dq: f64 = -2.0 * csin.iter().zip(f).map(|(a, b)| a * b).sum::<f64>();
+                    scale * (dg - g * dq / (2.0 * q))
                 } else {
-                    scale * dg[d]
+                    scale * dg
                 };
             }
         }
@@ -167,7 +162,7 @@ impl RandomFeatures {
             }
         }
         let cos: Vec<f64> = arg.iter().map(|&a| fast_cos(a)).collect();
-        let sin: Vec<f64> = arg.iter().map(|&a| libm::sin(a)).collect();
+        let sin: Vec<f64> = arg.iter().map(|&a| fast_sin(a)).collect();
         let q: f64 = cos.iter().map(|c| c * c).sum();
         let scale = if self.normalize {
             if q > 0.0 {
