@@ -23,6 +23,59 @@ pub struct BenchOptions {
     pub repeats: usize,
     pub configs: Vec<PathBuf>,
     pub tables: Vec<PathBuf>,
+    /// (points CSV, landmine data) for the live SVM timing.
+    pub landmine: Option<(PathBuf, PathBuf)>,
+}
+
+/// Mean milliseconds of one live landmine evaluation (training included) at the points of a
+/// CSV (agent, C, gamma first), on one thread: decision-value AUC, then Platt AUC.
+fn live_landmine(points: &std::path::Path, data: &std::path::Path) -> Result<()> {
+    use crate::objective::model::{AgentSplit, svm_auc, svm_platt_auc};
+    let (fields, _) = crate::data::landmine::read(data)?;
+    let text = std::fs::read_to_string(points).map_err(|e| FboError::io(points, e))?;
+    let mut pts = Vec::new();
+    for (i, line) in text.lines().skip(1).enumerate() {
+        let f: Vec<&str> = line.split(',').collect();
+        let parse = |s: &str| -> Result<f64> {
+            s.parse().map_err(|_| {
+                FboError::spec(points, format!("line {}", i + 2), "agent,C,gamma expected")
+            })
+        };
+        let a = parse(f[0])? as usize;
+        if a >= fields.len() {
+            return Err(FboError::spec(
+                points,
+                format!("line {}", i + 2),
+                "no such field",
+            ));
+        }
+        pts.push((a, parse(f[1])?, parse(f[2])?));
+    }
+    let splits: Vec<AgentSplit> = fields
+        .iter()
+        .enumerate()
+        .map(|(a, f)| AgentSplit::landmine(f, 0, a).0)
+        .collect();
+    println!(
+        "# live landmine SVM evaluation, one thread, {} points of {}",
+        pts.len(),
+        points.display()
+    );
+    println!("metric,mean_ms,total_s");
+    let t0 = Instant::now();
+    for &(a, c, g) in &pts {
+        std::hint::black_box(svm_auc(&splits[a], c, g));
+    }
+    let t = t0.elapsed().as_secs_f64();
+    println!("auc,{:.3},{t:.3}", t * 1e3 / pts.len() as f64);
+    let t0 = Instant::now();
+    for (k, &(a, c, g)) in pts.iter().enumerate() {
+        let mut rng = stream(0, k as u64, a as u64, Purpose::HyperFit);
+        std::hint::black_box(svm_platt_auc(&splits[a], c, g, &mut rng));
+    }
+    let t = t0.elapsed().as_secs_f64();
+    println!("platt-auc,{:.3},{t:.3}", t * 1e3 / pts.len() as f64);
+    Ok(())
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -173,6 +226,9 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         );
     }
     box_acquisition(&opts.features)?;
+    if let Some((points, data)) = &opts.landmine {
+        live_landmine(points, data)?;
+    }
     println!("# privacy accounting: q = 0.25, z = 1, delta = 1e-5, 1000 steps (median of 5)");
     println!("accountant,epsilon,median_ms");
     let mech = Mechanism {

@@ -174,6 +174,14 @@ pub enum Command {
         /// Tables (table.toml) whose loading to time.
         #[arg(long = "table")]
         tables: Vec<PathBuf>,
+        /// Time live landmine SVM evaluations (decision-value and Platt AUC, one thread) at
+        /// the points of this CSV (columns agent, C, gamma, ...; e.g.
+        /// tests/fixtures/landmine_platt_reference.csv) on the data of --landmine-data.
+        #[arg(long = "landmine-points", requires = "landmine_data")]
+        landmine_points: Option<PathBuf>,
+        /// The landmine data (landmine.csv) for --landmine-points.
+        #[arg(long = "landmine-data")]
+        landmine_data: Option<PathBuf>,
     },
 }
 
@@ -448,6 +456,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             repeats,
             configs,
             tables,
+            landmine_points,
+            landmine_data,
         } => {
             if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
                 return Err(FboError::spec(
@@ -463,6 +473,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 repeats,
                 configs,
                 tables,
+                landmine: landmine_points.zip(landmine_data),
             })
         }
     }

@@ -259,7 +259,13 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                             t.path.display()
                         )));
                     };
-                    let y = t.num(r, cm)?.unwrap_or(f64::NAN);
+                    let Some(y) = t.num(r, cm)? else {
+                        return Err(FboError::spec(
+                            &t.path,
+                            mean_col,
+                            "is empty: the objective's maximum is unknown (live models), so there is no regret; plot --y best-metric",
+                        ));
+                    };
                     points.push(with_se(x, y, t.num(r, cs)?.unwrap_or(0.0)));
                 }
                 fig.series.push(Series {

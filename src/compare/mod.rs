@@ -65,8 +65,9 @@ struct Trace {
     algorithms: Vec<String>,
     /// (algorithm, iteration) -> unit -> (value of the metric, best_f)
     values: BTreeMap<(usize, i64), BTreeMap<Unit, (f64, f64)>>,
-    /// algorithm -> unit -> initial x indices in order
-    init: Vec<BTreeMap<Unit, Vec<u64>>>,
+    /// algorithm -> unit -> initial points in order (grid index and unit coordinates, as
+    /// written)
+    init: Vec<BTreeMap<Unit, Vec<String>>>,
     last_iteration: i64,
 }
 
@@ -107,6 +108,11 @@ fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
         col("x_index")?,
         col("best_f")?,
     );
+    // The unit coordinates x0, x1, ... follow x_index: on a box they identify the point.
+    let mut c_coords = Vec::new();
+    while let Ok(c) = col(&format!("x{}", c_coords.len())) {
+        c_coords.push(c);
+    }
     let mut t = Trace {
         algorithms: Vec::new(),
         values: BTreeMap::new(),
@@ -132,10 +138,21 @@ fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
         let unit = (num(c_run)? as u64, num(c_agent)? as u64);
         let it = num(c_it)? as i64;
         if it <= 0 {
-            t.init[a].entry(unit).or_default().push(num(c_x)? as u64);
+            let point = std::iter::once(c_x)
+                .chain(c_coords.iter().copied())
+                .map(|c| &rec[c])
+                .collect::<Vec<_>>()
+                .join(" ");
+            t.init[a].entry(unit).or_default().push(point);
             continue;
         }
         t.last_iteration = t.last_iteration.max(it);
+        if rec[value_col].is_empty() && metric == Metric::SimpleRegret {
+            return Err(bad(format!(
+                "row {}: no simple regret (the objective's maximum is unknown, as for live models); compare with --metric best-metric",
+                line + 2
+            )));
+        }
         t.values
             .entry((a, it))
             .or_default()
