@@ -31,6 +31,8 @@ pub struct TabulateConfig {
     pub epochs: usize,
     /// Minibatch size of the CNN (EMNIST); HAR tunes its batch size, the SVM has none.
     pub batch_size: usize,
+    /// The landmine SVM's score (`metric = "auc"`, the default, or `"platt-auc"`).
+    pub metric: SvmMetric,
     pub hyper: Vec<Param>,
     pub source: String,
 }
@@ -44,6 +46,7 @@ struct RawConfig {
     split_seed: Option<i64>,
     epochs: Option<i64>,
     batch_size: Option<i64>,
+    metric: Option<String>,
     hyperparameters: Option<Vec<RawHyper>>,
 }
 
@@ -96,6 +99,24 @@ impl TabulateConfig {
                 format!("must be an integer in [1, 100000], got {epochs}"),
             ));
         }
+        let metric = match (dataset, raw.metric.as_deref()) {
+            (_, None) | (Dataset::Landmine, Some("auc")) => SvmMetric::Auc,
+            (Dataset::Landmine, Some("platt-auc")) => SvmMetric::PlattAuc,
+            (Dataset::Landmine, Some(other)) => {
+                return Err(err(
+                    "metric",
+                    format!(
+                        "unknown metric \"{other}\"; allowed: \"auc\" (default), \"platt-auc\""
+                    ),
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(err(
+                    "metric",
+                    "applies only to dataset = \"landmine\"".into(),
+                ));
+            }
+        };
         let batch_size = match (dataset, raw.batch_size) {
             (Dataset::Emnist, b) => b.unwrap_or(20),
             (_, None) => 0,
@@ -180,6 +201,7 @@ impl TabulateConfig {
             split_seed: split_seed as u64,
             epochs: epochs as usize,
             batch_size: batch_size as usize,
+            metric,
             hyper,
             source: text,
         })
@@ -218,8 +240,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         split_seed: cfg.split_seed,
         epochs: cfg.epochs,
         batch_size: cfg.batch_size,
-        // Tables score decision values (their provenance says so); live runs choose.
-        metric: SvmMetric::Auc,
+        metric: cfg.metric,
     };
     let (task, split_csv, sha, dataset_meta) = prepare(&settings, &opts.data)?;
     let n_agents = task.agents();
@@ -329,6 +350,7 @@ mod tests {
             split_seed: 0,
             epochs: 1,
             batch_size: 0,
+            metric: SvmMetric::Auc,
             hyper: vec![h.clone(), h],
             source: String::new(),
         };

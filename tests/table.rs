@@ -238,3 +238,52 @@ fn tabulation_configs_are_checked() {
         );
     }
 }
+
+/// `fbo tabulate` with `metric = "platt-auc"` and a live model objective on the same grid
+/// evaluate one function: every table entry equals the live evaluation at that grid point.
+#[test]
+fn a_platt_table_equals_the_live_model_on_its_grid() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = write(
+        dir.path(),
+        "tab.toml",
+        "dataset = \"landmine\"\ngrid = 2\nsplit_seed = 0\nmetric = \"platt-auc\"\n",
+    );
+    let out = dir.path().join("table");
+    fbo_ok(
+        "tabulate",
+        &cfg,
+        &out,
+        &["--data", landmine_csv().to_str().unwrap()],
+    );
+    let meta = fs::read_to_string(out.join("table.toml")).unwrap();
+    assert!(meta.contains("metric = \"platt_auc\""), "{meta}");
+    let spec = write(
+        dir.path(),
+        "live.toml",
+        &format!(
+            "runs = 1\niterations = 1\n[objective]\nkind = \"model\"\ndataset = \"landmine\"\ndata = \"{}\"\nmetric = \"platt-auc\"\ngrid = 2\nagents = [0, 11, 28]\n[[algorithm]]\nkind = \"ts\"\n",
+            landmine_csv().display()
+        ),
+    );
+    let spec = fbo::spec::Spec::load(&spec).unwrap();
+    let live = fbo::objective::landscapes(&spec).unwrap().remove(0);
+    let grid = live.grid().unwrap();
+    let table = fs::read_to_string(out.join("table.csv")).unwrap();
+    let mut checked = 0;
+    for line in table.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (agent, point): (usize, usize) = (f[0].parse().unwrap(), f[1].parse().unwrap());
+        let Some(slot) = [0, 11, 28].iter().position(|&a| a == agent) else {
+            continue;
+        };
+        let want: f64 = f[6].parse().unwrap();
+        assert_eq!(
+            live.value(slot, &grid.at(point)).unwrap(),
+            want,
+            "agent {agent} point {point}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 12);
+}

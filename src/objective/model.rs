@@ -359,10 +359,19 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
                 note(a, &rows);
                 agents.push(split);
             }
-            let meta = "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking), raw features, score = decision value\"\n\
-                        metric = \"auc\"\ndirection = \"maximize\"\n\
-                        agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n";
-            let meta = format!("{meta}{}", half_split_note(cfg.split_seed));
+            let (score, metric) = match cfg.metric {
+                SvmMetric::Auc => ("decision value", "auc"),
+                SvmMetric::PlattAuc => (
+                    "Platt-calibrated probability as scikit-learn's SVC(probability=True): libsvm's sigmoid on 5-fold cross-validated decision values (folds seeded by split_seed, agent and point), two-class coupling",
+                    "platt_auc",
+                ),
+            };
+            let meta = format!(
+                "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking), raw features, score = {score}\"\n\
+                 metric = \"{metric}\"\ndirection = \"maximize\"\n\
+                 agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n{}",
+                half_split_note(cfg.split_seed)
+            );
             Ok((Task::Landmine(agents), split_csv, sha, meta))
         }
         Dataset::Har => {
