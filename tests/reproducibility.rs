@@ -106,3 +106,132 @@ fn output_does_not_depend_on_the_cpu_features_glibc_sees() {
         "trace.csv changed when glibc saw no FMA/AVX"
     );
 }
+
+/// Table configs keep their queries when the query path moved from grid indices to points:
+/// rows of run 0 recorded from the previous release (commit 257dad3, `fbo run
+/// configs/{dp-landmine,fts-landmine}.toml --runs 1 --no-timing`), every algorithm family. The
+/// specs are cut to the iterations pinned (nothing earlier depends on T) and, for the FTS
+/// protocol, to the algorithms pinned.
+#[test]
+fn table_configs_make_the_previous_releases_queries() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    // (config, text edits, [(algorithm, agent, iteration, x_index, source, best_f)])
+    type Pin = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    );
+    let cases: [(&str, &str, &[Pin]); 2] = [
+        (
+            "dp-landmine.toml",
+            "iterations = 20",
+            &[
+                ("TS", "0", "20", "3968", "own", "0.8901538461538462"),
+                ("TS", "28", "20", "128", "own", "0.5466853408029878"),
+                ("FTS", "13", "20", "1478", "own", "0.8890625"),
+                ("FTS-DE P=4", "0", "20", "2996", "own", "0.7734615384615384"),
+                (
+                    "FTS-DE P=4",
+                    "28",
+                    "20",
+                    "1599",
+                    "own",
+                    "0.5485527544351074",
+                ),
+                (
+                    "DP-FTS-DE P=4 q=0.35 z=1 S=22",
+                    "13",
+                    "20",
+                    "4032",
+                    "own",
+                    "0.8955729166666667",
+                ),
+                (
+                    "DP-FTS-DE P=4 q=0.35 z=1 S=22",
+                    "28",
+                    "20",
+                    "610",
+                    "own",
+                    "0.5485527544351074",
+                ),
+            ],
+        ),
+        (
+            "fts-landmine.toml",
+            "iterations = 10",
+            &[
+                ("TS", "0", "10", "2870", "own", "0.7655384615384615"),
+                ("FTS M=100", "0", "10", "896", "own", "0.8901538461538462"),
+                (
+                    "RGPE M=100",
+                    "0",
+                    "10",
+                    "320",
+                    "acquisition",
+                    "0.8901538461538462",
+                ),
+                (
+                    "RGPE M=100",
+                    "5",
+                    "10",
+                    "562",
+                    "acquisition",
+                    "0.7780555555555555",
+                ),
+                ("TAF M=100", "0", "10", "2175", "acquisition", "0.771"),
+                (
+                    "TAF M=100",
+                    "5",
+                    "10",
+                    "918",
+                    "acquisition",
+                    "0.7808333333333334",
+                ),
+            ],
+        ),
+    ];
+    for (config, iterations, pins) in cases {
+        let mut text = fs::read_to_string(root.join("configs").join(config)).unwrap();
+        text = text
+            .replace("iterations = 60", iterations)
+            .replace("iterations = 50", iterations);
+        text = text.replace("\"../data/", &format!("\"{}/data/", root.display()));
+        if config == "fts-landmine.toml" {
+            // Keep TS and the M = 100 algorithms.
+            let blocks: Vec<&str> = text.split("[[algorithm]]").collect();
+            let kept: Vec<&str> = blocks[1..]
+                .iter()
+                .copied()
+                .filter(|b| !b.contains("features =") || b.contains("features = 100\n"))
+                .collect();
+            text = format!("{}[[algorithm]]{}", blocks[0], kept.join("[[algorithm]]"));
+        }
+        let spec = write(dir.path(), config, &text);
+        let out = dir.path().join(config.replace(".toml", ""));
+        fbo_ok("run", &spec, &out, &["--runs", "1", "--no-timing"]);
+        let trace = fs::read_to_string(out.join("trace.csv")).unwrap();
+        let mut lines = trace.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        for (alg, agent, it, x, source, best) in pins {
+            let row = rows
+                .iter()
+                .find(|r| {
+                    r[col("algorithm")] == *alg
+                        && r[col("agent")] == *agent
+                        && r[col("iteration")] == *it
+                })
+                .unwrap_or_else(|| panic!("{config}: no row {alg} agent {agent} iteration {it}"));
+            assert_eq!(
+                (row[col("x_index")], row[col("source")], row[col("best_f")]),
+                (*x, *source, *best),
+                "{config}: {alg} agent {agent} iteration {it}"
+            );
+        }
+    }
+}
