@@ -225,6 +225,26 @@ pub fn load(path: &Path) -> Result<Sweep> {
                 (k.clone(), v)
             })
             .collect();
+        // A swept key that every algorithm overrides (say `server.q` beside
+        // `server = { q = ... }` in each [[algorithm]]) changes nothing: refuse rather than run
+        // identical points and report a flat trade-off.
+        let experiment = |s: &Spec| {
+            let mut e = s.clone();
+            e.source.clear();
+            e
+        };
+        if let Some(same) = points
+            .iter()
+            .find(|p: &&Point| experiment(&p.spec) == experiment(&spec))
+        {
+            return Err(err(
+                "sweep",
+                format!(
+                    "points {} and {name} ({label}) run the same experiment: the swept value does not reach any algorithm (is it overridden by each [[algorithm]]'s own table, e.g. server = {{ q = ... }}?)",
+                    same.name
+                ),
+            ));
+        }
         points.push(Point { name, values, spec });
     }
     Ok(Sweep { keys, points })

@@ -113,3 +113,31 @@ fn bad_sweeps_are_refused_before_running() {
         assert!(!out.exists(), "{table}: nothing may be written");
     }
 }
+
+/// A swept key that every algorithm overrides reaches no experiment: refused before anything
+/// runs, instead of nine identical points read as "no privacy-utility trade-off".
+#[test]
+fn a_sweep_whose_points_are_identical_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = sweep_spec("\"server.q\" = [0.25, 0.5]").replace(
+        "kind = \"dp-fts-de\"",
+        "kind = \"dp-fts-de\"\nserver = { dp = true, q = 0.3 }",
+    );
+    let p = write(dir.path(), "shadowed.toml", &text);
+    let o = validate(&p);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("sweep") && err.contains("same experiment") && err.contains("p001"),
+        "{err}"
+    );
+    let out = dir.path().join("o");
+    let o = fbo_output([
+        "sweep".as_ref(),
+        p.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!out.exists());
+}
