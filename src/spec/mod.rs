@@ -1187,11 +1187,15 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             ("d", o.d.is_some()),
             ("alpha", o.alpha.is_some()),
             ("heterogeneous", o.heterogeneous.is_some()),
+            ("length_scale", o.length_scale.is_some()),
         ] {
             if set {
                 return Err(c.err(
                     &format!("objective.{k}"),
-                    format!("does not apply to kind = \"{}\"", o.kind),
+                    format!(
+                        "does not apply to kind = \"{}\" (no functions are drawn; the surrogate's length scale is surrogate.length_scale)",
+                        o.kind
+                    ),
                 ));
             }
         }
@@ -1233,7 +1237,8 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             kind,
             targets: targets.unwrap_or_default(),
             grid: 0,
-            length_scale: c.positive("objective.length_scale", o.length_scale, 0.1)?,
+            // Only the default of surrogate.length_scale here, in unit coordinates.
+            length_scale: 0.1,
             noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.0)?,
             functions: 1,
             d: 0.0,
