@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
-cargo build --release --quiet
+cargo build --release
 export FBO_BUILT=1
 for f in dp-B4 dp-B5 dp-B6 dp-B7a dp-B7b; do
     start=$SECONDS

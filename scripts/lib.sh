@@ -6,12 +6,14 @@
 #   sweep CONFIG [fbo sweep options] run a sweep into results/<name>/ (finished points are
 #                                    kept, so a rerun only does what is missing)
 #   plot KIND OUT_NAME [fbo plot options]   draw results/figures/OUT_NAME.png and .svg
+# With FBO_PLOT_ONLY=1, run and sweep do nothing: the figures are redrawn from results/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [[ -z "${FBO_BUILT:-}" ]]; then
     bash scripts/setup.sh >/dev/null
-    cargo build --release --quiet
+    echo "building fbo (a first build takes 3-5 minutes) ..." >&2
+    cargo build --release
     export FBO_BUILT=1
 fi
 FBO="$ROOT/target/release/fbo"
@@ -30,14 +32,23 @@ spec_table() {
     fi
 }
 
+# Whether two specs are the same but for their table or data paths.
+same_spec() {
+    [[ -f "$2" ]] && cmp -s <(grep -v '^\(table\|data\) *=' "$1") <(grep -v '^\(table\|data\) *=' "$2")
+}
+
 run() {
     local config="$1"
     shift
     local out="results/$(spec_name "$config")"
     local table
     table=$(spec_table "$config")
-    # A finished run counts only if its table has not been rebuilt since.
-    if cmp -s "$config" "$out/spec.toml" && [[ -f "$out/summary.csv" ]] &&
+    if [[ -n "${FBO_PLOT_ONLY:-}" ]]; then
+        return
+    fi
+    # A finished run counts only if its table has not been rebuilt since. fbo's copy of the
+    # spec has its table or data path rewritten relative to the results folder.
+    if same_spec "$config" "$out/spec.toml" && [[ -f "$out/summary.csv" ]] &&
         head -n 1 "$out/trace.csv" | grep -q sim_clock_s &&
         { [[ -z "$table" ]] || [[ "$out/summary.csv" -nt "$table" ]]; }; then
         echo "reusing $out (finished run of the same spec)"
@@ -50,6 +61,9 @@ run() {
 sweep() {
     local config="$1"
     shift
+    if [[ -n "${FBO_PLOT_ONLY:-}" ]]; then
+        return
+    fi
     echo "sweeping $config"
     "$FBO" sweep "$config" --quiet "$@"
 }

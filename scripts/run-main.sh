@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-cargo build --release --quiet
+echo "building fbo (the first build compiles about 150 crates: 3-5 minutes on 2 cores) ..." >&2
+cargo build --release
 ./target/release/fbo run configs/synthetic.toml "$@"
 echo "final iteration (mean simple regret +/- s.e. over runs):"
 awk -F, 'NR == 1 { next } { last[$1] = $0; order[$1] = NR } END {

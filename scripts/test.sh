@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+echo "building and running the tests (a first build takes 5-8 minutes) ..." >&2
 cargo test --release "$@"

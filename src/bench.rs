@@ -284,6 +284,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                     threads: None,
                     quiet: true,
                     progress: None,
+                    overwrite: false,
                 },
             )?;
             std::fs::remove_dir_all(&out).map_err(|e| FboError::io(&out, e))?;

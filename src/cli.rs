@@ -30,8 +30,8 @@ pub struct RunArgs {
     /// Output folder [default: results/<spec name>/].
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Override the spec's number of runs (seeds).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Override the spec's number of runs (seeds), 1..=1000000 as the spec's `runs`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::spec::MAX_COUNT))]
     pub runs: Option<u32>,
     /// Worker threads [default: one per core]. Results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -39,9 +39,13 @@ pub struct RunArgs {
     /// No progress bar or notes on stderr.
     #[arg(long)]
     pub quiet: bool,
-    /// Leave elapsed_s empty, so reruns give byte-identical traces.
+    /// Leave elapsed_s (and a sweep's wall_s) empty, so reruns give byte-identical output.
     #[arg(long)]
     pub no_timing: bool,
+    /// Replace the results of another experiment found in the output folder. fbo removes
+    /// only files it wrote there (listed in its .fbo-manifest), never a file of yours.
+    #[arg(long)]
+    pub overwrite: bool,
 }
 
 #[derive(Subcommand)]
@@ -61,13 +65,21 @@ pub enum Command {
         /// Output folder [default: data/<name>/, name from the config, else the dataset].
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Worker threads [default: one per core]. The table does not depend on it.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
         threads: Option<u32>,
+        /// No progress bar or notes on stderr.
         #[arg(long)]
         quiet: bool,
+        /// Replace another table's files in the output folder (only files fbo wrote).
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Check a spec (or a tabulation config) and print what it would run; exit 2 if invalid.
-    Validate { spec: PathBuf },
+    Validate {
+        /// The spec or tabulation config (TOML) to check.
+        spec: PathBuf,
+    },
     /// Privacy loss (epsilon at delta) of `steps` rounds of the subsampled Gaussian mechanism.
     Privacy {
         /// Sampling rate q in (0, 1].
@@ -134,14 +146,16 @@ pub enum Command {
         /// Output image, ending in .png or .svg.
         #[arg(long)]
         out: PathBuf,
+        /// The figure's title [default: none].
         #[arg(long)]
         title: Option<String>,
-        /// The quantity on the vertical axis (iterations and time plots).
-        #[arg(long, value_enum, default_value = "best-metric")]
-        y: plot::Quantity,
-        /// The clock of a time plot.
-        #[arg(long, value_enum, default_value = "simulated")]
-        clock: plot::Clock,
+        /// The quantity on the vertical axis of iterations, time, difference and ranks plots
+        /// [default: best-metric].
+        #[arg(long, value_enum)]
+        y: Option<plot::Quantity>,
+        /// The clock of a time plot [default: simulated].
+        #[arg(long, value_enum)]
+        clock: Option<plot::Clock>,
         /// The epsilon column of a privacy plot.
         #[arg(long, default_value = "rdp-int", value_parser = ["rdp-int", "rdp", "pld"])]
         accountant: String,
@@ -157,9 +171,10 @@ pub enum Command {
     },
     /// Measure per-iteration cost and, optionally, whole specs' wall time.
     Bench {
-        /// Values of M (= M_target) to measure.
-        #[arg(long, value_delimiter = ',', default_values_t = vec![50, 100, 200])]
+        /// Values of M (= M_target) to measure, comma-separated.
+        #[arg(long, value_delimiter = ',', default_value = "50,100,200")]
         features: Vec<usize>,
+        /// Points of the 1-D grid the synthetic per-iteration benchmark searches.
         #[arg(long, default_value_t = 1000)]
         grid: usize,
         /// Observations to grow each agent to.
@@ -197,6 +212,12 @@ fn load(path: &Path, runs: Option<u32>, no_timing: bool) -> Result<Spec> {
 }
 
 pub fn dispatch(cli: Cli) -> Result<()> {
+    if matches!(
+        cli.command,
+        Command::Run(_) | Command::Sweep(_) | Command::Tabulate { .. }
+    ) {
+        crate::progress::install_interrupt_handler();
+    }
     match cli.command {
         Command::Run(RunArgs {
             spec,
@@ -205,6 +226,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             threads,
             quiet,
             no_timing,
+            overwrite,
         }) => {
             let spec = load(&spec, runs, no_timing)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
@@ -215,6 +237,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     threads: threads.map(|t| t as usize),
                     quiet,
                     progress: None,
+                    overwrite,
                 },
             )?;
             if !quiet {
@@ -235,6 +258,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             threads,
             quiet,
             no_timing,
+            overwrite,
         }) => {
             let base = Spec::load(&spec)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&base.name));
@@ -246,6 +270,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     quiet,
                     runs: runs.map(|r| r as usize),
                     no_timing,
+                    overwrite,
                 },
             )?;
             if !quiet {
@@ -301,6 +326,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             out,
             threads,
             quiet,
+            overwrite,
         } => {
             let cfg = tabulate::TabulateConfig::load(&config)?;
             let out = out.unwrap_or_else(|| Path::new("data").join(&cfg.name));
@@ -311,6 +337,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     out: out.clone(),
                     threads: threads.map(|t| t as usize),
                     quiet,
+                    overwrite,
                 },
             )?;
             if !quiet {
@@ -337,14 +364,26 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 return Ok(());
             }
             let s = load(&spec, None, false)?;
+            let check = |s: &Spec| -> Result<()> {
+                // Memory first: building the objective may be what cannot fit.
+                crate::budget::check(s, rayon::current_num_threads())?;
+                let lands = crate::objective::landscapes(s)?;
+                crate::algorithm::check(s, &lands[0].space)
+            };
             if s.has_sweep {
                 let sw = sweep::load(&spec)?;
+                for p in &sw.points {
+                    check(&p.spec)?;
+                }
                 println!(
                     "{}: ok: sweep of {} points over {}",
                     spec.display(),
                     sw.points.len(),
                     sw.keys.join(", ")
                 );
+            }
+            if !s.has_sweep {
+                check(&s)?;
             }
             println!(
                 "{}: ok: {} runs x {} iterations, {} agents, algorithms: {}",
@@ -357,6 +396,15 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     .map(|a| a.label.as_str())
                     .collect::<Vec<_>>()
                     .join(", ")
+            );
+            let threads = rayon::current_num_threads();
+            let e = crate::budget::check(&s, threads)?;
+            println!(
+                "{}: estimated: about {} of memory, about {} on {threads} threads{}",
+                spec.display(),
+                crate::budget::human_bytes(e.bytes()),
+                crate::budget::human_seconds(e.wall_s(threads)),
+                if s.has_sweep { " per sweep point" } else { "" }
             );
             Ok(())
         }
@@ -476,5 +524,44 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 landmine: landmine_points.zip(landmine_data),
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn every_command_and_argument_says_what_it_is() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands() {
+            assert!(
+                sub.get_about().is_some(),
+                "`fbo {}` has no help",
+                sub.get_name()
+            );
+            for arg in sub.get_arguments() {
+                let id = arg.get_id().as_str();
+                if id == "help" || id == "version" {
+                    continue;
+                }
+                assert!(
+                    arg.get_help()
+                        .is_some_and(|h| !h.to_string().trim().is_empty()),
+                    "`fbo {} --{id}` has an empty help text",
+                    sub.get_name()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bench_features_parse_as_their_help_shows() {
+        let cli = Cli::try_parse_from(["fbo", "bench", "--features", "50,100,200"]).unwrap();
+        let Command::Bench { features, .. } = cli.command else {
+            panic!("not bench");
+        };
+        assert_eq!(features, vec![50, 100, 200]);
     }
 }

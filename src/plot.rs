@@ -49,8 +49,10 @@ pub struct PlotOptions {
     pub inputs: Vec<PathBuf>,
     pub out: PathBuf,
     pub title: Option<String>,
-    pub quantity: Quantity,
-    pub clock: Clock,
+    /// The vertical axis of iterations, time, difference and ranks plots [best-metric].
+    pub quantity: Option<Quantity>,
+    /// The clock of time plots [simulated].
+    pub clock: Option<Clock>,
     pub accountant: String,
     pub log_y: bool,
     /// Only these algorithm labels, in this order (default: all, in file order).
@@ -197,8 +199,35 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
             "fbo plot needs at least one --input CSV".into(),
         ));
     }
+    if opts.quantity.is_some()
+        && matches!(opts.kind, Kind::Messages | Kind::Privacy | Kind::Scaling)
+    {
+        return Err(FboError::spec(
+            "fbo plot",
+            "--y",
+            "applies to iterations, time, difference and ranks plots only",
+        ));
+    }
+    if opts.clock.is_some() && opts.kind != Kind::Time {
+        return Err(FboError::spec(
+            "fbo plot",
+            "--clock",
+            "applies to time plots only",
+        ));
+    }
+    let label = metric_label(&opts.inputs[0]);
+    let metric_name = label
+        .as_ref()
+        .map_or("metric", |l| l.0.as_str())
+        .to_string();
+    let higher = label.as_ref().map(|l| l.1);
+    let better = match higher {
+        Some(true) => " (higher is better)",
+        Some(false) => " (lower is better)",
+        None => "",
+    };
     if matches!(opts.kind, Kind::Difference | Kind::Ranks) {
-        return paired_figure(opts);
+        return paired_figure(opts, &metric_name, higher);
     }
     let tables: Vec<Table> = opts
         .inputs
@@ -214,24 +243,31 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
         series: Vec::new(),
         references: Vec::new(),
     };
+    let best_name = format!("best {metric_name} so far{better}");
     let metric = |q: Quantity| match q {
-        Quantity::BestMetric => ("mean_best_metric", "se_best_metric", "best metric so far"),
-        Quantity::SimpleRegret => ("mean_simple_regret", "se_simple_regret", "simple regret"),
+        Quantity::BestMetric => ("mean_best_metric", "se_best_metric", best_name.clone()),
+        Quantity::SimpleRegret => (
+            "mean_simple_regret",
+            "se_simple_regret",
+            "simple regret (lower is better)".to_string(),
+        ),
         Quantity::CumulativeRegret => (
             "mean_cumulative_regret",
             "se_cumulative_regret",
-            "cumulative regret",
+            "cumulative regret (lower is better)".to_string(),
         ),
     };
+    let quantity = opts.quantity.unwrap_or(Quantity::BestMetric);
+    let clock = opts.clock.unwrap_or(Clock::Simulated);
     match opts.kind {
         Kind::Iterations | Kind::Time => {
-            let (mean_col, se_col, name) = metric(opts.quantity);
-            let x_name = match (opts.kind, opts.clock) {
+            let (mean_col, se_col, name) = metric(quantity);
+            let x_name = match (opts.kind, clock) {
                 (Kind::Iterations, _) => "iteration",
                 (_, Clock::Simulated) => "mean_sim_clock_s",
                 (_, Clock::Overhead) => "mean_elapsed_s",
             };
-            fig.x_label = match (opts.kind, opts.clock) {
+            fig.x_label = match (opts.kind, clock) {
                 (Kind::Iterations, _) => "iteration".into(),
                 (_, Clock::Simulated) => "simulated run time (s): BO overhead + training".into(),
                 (_, Clock::Overhead) => "BO overhead (s)".into(),
@@ -278,7 +314,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
         }
         Kind::Messages => {
             fig.x_label = "parameters sent per agent".into();
-            fig.y_label = "best metric at the last iteration (mean +/- s.e.)".into();
+            fig.y_label = format!("best {metric_name} at the last iteration{better}");
             fig.log_x = true;
             let mut families: BTreeMap<String, Series> = BTreeMap::new();
             let mut family_order = Vec::new();
@@ -342,10 +378,25 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                 "N (agents other than the target)".into()
             };
             fig.y_label = if privacy {
-                "best metric at the last iteration (mean +/- s.e.)".into()
+                format!("best {metric_name} at the last iteration{better}")
             } else {
                 "BO overhead over the run (s)".into()
             };
+            if tables[0].col("point").is_err() {
+                return Err(FboError::spec(
+                    &tables[0].path,
+                    "--input",
+                    format!(
+                        "a {} plot reads a sweep.csv (written by `fbo sweep`) as its first --input; this file has no `point` column{}",
+                        if privacy { "privacy" } else { "scaling" },
+                        if privacy {
+                            " (a summary.csv may follow the sweep.csv, for reference lines)"
+                        } else {
+                            ""
+                        }
+                    ),
+                ));
+            }
             let mut series: Vec<Series> = Vec::new();
             for t in &tables {
                 // A summary.csv beside a sweep: its algorithms at the last iteration become
@@ -386,7 +437,13 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                     };
                     let note = keys
                         .iter()
-                        .map(|(c, name)| format!("{name}={}", r[*c]))
+                        .map(|(c, name)| {
+                            // 1.0 -> 1: shorter labels overlap less.
+                            let v = r[*c]
+                                .parse::<f64>()
+                                .map_or_else(|_| r[*c].clone(), |v| v.to_string());
+                            format!("{name}={v}")
+                        })
                         .collect::<Vec<_>>()
                         .join(" ");
                     if groups.len() <= k {
@@ -478,7 +535,7 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(23, 190, 207),
 ];
 
-const LEGEND_WIDTH: u32 = 250;
+const LEGEND_WIDTH: u32 = 180;
 
 enum Marker {
     Line,
@@ -505,9 +562,19 @@ fn scale(v: f64, log: bool) -> Option<f64> {
     }
 }
 
-fn tick(v: f64, log: bool) -> String {
+/// A tick label. On a log axis spanning two decades or more only decades are labelled (the
+/// ticks between stay as grid lines); on a narrower one every tick is, or it would have none.
+fn tick(v: f64, log: bool, decades_only: bool) -> String {
+    if log && !decades_only {
+        let x = 10f64.powf(v);
+        let digits = (2 - x.log10().floor() as i32).max(0) as usize;
+        return if (1e-3..1e5).contains(&x) {
+            format!("{x:.digits$}")
+        } else {
+            format!("{x:.1e}")
+        };
+    }
     if log {
-        // Label decades only; in-between ticks stay as grid lines.
         if (v - v.round()).abs() > 1e-9 {
             return String::new();
         }
@@ -536,8 +603,10 @@ where
 {
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     root.fill(&WHITE).map_err(e)?;
-    // The legend gets its own strip on the right, so it never hides data.
-    let (plot_area, legend_area) = root.split_horizontally(root.dim_in_pixel().0 - LEGEND_WIDTH);
+    // The legend gets its own strip on the right, as wide as its longest label, so it never
+    // hides data and is never cut off.
+    let (plot_area, legend_area) =
+        root.split_horizontally(root.dim_in_pixel().0 - legend_width(fig));
     let mut legend: Vec<(String, RGBColor, Marker)> = Vec::new();
     // Plotted (scaled) points: the centre and the band's ends.
     let scaled: Vec<Vec<(f64, f64, f64, f64)>> = fig
@@ -584,7 +653,17 @@ where
         (a - 0.05 * w, b + 0.05 * w)
     };
     let (x0, x1) = pad(x0, x1);
-    let (y0, y1) = pad(y0, y1);
+    let (y0, mut y1) = pad(y0, y1);
+    // Room above the bars for upright point labels (about 100 of the plot's 480 pixels).
+    let longest_note = fig
+        .series
+        .iter()
+        .flat_map(|s| s.notes.iter().map(|n| n.chars().count()))
+        .max()
+        .unwrap_or(0);
+    if longest_note > 0 {
+        y1 += (y1 - y0) * (longest_note as f64 * 7.5 + 12.0) / 420.0;
+    }
     let mut chart = ChartBuilder::on(&plot_area)
         .caption(&fig.title, ("sans-serif", 26))
         .margin(18)
@@ -593,8 +672,9 @@ where
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(e)?;
     let (log_x, log_y) = (fig.log_x, fig.log_y);
-    let x_fmt = move |v: &f64| tick(*v, log_x);
-    let y_fmt = move |v: &f64| tick(*v, log_y);
+    let (wide_x, wide_y) = (x1.floor() - x0.ceil() >= 1.0, y1.floor() - y0.ceil() >= 1.0);
+    let x_fmt = move |v: &f64| tick(*v, log_x, wide_x);
+    let y_fmt = move |v: &f64| tick(*v, log_y, wide_y);
     chart
         .configure_mesh()
         .x_desc(&fig.x_label)
@@ -652,13 +732,18 @@ where
                 )
                 .map_err(e)?;
             if s.notes.len() == pts.len() {
+                // Written upwards from the top of each bar: close points along x (the
+                // privacy losses of a q/z grid) then never overlap.
                 chart
                     .draw_series(pts.iter().zip(&s.notes).map(|(p, n)| {
-                        EmptyElement::at((p.0, p.1))
+                        EmptyElement::at((p.0, p.3))
                             + Text::new(
                                 n.clone(),
-                                (6, -16),
-                                ("sans-serif", 12).into_font().color(&color),
+                                (-7, -6),
+                                ("sans-serif", 13)
+                                    .into_font()
+                                    .transform(FontTransform::Rotate270)
+                                    .color(&color),
                             )
                     }))
                     .map_err(e)?;
@@ -694,19 +779,30 @@ where
         }
         .map_err(e)?;
         legend_area
-            .draw(&Text::new(
-                label.clone(),
-                (44, y - 8),
-                // Long labels (DP variants name their parameters) in a smaller size, to fit.
-                ("sans-serif", if label.len() > 22 { 11 } else { 15 }),
-            ))
+            .draw(&Text::new(label.clone(), (44, y - 8), ("sans-serif", 15)))
             .map_err(e)?;
     }
     root.present().map_err(e)?;
     Ok(())
 }
 
-/// Draws `fig` to `out`: PNG or SVG by extension, 900 x 600 pixels.
+/// Width of the plot itself, without the legend strip.
+const PLOT_WIDTH: u32 = 720;
+
+/// Pixels of the legend strip: the marker, then the longest label at about 8.5 pixels per
+/// character of 15-pixel DejaVu Sans.
+fn legend_width(fig: &Figure) -> u32 {
+    let longest = fig
+        .series
+        .iter()
+        .map(|s| s.label.chars().count())
+        .chain(fig.references.iter().map(|r| r.0.chars().count()))
+        .max()
+        .unwrap_or(0);
+    (60 + (longest as f64 * 8.5) as u32).max(LEGEND_WIDTH)
+}
+
+/// Draws `fig` to `out`: PNG or SVG by extension, 600 pixels high, 720 wide plus the legend.
 pub fn render(fig: &Figure, out: &Path) -> Result<()> {
     register_font();
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -722,7 +818,8 @@ pub fn render(fig: &Figure, out: &Path) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = out.with_file_name(format!(".{name}.tmp.{}.{ext}", std::process::id()));
-    let size = (900, 600);
+    // The plot keeps its size; the canvas widens with the legend.
+    let size = (PLOT_WIDTH + legend_width(fig), 600);
     let drawn = match ext.as_str() {
         "png" => draw(BitMapBackend::new(&tmp, size).into_drawing_area(), fig),
         "svg" => draw(SVGBackend::new(&tmp, size).into_drawing_area(), fig),
@@ -740,8 +837,34 @@ pub fn render(fig: &Figure, out: &Path) -> Result<()> {
     std::fs::rename(&tmp, out).map_err(|e| FboError::io(out, e))
 }
 
+/// The metric's name and whether higher is better, from the spec fbo copied beside `input`
+/// (a results folder or a CSV in one). A copy whose data cannot be found (an older fbo wrote
+/// paths relative to the original spec) is read for its objective alone. None: unknown.
+fn metric_label(input: &Path) -> Option<(String, bool)> {
+    let dir = if input.is_dir() {
+        input
+    } else {
+        input.parent()?
+    };
+    let path = dir.join("spec.toml");
+    if let Ok(spec) = crate::spec::Spec::load(&path) {
+        return Some(spec.objective.metric_label());
+    }
+    let table: toml::Table = std::fs::read_to_string(&path).ok()?.parse().ok()?;
+    let obj = table.get("objective")?.as_table()?;
+    match obj.get("kind")?.as_str()? {
+        "synthetic-fts" | "synthetic-dp" | "function" => Some(("f(x)".into(), true)),
+        "model" => match obj.get("dataset")?.as_str()? {
+            "landmine" => Some(("AUC".into(), true)),
+            "har" | "emnist" => Some(("validation error".into(), false)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// `difference` and `ranks`: statistics over the paired units of one run's trace.
-fn paired_figure(opts: &PlotOptions) -> Result<Figure> {
+fn paired_figure(opts: &PlotOptions, metric_name: &str, higher: Option<bool>) -> Result<Figure> {
     use crate::compare::{self, Metric};
     let [input] = opts.inputs.as_slice() else {
         return Err(FboError::spec(
@@ -755,7 +878,7 @@ fn paired_figure(opts: &PlotOptions) -> Result<Figure> {
     } else {
         input.clone()
     };
-    let metric = match opts.quantity {
+    let metric = match opts.quantity.unwrap_or(Quantity::BestMetric) {
         Quantity::BestMetric => Metric::BestMetric,
         Quantity::SimpleRegret => Metric::SimpleRegret,
         Quantity::CumulativeRegret => {
@@ -766,9 +889,9 @@ fn paired_figure(opts: &PlotOptions) -> Result<Figure> {
             ));
         }
     };
-    let name = match metric {
-        Metric::BestMetric => "best metric",
-        Metric::SimpleRegret => "simple regret",
+    let (name, up) = match metric {
+        Metric::BestMetric => (format!("best {metric_name}"), higher),
+        Metric::SimpleRegret => ("simple regret".to_string(), Some(false)),
     };
     let mut fig = Figure {
         title: opts.title.clone().unwrap_or_default(),
@@ -786,7 +909,14 @@ fn paired_figure(opts: &PlotOptions) -> Result<Figure> {
             metric,
             compare::DEFAULT_RESAMPLES / 5,
         )?;
-        fig.y_label = format!("{name}: difference to {baseline} (mean, 95% CI)");
+        fig.y_label = format!(
+            "{name}: difference to {baseline}{}",
+            match up {
+                Some(true) => " (above zero is better)",
+                Some(false) => " (below zero is better)",
+                None => "",
+            }
+        );
         fig.references.push((baseline, 0.0));
         curves
     } else {
@@ -812,8 +942,28 @@ fn paired_figure(opts: &PlotOptions) -> Result<Figure> {
 }
 
 pub fn run(opts: &PlotOptions) -> Result<()> {
-    let fig = figure(opts)?;
+    check_out(&opts.out)?;
+    // Whatever stops the figure from being made comes from the inputs or the arguments:
+    // exit 2, like every other invalid input. Only drawing and writing fail with 1.
+    let fig = figure(opts).map_err(|e| match e {
+        FboError::Spec { .. } => e,
+        FboError::Io { path, source } => {
+            FboError::spec(path, "--input", format!("cannot be read: {source}"))
+        }
+        FboError::Run(msg) => FboError::spec("fbo plot", "--input", msg),
+    })?;
     render(&fig, &opts.out)
+}
+
+fn check_out(out: &Path) -> Result<()> {
+    match out.extension().and_then(|e| e.to_str()) {
+        Some("png" | "svg") => Ok(()),
+        _ => Err(FboError::spec(
+            out,
+            "--out",
+            "the output must end in .png or .svg",
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -825,10 +975,14 @@ mod tests {
         assert_eq!(scale(100.0, true), Some(2.0));
         assert_eq!(scale(0.0, true), None);
         assert_eq!(scale(-3.0, false), Some(-3.0));
-        assert_eq!(tick(2.0, true), "100");
-        assert_eq!(tick(-4.0, true), "1e-4");
-        assert_eq!(tick(0.8123456, false), "0.8123");
-        assert_eq!(tick(6.9e-18, false), "0");
-        assert_eq!(tick(2e-4, false), "2.0e-4");
+        assert_eq!(tick(2.0, true, true), "100");
+        assert_eq!(tick(-4.0, true, true), "1e-4");
+        assert_eq!(tick(2.5f64.log10(), true, true), "");
+        // Inside one decade every tick is labelled.
+        assert_eq!(tick(2.5f64.log10(), true, false), "2.50");
+        assert_eq!(tick(0.02f64.log10(), true, false), "0.0200");
+        assert_eq!(tick(0.8123456, false, false), "0.8123");
+        assert_eq!(tick(6.9e-18, false, false), "0");
+        assert_eq!(tick(2e-4, false, false), "2.0e-4");
     }
 }

@@ -9,17 +9,17 @@ use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{self, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::objective::{self, Landscape, Point, Region};
-use crate::output::{self, TraceRow, write_atomic};
+use crate::outdir::{Claim, Identity, OutDir};
+use crate::output::{self, TraceRow};
 use crate::privacy::{self, Accountant, Mechanism};
 use crate::rng::{Purpose, stream};
 use crate::server::RoundRecord;
 use crate::spec::Spec;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use rand::seq::index::sample as sample_indices;
 use rayon::prelude::*;
 use std::fs;
-use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub quiet: bool,
     /// A bar to report runs on (a sweep's); None: run_spec draws its own.
     pub progress: Option<ProgressBar>,
+    /// Replace another experiment's results in `out` (only the files fbo wrote).
+    pub overwrite: bool,
 }
 
 #[derive(Debug)]
@@ -245,22 +247,24 @@ pub fn run_one_shared(
     })
 }
 
-fn part_path(parts: &Path, alg_index: usize, run: usize) -> PathBuf {
-    parts.join(format!("a{alg_index:03}-r{run:05}.csv"))
+const FINGERPRINT: &str = "parts/fingerprint";
+
+fn part_name(alg_index: usize, run: usize) -> String {
+    format!("parts/a{alg_index:03}-r{run:05}.csv")
 }
 
 /// The server's rounds of a run; written before the trace part, whose presence marks the run
 /// complete.
-fn server_part_path(parts: &Path, alg_index: usize, run: usize) -> PathBuf {
-    parts.join(format!("a{alg_index:03}-r{run:05}.server"))
+fn server_part_name(alg_index: usize, run: usize) -> String {
+    format!("parts/a{alg_index:03}-r{run:05}.server")
 }
 
 /// What makes part files reusable: the spec text, the options that change results, and the
 /// trace format (parts written by an fbo with other columns must not be merged).
-fn fingerprint(spec: &Spec) -> String {
+fn fingerprint(spec: &Spec, canonical: &str) -> String {
     format!(
         "{}\n# runs = {}\n# timing = {}\n# fbo {} trace {}\n",
-        spec.source,
+        canonical,
         spec.runs,
         spec.output.timing,
         env!("CARGO_PKG_VERSION"),
@@ -281,17 +285,7 @@ pub fn with_threads<T: Send>(threads: Option<usize>, work: impl FnOnce() -> T + 
 }
 
 pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
-    if quiet || !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    pb.set_style(
-        ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} runs, ETA {eta}",
-        )
-        .expect("valid template"),
-    );
-    pb
+    crate::progress::bar(total, quiet, "runs")
 }
 
 pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
@@ -303,30 +297,78 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         ));
     }
     let started = Instant::now();
-    let out = &opts.out;
-    fs::create_dir_all(out).map_err(|e| FboError::io(out, e))?;
-    let parts = out.join("parts");
-    let fp_path = parts.join("fingerprint");
-    let fp = fingerprint(spec);
-    let reusable = fs::read_to_string(&fp_path)
-        .map(|s| s == fp)
-        .unwrap_or(false);
-    if !reusable && parts.exists() {
-        fs::remove_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
+    // Everything that can refuse the input comes before the folder is touched.
+    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
+    let estimate = crate::budget::check(spec, threads)?;
+    if opts.progress.is_none()
+        && !opts.quiet
+        && let Some(note) = crate::budget::long_run_note(spec, &estimate, threads)
+    {
+        eprintln!("{note}");
     }
-    fs::create_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
-    write_atomic(&fp_path, fp.as_bytes())?;
-    write_atomic(&out.join("spec.toml"), spec.source.as_bytes())?;
-
     let landscapes = objective::landscapes(spec)?;
-    let senders = SenderCache::default();
+    algorithm::check(spec, &landscapes[0].space)?;
     let jobs: Vec<(usize, usize)> = (0..spec.algorithms.len())
         .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
         .collect();
+    let has_server = spec.algorithms.iter().any(|a| a.server.is_some());
+    let private = spec
+        .algorithms
+        .iter()
+        .any(|a| a.server.as_ref().is_some_and(|s| s.dp.is_some()));
+    let mut planned: Vec<String> = ["spec.toml", "trace.csv", "summary.csv", FINGERPRINT]
+        .map(String::from)
+        .to_vec();
+    if has_server {
+        planned.push("server.csv".into());
+    }
+    if private {
+        planned.push("privacy.csv".into());
+    }
+    for &(a, r) in &jobs {
+        planned.push(part_name(a, r));
+        planned.push(server_part_name(a, r));
+    }
+    let out = &opts.out;
+    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    let dir = OutDir::claim(
+        out,
+        Claim {
+            identity: Identity::new("run", &spec.path, &canonical),
+            planned: &planned,
+            overwrite: opts.overwrite,
+        },
+    )?;
+    let fp = fingerprint(spec, &canonical);
+    let reusable =
+        dir.owns(FINGERPRINT) && fs::read_to_string(dir.path(FINGERPRINT)).is_ok_and(|s| s == fp);
+    if !reusable {
+        dir.remove_under("parts/")?;
+    }
+    let parts = dir.create_dir("parts")?;
+    dir.write(FINGERPRINT, fp.as_bytes())?;
+    dir.write(
+        "spec.toml",
+        crate::spec::portable::portable(&spec.source, &spec.path, out).as_bytes(),
+    )?;
+
+    let senders = SenderCache::default();
+    let done_before = |a: usize, r: usize| {
+        let (p, s) = (part_name(a, r), server_part_name(a, r));
+        reusable && dir.owns(&p) && dir.owns(&s) && dir.path(&p).exists() && dir.path(&s).exists()
+    };
     let todo: Vec<(usize, usize)> = jobs
         .iter()
         .copied()
-        .filter(|&(a, r)| !part_path(&parts, a, r).exists())
+        .filter(|&(a, r)| {
+            if done_before(a, r) {
+                dir.keep(&part_name(a, r));
+                dir.keep(&server_part_name(a, r));
+                false
+            } else {
+                true
+            }
+        })
         .collect();
     let resumed = jobs.len() - todo.len();
     if resumed > 0 && !opts.quiet {
@@ -346,6 +388,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         None => progress_bar(jobs.len() as u64, opts.quiet),
     };
     pb.set_position(resumed as u64);
+    // A sweep reports for its points itself.
+    let _watch = opts.progress.is_none().then(|| {
+        (
+            crate::progress::Ticker::start(&pb, opts.quiet, "runs"),
+            crate::progress::InterruptNote::set(&pb, "runs", parts.clone()),
+        )
+    });
 
     let work = || -> Vec<(usize, usize, Result<()>)> {
         todo.par_iter()
@@ -353,12 +402,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
                 let land = landscapes[r % landscapes.len()].clone();
                 let res = run_one_shared(spec, a, r, land, Some(&senders)).and_then(|out| {
                     let label = &spec.algorithms[a].label;
-                    write_atomic(
-                        &server_part_path(&parts, a, r),
+                    // The server part first: the trace part marks the run complete.
+                    dir.write(
+                        &server_part_name(a, r),
                         &output::server_csv_body(label, r, &out.server),
                     )?;
-                    write_atomic(
-                        &part_path(&parts, a, r),
+                    dir.write(
+                        &part_name(a, r),
                         &output::trace_csv(&out.rows, dim, &names)?,
                     )
                 });
@@ -379,18 +429,37 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
                 .map(|e| format!("{} run {r}: {e}", spec.algorithms[a].label))
         })
         .collect();
+    let saved = jobs
+        .iter()
+        .filter(|&&(a, r)| dir.path(&part_name(a, r)).exists())
+        .count();
 
-    merge(spec, &parts, out, &jobs, dim, &names)?;
+    if let Err(e) = merge(spec, &dir, &jobs, dim, &names) {
+        let mut msg = format!(
+            "{e}\nthe results could not be merged; {saved} of {} runs are saved in {} (rerun the same command to merge them and run the rest)",
+            jobs.len(),
+            parts.display()
+        );
+        if !failures.is_empty() {
+            msg += &format!(
+                "; {} runs failed:\n  {}",
+                failures.len(),
+                failures.join("\n  ")
+            );
+        }
+        return Err(FboError::Run(msg));
+    }
     if !failures.is_empty() {
         return Err(FboError::Run(format!(
-            "{} of {} runs failed (the others are in {}; rerun the same command to retry only the failed ones):\n  {}",
+            "{} of {} runs failed (the {saved} others are in {}; rerun the same command to retry only the failed ones):\n  {}",
             failures.len(),
             jobs.len(),
             out.join("trace.csv").display(),
             failures.join("\n  ")
         )));
     }
-    fs::remove_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
+    dir.remove_under("parts/")?;
+    dir.prune()?;
     Ok(RunReport {
         runs_total: jobs.len(),
         runs_resumed: resumed,
@@ -445,8 +514,7 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<(usize, Accountant, Vec<f64>)>>
 /// and privacy.csv where the spec has a server or private algorithms.
 fn merge(
     spec: &Spec,
-    parts: &Path,
-    out: &Path,
+    dir: &OutDir,
     jobs: &[(usize, usize)],
     dim: usize,
     names: &[String],
@@ -458,7 +526,7 @@ fn merge(
     let mut server = output::SERVER_HEADER.as_bytes().to_vec();
     let mut done = Vec::new();
     for &(a, r) in jobs {
-        let p = part_path(parts, a, r);
+        let p = dir.path(&part_name(a, r));
         if !p.exists() {
             continue;
         }
@@ -469,26 +537,19 @@ fn merge(
             .position(|&b| b == b'\n')
             .map_or(text.len(), |i| i + 1);
         trace.extend_from_slice(&text[body_start..]);
-        let sp = server_part_path(parts, a, r);
+        let sp = dir.path(&server_part_name(a, r));
         server.extend(fs::read(&sp).map_err(|e| FboError::io(&sp, e))?);
     }
-    let trace_path = out.join("trace.csv");
-    let summary_rows = output::read_summary_input(&trace, &trace_path)?;
-    write_atomic(&trace_path, &trace)?;
+    let summary_rows = output::read_summary_input(&trace, &dir.path("trace.csv"))?;
+    dir.write("trace.csv", &trace)?;
     if spec.algorithms.iter().any(|a| a.server.is_some()) {
-        write_atomic(&out.join("server.csv"), &server)?;
+        dir.write("server.csv", &server)?;
     }
     let curves = privacy_curves(spec)?;
     if !curves.is_empty() {
-        write_atomic(
-            &out.join("privacy.csv"),
-            &output::privacy_csv(spec, &curves, &done),
-        )?;
+        dir.write("privacy.csv", &output::privacy_csv(spec, &curves, &done))?;
     }
     let order: Vec<String> = spec.algorithms.iter().map(|a| a.label.clone()).collect();
-    write_atomic(
-        &out.join("summary.csv"),
-        &output::summary_csv(&summary_rows, &order)?,
-    )?;
+    dir.write("summary.csv", &output::summary_csv(&summary_rows, &order)?)?;
     Ok(())
 }

@@ -14,7 +14,7 @@
 //! point's rows.
 
 use crate::error::{FboError, Result};
-use crate::output::write_atomic;
+use crate::outdir::{Claim, Identity, OutDir};
 use crate::privacy::Accountant;
 use crate::runner::{RunOptions, progress_bar, run_spec};
 use crate::spec::Spec;
@@ -256,6 +256,7 @@ pub struct SweepOptions {
     pub quiet: bool,
     pub runs: Option<usize>,
     pub no_timing: bool,
+    pub overwrite: bool,
 }
 
 pub(crate) fn csv_escape(s: &str) -> String {
@@ -360,11 +361,33 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             p.spec.output.timing = false;
         }
     }
+    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
+    let mut wall = 0.0;
+    for p in &sweep.points {
+        wall += crate::budget::check(&p.spec, threads)?.wall_s(threads);
+    }
+    if !opts.quiet && wall > crate::budget::LONG_S {
+        eprintln!(
+            "note: this sweep of {} points is estimated at about {} on {threads} threads; finished points and runs are saved as they complete, so Ctrl-C and a rerun resume",
+            sweep.points.len(),
+            crate::budget::human_seconds(wall)
+        );
+    }
     let out = &opts.out;
-    fs::create_dir_all(out).map_err(|e| FboError::io(out, e))?;
-    write_atomic(
-        &out.join("spec.toml"),
-        sweep.points[0].spec.source.as_bytes(),
+    let text = fs::read_to_string(path).map_err(|e| FboError::io(path, e))?;
+    let canonical = crate::spec::portable::canonical(&text, path);
+    let planned = vec!["spec.toml".to_string(), "sweep.csv".to_string()];
+    let dir = OutDir::claim(
+        out,
+        Claim {
+            identity: Identity::new("sweep", path, &canonical),
+            planned: &planned,
+            overwrite: opts.overwrite,
+        },
+    )?;
+    dir.write(
+        "spec.toml",
+        crate::spec::portable::portable(&text, path, out).as_bytes(),
     )?;
     let draw = !opts.quiet && std::io::stderr().is_terminal();
     let multi = MultiProgress::with_draw_target(if draw {
@@ -372,21 +395,27 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     } else {
         ProgressDrawTarget::hidden()
     });
-    let points_bar = multi.add(progress_bar(sweep.points.len() as u64, !draw));
-    points_bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} [{elapsed_precise}] {bar:40} {pos}/{len} points, ETA {eta}",
-        )
-        .expect("valid template"),
-    );
+    let points_bar = multi.add(crate::progress::bar(
+        sweep.points.len() as u64,
+        !draw,
+        "points",
+    ));
     let runs_bar = multi.add(progress_bar(1, !draw));
+    let _ticker = crate::progress::Ticker::start(&points_bar, opts.quiet, "points");
+    let _note = crate::progress::InterruptNote::set(
+        &points_bar,
+        "points (and the finished runs of the next)",
+        out.join("points"),
+    );
     let mut skipped = 0;
     let mut failures = Vec::new();
     for point in &sweep.points {
-        let dir = out.join("points").join(&point.name);
-        let marker = dir.join("point.csv");
-        let same_spec =
-            fs::read_to_string(dir.join("spec.toml")).is_ok_and(|s| s == point.spec.source);
+        let rel = format!("points/{}", point.name);
+        let marker_rel = format!("{rel}/point.csv");
+        let pdir = dir.create_dir(&rel)?;
+        let marker = pdir.join("point.csv");
+        let portable = crate::spec::portable::portable(&point.spec.source, path, &pdir);
+        let same_spec = fs::read_to_string(pdir.join("spec.toml")).is_ok_and(|s| s == portable);
         // A point finished by an fbo with other sweep.csv columns is run again.
         let same_format = fs::read(&marker).is_ok_and(|b| {
             csv::ReaderBuilder::new()
@@ -395,24 +424,31 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                 .records()
                 .all(|r| r.is_ok_and(|r| r.len() == header_fields(&sweep)))
         });
-        if marker.exists() && same_spec && same_format {
+        if dir.owns(&marker_rel) && marker.exists() && same_spec && same_format {
+            dir.keep(&marker_rel);
             skipped += 1;
             points_bar.inc(1);
             continue;
         }
-        let _ = fs::remove_file(&marker);
+        if dir.owns(&marker_rel) {
+            let _ = fs::remove_file(&marker);
+        }
         let started = Instant::now();
         let res = run_spec(
             &point.spec,
             &RunOptions {
-                out: dir.clone(),
+                out: pdir.clone(),
                 threads: opts.threads,
                 quiet: true,
                 progress: Some(runs_bar.clone()),
+                overwrite: opts.overwrite,
             },
         )
-        .and_then(|_| point_rows(point, &dir, Some(started.elapsed().as_secs_f64())))
-        .and_then(|rows| write_atomic(&marker, rows.as_bytes()));
+        .and_then(|_| {
+            let wall = (!opts.no_timing).then(|| started.elapsed().as_secs_f64());
+            point_rows(point, &pdir, wall)
+        })
+        .and_then(|rows| dir.write(&marker_rel, rows.as_bytes()));
         if let Err(e) = res {
             failures.push(format!("{}: {e}", point.name));
         }
@@ -436,7 +472,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             csv += &rows;
         }
     }
-    write_atomic(&out.join("sweep.csv"), csv.as_bytes())?;
+    dir.write("sweep.csv", csv.as_bytes())?;
     if !failures.is_empty() {
         return Err(FboError::Run(format!(
             "{} of {} sweep points failed (rerun the same command to retry them):\n  {}",
@@ -445,6 +481,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             failures.join("\n  ")
         )));
     }
+    dir.prune()?;
     Ok(())
 }
 

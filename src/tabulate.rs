@@ -11,8 +11,8 @@ use crate::error::{FboError, Result};
 use crate::objective::model::prepare;
 pub use crate::objective::model::{AgentSplit, Dataset, ModelSettings, SvmMetric, svm_auc};
 use crate::objective::space::{Param, Scale};
-use crate::output::write_atomic;
-use crate::runner::{progress_bar, with_threads};
+use crate::outdir::{Claim, Identity, OutDir};
+use crate::runner::with_threads;
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::fs;
@@ -229,7 +229,11 @@ pub struct TabulateOptions {
     pub out: PathBuf,
     pub threads: Option<usize>,
     pub quiet: bool,
+    pub overwrite: bool,
 }
+
+const FINGERPRINT: &str = "parts/fingerprint";
+const WALL: &str = "parts/wall_seconds";
 
 pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let cfg = TabulateConfig::load(config_path)?;
@@ -245,21 +249,46 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let (task, split_csv, sha, dataset_meta) = prepare(&settings, &opts.data)?;
     let n_agents = task.agents();
     let out = &opts.out;
-    let parts = out.join("parts");
-    fs::create_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
+    let part = |a: usize| format!("parts/agent-{a:03}.csv");
+    let mut planned: Vec<String> = ["table.csv", "table.toml", "split.csv", FINGERPRINT, WALL]
+        .map(String::from)
+        .to_vec();
+    planned.extend((0..n_agents).map(part));
+    let dir = OutDir::claim(
+        out,
+        Claim {
+            identity: Identity::new("tabulate", config_path, &cfg.source),
+            planned: &planned,
+            overwrite: opts.overwrite,
+        },
+    )?;
     let fingerprint = format!("{}\n# data sha256 {sha}\n", cfg.source);
-    let fp_path = parts.join("fingerprint");
-    if fs::read_to_string(&fp_path)
-        .map(|s| s != fingerprint)
-        .unwrap_or(true)
-    {
-        fs::remove_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
-        fs::create_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
-        write_atomic(&fp_path, fingerprint.as_bytes())?;
+    let reusable = dir.owns(FINGERPRINT)
+        && fs::read_to_string(dir.path(FINGERPRINT)).is_ok_and(|s| s == fingerprint);
+    if !reusable {
+        dir.remove_under("parts/")?;
     }
-    write_atomic(&out.join("split.csv"), split_csv.as_bytes())?;
-    let part = |a: usize| parts.join(format!("agent-{a:03}.csv"));
-    let todo: Vec<usize> = (0..n_agents).filter(|&a| !part(a).exists()).collect();
+    let parts = dir.create_dir("parts")?;
+    dir.write(FINGERPRINT, fingerprint.as_bytes())?;
+    // Wall time of earlier, interrupted invocations, so build_seconds counts the whole build.
+    let before: f64 = if reusable && dir.owns(WALL) {
+        fs::read_to_string(dir.path(WALL))
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0.0)
+    } else {
+        0.0
+    };
+    dir.write("split.csv", split_csv.as_bytes())?;
+    let todo: Vec<usize> = (0..n_agents)
+        .filter(|&a| {
+            let done = reusable && dir.owns(&part(a)) && dir.path(&part(a)).exists();
+            if done {
+                dir.keep(&part(a));
+            }
+            !done
+        })
+        .collect();
     let n_points = cfg.points();
     if todo.len() < n_agents && !opts.quiet {
         eprintln!(
@@ -268,8 +297,10 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             parts.display()
         );
     }
-    let pb = progress_bar((n_agents * n_points) as u64, opts.quiet);
+    let pb = crate::progress::bar((n_agents * n_points) as u64, opts.quiet, "grid points");
     pb.set_position(((n_agents - todo.len()) * n_points) as u64);
+    let _ticker = crate::progress::Ticker::start(&pb, opts.quiet, "grid points");
+    let wall_lock = std::sync::Mutex::new(());
     let work = || -> Result<()> {
         todo.par_iter().try_for_each(|&a| {
             let mut rows = String::new();
@@ -283,7 +314,12 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
                 rows += &format!("{a},{p},{},{metric},{secs:.6}\n", coords.join(","));
                 pb.inc(1);
             }
-            write_atomic(&part(a), rows.as_bytes())
+            dir.write(&part(a), rows.as_bytes())?;
+            let _g = wall_lock.lock().expect("wall lock");
+            dir.write(
+                WALL,
+                format!("{}\n", before + started.elapsed().as_secs_f64()).as_bytes(),
+            )
         })
     };
     with_threads(opts.threads, work)??;
@@ -295,9 +331,10 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     header.extend(["metric".to_string(), "train_seconds".to_string()]);
     let mut table = header.join(",") + "\n";
     for a in 0..n_agents {
-        table += &fs::read_to_string(part(a)).map_err(|e| FboError::io(part(a), e))?;
+        let p = dir.path(&part(a));
+        table += &fs::read_to_string(&p).map_err(|e| FboError::io(&p, e))?;
     }
-    write_atomic(&out.join("table.csv"), table.as_bytes())?;
+    dir.write("table.csv", table.as_bytes())?;
     let mut meta = format!(
         "# Hyperparameter-response table made by `fbo tabulate` (src/tabulate.rs).\n\
          dataset = \"{}\"\nsource = \"{}\"\nsource_sha256 = \"{sha}\"\n{dataset_meta}\
@@ -309,7 +346,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         cfg.grid,
-        started.elapsed().as_secs_f64(),
+        before + started.elapsed().as_secs_f64(),
     );
     for h in &cfg.hyper {
         meta += &format!(
@@ -324,8 +361,9 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             }
         );
     }
-    write_atomic(&out.join("table.toml"), meta.as_bytes())?;
-    fs::remove_dir_all(&parts).map_err(|e| FboError::io(&parts, e))?;
+    dir.write("table.toml", meta.as_bytes())?;
+    dir.remove_under("parts/")?;
+    dir.prune()?;
     Ok(())
 }
 

@@ -162,7 +162,44 @@ fn algorithm_selection_and_bad_input() {
                 "--out",
                 "x.png",
             ],
-            "no column `agents`",
+            "reads a sweep.csv",
+        ),
+        (
+            vec![
+                "plot",
+                "privacy",
+                "--input",
+                summary.to_str().unwrap(),
+                "--out",
+                "x.png",
+            ],
+            "reads a sweep.csv",
+        ),
+        (
+            vec![
+                "plot",
+                "privacy",
+                "--input",
+                sweep.to_str().unwrap(),
+                "--out",
+                "x.png",
+                "--y",
+                "simple-regret",
+            ],
+            "`--y`: applies to iterations, time, difference and ranks plots only",
+        ),
+        (
+            vec![
+                "plot",
+                "iterations",
+                "--input",
+                summary.to_str().unwrap(),
+                "--out",
+                "x.png",
+                "--clock",
+                "overhead",
+            ],
+            "`--clock`: applies to time plots only",
         ),
         (
             vec![
@@ -199,7 +236,8 @@ fn algorithm_selection_and_bad_input() {
         ),
     ] {
         let o = fbo_output(&args);
-        assert!(!o.status.success());
+        // Bad arguments and inputs are invalid input: exit 2, like a bad spec.
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).contains(expect),
             "{expect:?} not in {}",

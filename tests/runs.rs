@@ -153,7 +153,7 @@ fn a_killed_run_leaves_only_whole_csv_files_and_resumes() {
 }
 
 #[test]
-fn a_changed_spec_does_not_reuse_old_parts() {
+fn parts_fbo_did_not_write_are_refused_and_never_reused() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o");
     let parts = out.join("parts");
@@ -161,7 +161,21 @@ fn a_changed_spec_does_not_reuse_old_parts() {
     fs::write(parts.join("fingerprint"), "some other spec").unwrap();
     fs::write(parts.join("a000-r00000.csv"), "garbage\n").unwrap();
     let spec = write(dir.path(), "small.toml", SMALL);
-    run(&spec, &out, &[]);
+    let o = fbo_output([
+        "run".as_ref(),
+        spec.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+        "--quiet".as_ref(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("parts/a000-r00000.csv") && stderr(&o).contains("--overwrite"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.join("trace.csv").exists());
+    run(&spec, &out, &["--overwrite"]);
     let trace = fs::read_to_string(out.join("trace.csv")).unwrap();
     assert!(!trace.contains("garbage"));
 }

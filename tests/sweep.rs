@@ -141,3 +141,34 @@ fn a_sweep_whose_points_are_identical_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(!out.exists());
 }
+
+#[test]
+fn a_sweep_without_timing_is_byte_identical_across_threads_and_leaves_no_stale_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        dir.path(),
+        "sw.toml",
+        &sweep_spec("\"server.q\" = [0.25, 0.5, 0.75]"),
+    );
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    fbo_ok("sweep", &p, &a, &["--no-timing", "--threads", "1"]);
+    fbo_ok("sweep", &p, &b, &["--no-timing", "--threads", "2"]);
+    let csv = fs::read(a.join("sweep.csv")).unwrap();
+    assert_eq!(csv, fs::read(b.join("sweep.csv")).unwrap());
+    let text = String::from_utf8(csv).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let wall = header.iter().position(|h| *h == "wall_s").unwrap();
+    assert!(
+        text.lines()
+            .skip(1)
+            .all(|r| r.split(',').nth(wall) == Some("")),
+        "{text}"
+    );
+    // The same sweep file, edited to fewer points: the dropped point's folder goes.
+    fs::write(&p, sweep_spec("\"server.q\" = [0.25, 0.5]")).unwrap();
+    fbo_ok("sweep", &p, &a, &["--no-timing"]);
+    assert!(a.join("points/p001").exists() && !a.join("points/p002").exists());
+    // A copy of fbo's spec.toml beside the sweep is runnable.
+    let v = validate(&a.join("spec.toml"));
+    assert!(v.status.success(), "{}", stderr(&v));
+}

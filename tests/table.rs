@@ -287,3 +287,57 @@ fn a_platt_table_equals_the_live_model_on_its_grid() {
     }
     assert_eq!(checked, 12);
 }
+
+/// The fenced blocks of a Markdown file tagged `lang`, in order.
+fn blocks(md: &str, lang: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur: Option<String> = None;
+    for line in md.lines() {
+        match &mut cur {
+            None if line.trim() == format!("```{lang}") => cur = Some(String::new()),
+            Some(b) if line.trim() == "```" => {
+                out.push(std::mem::take(b));
+                cur = None;
+            }
+            Some(b) => {
+                b.push_str(line);
+                b.push('\n');
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+#[test]
+fn the_documented_table_format_runs_as_written() {
+    let md =
+        fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tables.md")).unwrap();
+    let toml = blocks(&md, "toml");
+    let csv = blocks(&md, "csv");
+    assert_eq!(
+        (toml.len(), csv.len()),
+        (2, 1),
+        "docs/tables.md changed shape"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tdir = dir.path().join("tables/my-assay");
+    fs::create_dir_all(&tdir).unwrap();
+    fs::write(tdir.join("table.toml"), &toml[0]).unwrap();
+    fs::write(tdir.join("table.csv"), &csv[0]).unwrap();
+    let spec = write(dir.path(), "spec.toml", &toml[1]);
+    let v = validate(&spec);
+    assert!(v.status.success(), "{}", stderr(&v));
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let trace = fs::read_to_string(out.join("trace.csv")).unwrap();
+    // The raw hyperparameter and the table's own metric come back in the trace.
+    assert!(
+        trace.lines().next().unwrap().contains(",temperature,"),
+        "{trace}"
+    );
+    assert!(
+        trace.contains(",0.74,") || trace.contains(",0.61,"),
+        "{trace}"
+    );
+}

@@ -30,7 +30,7 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
         (
             "M = 0",
             with("features = 20", "features = 0"),
-            "key `surrogate.features`: must be an integer in [1, 100000], got 0",
+            "key `surrogate.features`: must be an integer in [1, 10000], got 0",
         ),
         (
             "M_target = 0",

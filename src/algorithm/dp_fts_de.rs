@@ -13,12 +13,13 @@ use super::agent::{Learner, Messenger, SharedFeatures, maximise_point};
 use super::{Algorithm, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::linalg::argmax;
+use crate::objective::space::Domain;
 use crate::objective::{Point, Region, Space};
 use crate::optim::BoxSearch;
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::server::{Partition, RoundRecord, Server};
 use crate::spec::schedule::Schedule;
-use crate::spec::{InitRegion, ServerSpec};
+use crate::spec::{AlgorithmSpec, InitRegion, ServerSpec, Spec};
 use ndarray::Array1;
 use rand::Rng as _;
 use rayon::prelude::*;
@@ -52,6 +53,62 @@ pub struct DpFtsDe {
     records: Vec<RoundRecord>,
 }
 
+/// Each grid point's sub-region, and each sub-region's points; refuses a partition that
+/// leaves a sub-region without points (or with fewer than the initial points it must hold).
+fn grid_regions(
+    spec: &Spec,
+    alg: &AlgorithmSpec,
+    server_spec: &ServerSpec,
+    domain: &Domain,
+    partition: &Partition,
+) -> Result<(Vec<usize>, Vec<Vec<usize>>)> {
+    let p = partition.parts;
+    let grid_region: Vec<usize> = (0..domain.len())
+        .map(|i| partition.region(domain.point(i)))
+        .collect();
+    let mut region_points = vec![Vec::new(); p];
+    for (i, &r) in grid_region.iter().enumerate() {
+        region_points[r].push(i);
+    }
+    let need = if server_spec.init == InitRegion::Subregion {
+        spec.initial_points.max(1)
+    } else {
+        1
+    };
+    let smallest = region_points.iter().map(Vec::len).min().unwrap_or(0);
+    if smallest < need {
+        return Err(FboError::spec(
+            &spec.path,
+            "server.subregions",
+            format!(
+                "{2}: {p} sub-regions of this grid leave one with {smallest} grid points (cut along the first coordinate{0}), fewer than {need}{1}; use fewer sub-regions",
+                if partition.parts == 4 && domain.dim() >= 2 {
+                    " and the second"
+                } else {
+                    ""
+                },
+                if need > 1 {
+                    " (initial_points, drawn inside each agent's sub-region)"
+                } else {
+                    ""
+                },
+                alg.label
+            ),
+        ));
+    }
+    Ok((grid_region, region_points))
+}
+
+/// The checks of `DpFtsDe::new` that depend on the objective's grid, for `fbo validate` and
+/// before a run starts.
+pub fn check(spec: &Spec, alg: &AlgorithmSpec, space: &Space) -> Result<()> {
+    let (Some(server_spec), Some(domain)) = (alg.server.as_ref(), space.grid()) else {
+        return Ok(());
+    };
+    let partition = Partition::new(server_spec.subregions, space.dim());
+    grid_regions(spec, alg, server_spec, domain, &partition).map(|_| ())
+}
+
 impl DpFtsDe {
     pub fn new(ctx: &RunContext, server_spec: &ServerSpec) -> Result<Self> {
         let spec = ctx.spec;
@@ -63,29 +120,7 @@ impl DpFtsDe {
         let partition = Partition::new(p, space.dim());
         let region_bounds: Vec<Region> = (0..p).map(|i| partition.bounds(i, space.dim())).collect();
         let (grid_region, region_points) = match space.grid() {
-            Some(domain) => {
-                let grid_region: Vec<usize> = (0..domain.len())
-                    .map(|i| partition.region(domain.point(i)))
-                    .collect();
-                let mut region_points = vec![Vec::new(); p];
-                for (i, &r) in grid_region.iter().enumerate() {
-                    region_points[r].push(i);
-                }
-                if server_spec.init == InitRegion::Subregion {
-                    let smallest = region_points.iter().map(Vec::len).min().unwrap_or(0);
-                    if smallest < spec.initial_points {
-                        return Err(FboError::spec(
-                            &spec.path,
-                            format!("{}.server.subregions", alg.label),
-                            format!(
-                                "{p} sub-regions leave one with {smallest} grid points, fewer than initial_points = {}",
-                                spec.initial_points
-                            ),
-                        ));
-                    }
-                }
-                (grid_region, region_points)
-            }
+            Some(domain) => grid_regions(spec, alg, server_spec, domain, &partition)?,
             None => (Vec::new(), Vec::new()),
         };
         let shared = SharedFeatures::for_run(ctx);

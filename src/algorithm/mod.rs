@@ -99,6 +99,17 @@ pub trait Algorithm {
     }
 }
 
+/// What `build` would refuse for this objective, found before anything runs or is written
+/// (and by `fbo validate`).
+pub fn check(spec: &crate::spec::Spec, space: &crate::objective::Space) -> Result<()> {
+    for alg in &spec.algorithms {
+        if alg.kind == AlgorithmKind::DpFtsDe {
+            dp_fts_de::check(spec, alg, space)?;
+        }
+    }
+    Ok(())
+}
+
 pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
     Ok(match ctx.algorithm.kind {
         AlgorithmKind::Ts => Box::new(ts::Ts::new(ctx)),

@@ -110,6 +110,22 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         .map(|a| agents.iter().position(|&b| b == a))
         .collect();
     let n = meta.points;
+    // Every row holds at least 2 + 2d + 2 fields and their commas: a table.toml that claims
+    // more cells than table.csv can hold is refused before anything is allocated for them.
+    let min_row = 2 * want;
+    let rows_possible = text.len() / min_row;
+    if n.saturating_mul(meta.agents) > rows_possible {
+        return Err(FboError::spec(
+            &meta.path,
+            "points_per_agent",
+            format!(
+                "{} agents x {n} points per agent claimed, but {} ({} bytes) can hold at most {rows_possible} rows; the two files do not belong together (rebuild with `fbo tabulate`)",
+                meta.agents,
+                csv_path.display(),
+                text.len()
+            ),
+        ));
+    }
     let mut points = Array2::from_elem((n, d), f64::NAN);
     let mut raw = Array2::from_elem((n, d), f64::NAN);
     let mut metric = vec![Array1::from_elem(n, f64::NAN); agents.len()];

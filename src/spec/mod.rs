@@ -2,6 +2,7 @@
 //! checked once into the parameters the rest of fbo uses. No numeric code re-validates user
 //! input; every message names the file, the key and what is allowed.
 
+pub mod portable;
 pub mod schedule;
 
 use crate::error::{FboError, Result};
@@ -214,6 +215,28 @@ impl ObjectiveSpec {
         match self.per_dim {
             Some(n) => Space::Grid(Domain::tensor(&self.params, n)),
             None => Space::Box(self.params.clone()),
+        }
+    }
+
+    /// What the trace's `metric` column measures, for axis labels: its name and whether
+    /// higher is better.
+    pub fn metric_label(&self) -> (String, bool) {
+        match &self.kind {
+            ObjectiveKind::SyntheticFts
+            | ObjectiveKind::SyntheticDp { .. }
+            | ObjectiveKind::Function(_) => ("f(x)".into(), true),
+            ObjectiveKind::Table { meta, .. } => {
+                let name = match meta.metric.as_str() {
+                    "auc" | "platt-auc" => "AUC".to_string(),
+                    "error" => "validation error".to_string(),
+                    other => other.to_string(),
+                };
+                (name, meta.sign > 0.0)
+            }
+            ObjectiveKind::Model { settings, .. } => match settings.dataset {
+                Dataset::Landmine => ("AUC".into(), true),
+                Dataset::Har | Dataset::Emnist => ("validation error".into(), false),
+            },
         }
     }
 
@@ -550,7 +573,13 @@ impl Check<'_> {
     }
 }
 
-const MAX_COUNT: i64 = 1_000_000;
+/// The largest count a spec (or `--runs`) may give for runs, iterations and the like.
+pub const MAX_COUNT: i64 = 1_000_000;
+/// Observations per agent (iterations, initial points, senders' t_n): each agent's exact GP
+/// holds an n x n matrix, so n = 10^4 is already 0.8 GB per agent.
+const MAX_OBS: i64 = 10_000;
+/// Random features M: BLR posteriors hold M x M matrices (M = 10^4: 0.8 GB each).
+const MAX_FEATURES: i64 = 10_000;
 
 impl Spec {
     /// Reads and checks a spec file.
@@ -572,8 +601,21 @@ impl Spec {
         let c = Check { file: path };
 
         let name = match raw.name {
-            Some(n) if n.is_empty() || n.contains(['/', '\\']) => {
-                return Err(c.err("name", "must be non-empty and contain no path separators"));
+            // The name is the default output folder results/<name>/: a plain folder name.
+            Some(n)
+                if n.is_empty()
+                    || n.len() > 100
+                    || n.starts_with('.')
+                    || !n
+                        .chars()
+                        .all(|ch| ch.is_ascii_alphanumeric() || "._-+=,".contains(ch)) =>
+            {
+                return Err(c.err(
+                    "name",
+                    format!(
+                        "must be 1-100 characters from A-Z a-z 0-9 . _ - + = , not starting with '.' (it names the folder results/<name>/), got \"{n}\""
+                    ),
+                ));
             }
             Some(n) => n,
             None => path
@@ -586,8 +628,8 @@ impl Spec {
             return Err(c.err("seed", format!("must be an integer >= 0, got {seed}")));
         }
         let runs = c.int("runs", raw.runs, 10, 1, MAX_COUNT)?;
-        let iterations = c.int("iterations", raw.iterations, 50, 1, MAX_COUNT)?;
-        let initial_points = c.int("initial_points", raw.initial_points, 1, 0, MAX_COUNT)?;
+        let iterations = c.int("iterations", raw.iterations, 50, 1, MAX_OBS)?;
+        let initial_points = c.int("initial_points", raw.initial_points, 1, 0, MAX_OBS)?;
 
         let rf = raw.federation.unwrap_or_default();
         let mut objective = check_objective(&c, raw.objective)?;
@@ -657,7 +699,7 @@ impl Spec {
 
         let rs = raw.surrogate.unwrap_or_default();
         let synthetic_ls = objective.length_scale;
-        let features = c.int("surrogate.features", rs.features, 100, 1, 100_000)?;
+        let features = c.int("surrogate.features", rs.features, 100, 1, MAX_FEATURES)?;
         let length_scale = c.positive("surrogate.length_scale", rs.length_scale, synthetic_ls)?;
         let lambda = c.positive("surrogate.lambda", rs.lambda, objective.noise_var.max(1e-6))?;
         let kernel_variance = c.positive("surrogate.kernel_variance", rs.kernel_variance, 1.0)?;
@@ -691,7 +733,7 @@ impl Spec {
             noise_var: c.positive("surrogate.own.noise_variance", ro.noise_variance, 0.01)?,
         };
         let own = OwnSettings {
-            features: c.int("surrogate.own.features", ro.features, 100, 1, 100_000)?,
+            features: c.int("surrogate.own.features", ro.features, 100, 1, MAX_FEATURES)?,
             normalize_features,
             refit_every: if fit {
                 Some(c.int("surrogate.own.refit_every", ro.refit_every, 5, 1, MAX_COUNT)?)
@@ -721,7 +763,7 @@ impl Spec {
             own,
         };
 
-        let observations = c.int("federation.observations", rf.observations, 40, 0, MAX_COUNT)?;
+        let observations = c.int("federation.observations", rf.observations, 40, 0, MAX_OBS)?;
         let p1 = rf.p1_equals_p2.unwrap_or(true);
         let fed_pt = c.schedule("federation.p_t", rf.p_t.as_ref(), p1, iterations)?;
         let fed_messages = c.messages(
@@ -888,7 +930,13 @@ impl Spec {
                 )?),
                 _ => None,
             };
-            let m = c.int(&key("features"), ra.features, features as i64, 1, 100_000)?;
+            let m = c.int(
+                &key("features"),
+                ra.features,
+                features as i64,
+                1,
+                MAX_FEATURES,
+            )?;
             let p_t = match ra.p_t {
                 Some(ref v) => c.schedule(
                     &key("p_t"),
@@ -1334,7 +1382,8 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
     Ok(ObjectiveSpec {
         kind,
         targets: targets.unwrap_or_default(),
-        grid: c.int("objective.grid", o.grid, 1000, 2, 1_000_000)?,
+        // The functions are exact GP draws on the grid: a G x G Cholesky factor.
+        grid: c.int("objective.grid", o.grid, 1000, 2, 20_000)?,
         length_scale: c.positive("objective.length_scale", o.length_scale, 0.03)?,
         noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.01)?,
         functions: c.int("objective.functions", o.functions, 5, 1, MAX_COUNT)?,

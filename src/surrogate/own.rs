@@ -68,7 +68,7 @@ impl OwnModel {
     ) -> bool {
         let n = y.len();
         let due = match self.settings.refit_every {
-            Some(k) => n > 0 && n % k == 0 && n != self.fitted_at,
+            Some(k) => n > 0 && n.is_multiple_of(k) && n != self.fitted_at,
             None => false,
         };
         if !due {

@@ -1,0 +1,165 @@
+//! What a user sees while fbo works: a live bar on a terminal (its clock ticking between
+//! finished runs), a log line every few seconds when stderr is a file or a pipe, and on
+//! Ctrl-C (or SIGTERM) a last line saying what was saved and how to resume.
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Seconds between log lines when stderr is not a terminal: 10, or FBO_LOG_SECONDS.
+fn log_every() -> Duration {
+    let s = std::env::var("FBO_LOG_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .unwrap_or(10.0);
+    Duration::from_secs_f64(s)
+}
+
+/// A bar counting `total` units (runs, points, table cells). Drawn on a terminal with a
+/// steady tick; hidden otherwise (a `Ticker` then logs it) or when `quiet`.
+pub fn bar(total: u64, quiet: bool, unit: &str) -> ProgressBar {
+    if quiet || !std::io::stderr().is_terminal() {
+        let pb = ProgressBar::hidden();
+        pb.set_length(total);
+        return pb;
+    }
+    let pb = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+    pb.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} [{{elapsed_precise}}] {{bar:40}} {{pos}}/{{len}} {unit}, ETA {{eta}}"
+        ))
+        .expect("valid template"),
+    );
+    pb.enable_steady_tick(Duration::from_millis(500));
+    pb
+}
+
+/// Prints `bar`'s state every `log_every()` while alive, when stderr is not a terminal and
+/// the command is not quiet; stops when dropped.
+pub struct Ticker {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Ticker {
+    pub fn start(bar: &ProgressBar, quiet: bool, unit: &'static str) -> Ticker {
+        let stop = Arc::new(AtomicBool::new(false));
+        if quiet || std::io::stderr().is_terminal() {
+            return Ticker { stop, thread: None };
+        }
+        let (bar, flag) = (bar.clone(), stop.clone());
+        let started = Instant::now();
+        let every = log_every();
+        let thread = std::thread::spawn(move || {
+            let mut last = Instant::now();
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(100));
+                if last.elapsed() < every {
+                    continue;
+                }
+                last = Instant::now();
+                let (pos, len) = (bar.position(), bar.length().unwrap_or(0));
+                let elapsed = started.elapsed().as_secs_f64();
+                let eta = if pos > 0 && len > pos {
+                    format!(
+                        ", about {} left",
+                        clock(elapsed / pos as f64 * (len - pos) as f64)
+                    )
+                } else {
+                    String::new()
+                };
+                eprintln!(
+                    "fbo: {pos}/{len} {unit} done, {} elapsed{eta}",
+                    clock(elapsed)
+                );
+            }
+        });
+        Ticker {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn clock(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// What an interrupt should report: units saved so far (read from the bar), where, and what
+/// they are.
+struct Note {
+    bar: ProgressBar,
+    unit: &'static str,
+    folder: PathBuf,
+}
+
+static NOTE: OnceLock<Mutex<Option<Note>>> = OnceLock::new();
+
+fn note() -> &'static Mutex<Option<Note>> {
+    NOTE.get_or_init(|| Mutex::new(None))
+}
+
+/// Installs the Ctrl-C / SIGTERM handler once. Finished units are already on disk (each is
+/// written atomically), so the handler only says so and exits with 130.
+pub fn install_interrupt_handler() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let _ = ctrlc::set_handler(|| {
+            let msg = match note().lock().ok().and_then(|n| {
+                n.as_ref().map(|n| {
+                    format!(
+                        "interrupted: {} of {} {} saved in {}; rerun the same command to resume",
+                        n.bar.position(),
+                        n.bar.length().unwrap_or(0),
+                        n.unit,
+                        n.folder.display()
+                    )
+                })
+            }) {
+                Some(m) => m,
+                None => "interrupted".to_string(),
+            };
+            eprintln!("\n{msg}");
+            std::process::exit(130);
+        });
+    });
+}
+
+/// While the guard lives, an interrupt reports `bar`'s count of `unit` saved in `folder`.
+pub struct InterruptNote;
+
+impl InterruptNote {
+    pub fn set(bar: &ProgressBar, unit: &'static str, folder: PathBuf) -> InterruptNote {
+        if let Ok(mut n) = note().lock() {
+            *n = Some(Note {
+                bar: bar.clone(),
+                unit,
+                folder,
+            });
+        }
+        InterruptNote
+    }
+}
+
+impl Drop for InterruptNote {
+    fn drop(&mut self) {
+        if let Ok(mut n) = note().lock() {
+            *n = None;
+        }
+    }
+}
