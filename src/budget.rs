@@ -298,12 +298,23 @@ mod tests {
     fn memory_grows_with_the_keys_that_allocate() {
         let small = estimate(&spec(BASE), 2);
         assert!(small.bytes() < 50e6, "{small:?}");
-        let big_grid = estimate(&spec(&BASE.replace("grid = 100", "grid = 1000000")), 2);
+        // Past the spec's ranges (which this check backs up), as a later change of ranges
+        // could allow.
+        let mut s = spec(BASE);
+        s.objective.grid = 1_000_000;
+        let big_grid = estimate(&s, 2);
         assert_eq!(big_grid.memory[0].0, "objective.grid");
         assert!(big_grid.memory[0].1 >= 1.6e13);
-        let big_m = estimate(&spec(&format!("{BASE}[surrogate]\nfeatures = 100000\n")), 2);
+        let mut s = spec(BASE);
+        for a in &mut s.algorithms {
+            a.features = 100_000;
+        }
+        let big_m = estimate(&s, 2);
         assert_eq!(big_m.memory[0].0, "surrogate.features");
         assert!(big_m.memory[0].1 >= 8e10);
+        // At the top of the ranges the estimate is gigabytes: the check matters there too.
+        let s = spec(&BASE.replace("grid = 100", "grid = 20000"));
+        assert!(estimate(&s, 2).bytes() > 6e9);
     }
 
     #[test]

@@ -989,7 +989,18 @@ impl Spec {
 
         let rp = raw.privacy.unwrap_or_default();
         let delta = rp.delta.unwrap_or((total_agents as f64).powf(-1.1));
-        if !(delta > 0.0 && delta < 1.0) {
+        let private = algorithms
+            .iter()
+            .any(|a| a.server.as_ref().is_some_and(|s| s.dp.is_some()));
+        if rp.delta.is_none() && private && !(delta > 0.0 && delta < 1.0) {
+            return Err(c.err(
+                "privacy.delta",
+                format!(
+                    "the default N^-1.1 is {delta} for N = {total_agents} agent(s), not a valid delta; set privacy.delta in (0, 1), e.g. 1e-5"
+                ),
+            ));
+        }
+        if rp.delta.is_some() && !(delta > 0.0 && delta < 1.0) {
             return Err(c.err("privacy.delta", format!("must be in (0, 1), got {delta}")));
         }
         let accountants = match rp.accountants {
