@@ -64,6 +64,24 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
             "lists 2 probabilities but the spec runs 12 iterations",
         ),
         (
+            "p_t list too long",
+            with(
+                "observations = 10",
+                &format!("observations = 10\np_t = [{}]", vec!["0.5"; 13].join(", ")),
+            ),
+            "lists 13 probabilities but the spec runs 12 iterations",
+        ),
+        (
+            "too many sub-regions for the grid",
+            SMALL_DP.replace("subregions = 2", "subregions = 100"),
+            "100 sub-regions of this grid leave one with 1 grid points",
+        ),
+        (
+            "name escaping the results folder",
+            with("name = \"small\"", "name = \"..\""),
+            "key `name`",
+        ),
+        (
             "p_t unknown name",
             with("observations = 10", "observations = 10\np_t = \"1-1/t^3\""),
             "unknown schedule \"1-1/t^3\"",

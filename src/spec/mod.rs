@@ -537,11 +537,12 @@ impl Check<'_> {
                     };
                     out.push(self.probability(&format!("{key}[{i}]"), p)?);
                 }
-                if out.len() < iterations {
+                // A longer list would be cut silently: most likely a different experiment.
+                if out.len() != iterations {
                     return Err(self.err(
                         key,
                         format!(
-                            "lists {} probabilities but the spec runs {iterations} iterations; give one per iteration",
+                            "lists {} probabilities but the spec runs {iterations} iterations; give exactly one per iteration",
                             out.len()
                         ),
                     ));
