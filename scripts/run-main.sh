@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "building fbo (the first build compiles about 150 crates: 3-5 minutes on 2 cores) ..." >&2
+echo "building fbo (the first build compiles about 140 crates: 3-5 minutes on 2 cores) ..." >&2
 cargo build --release
 ./target/release/fbo run configs/synthetic.toml "$@"
 echo "final iteration (mean simple regret +/- s.e. over runs):"
