@@ -242,3 +242,28 @@ fn progress_is_logged_without_a_terminal_and_an_interrupt_says_what_was_saved() 
         .unwrap();
     assert!(saved >= 3 && saved <= done(&out.join("parts")), "{line}");
 }
+
+#[test]
+fn a_failed_merge_says_how_many_runs_are_saved_and_a_rerun_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "small.toml", SMALL);
+    let out = dir.path().join("o");
+    // trace.csv cannot be written (a folder is in the way), as on a full disk at merge time.
+    fs::create_dir_all(out.join("trace.csv")).unwrap();
+    let o = run_out(&spec, &out, &["--overwrite", "--no-timing"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("8 of 8 runs are saved in"),
+        "{}",
+        stderr(&o)
+    );
+    fs::remove_dir(out.join("trace.csv")).unwrap();
+    let o = run_out(&spec, &out, &["--no-timing"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fresh = dir.path().join("fresh");
+    fbo_ok("run", &spec, &fresh, &["--no-timing"]);
+    assert_eq!(
+        fs::read(out.join("trace.csv")).unwrap(),
+        fs::read(fresh.join("trace.csv")).unwrap()
+    );
+}
