@@ -25,6 +25,52 @@ pub struct BenchOptions {
     pub tables: Vec<PathBuf>,
     /// (points CSV, landmine data) for the live SVM timing.
     pub landmine: Option<(PathBuf, PathBuf)>,
+    /// Specs whose algorithms' BO overhead per agent-iteration to measure.
+    pub iteration_cost: Vec<PathBuf>,
+}
+
+/// BO overhead per agent-iteration of every algorithm of `path`: each run on one thread,
+/// one after another, timed as the trace's elapsed_s at the last iteration (the target's
+/// work after set-up: senders' simulations excluded) over iterations x acting agents.
+/// Median over the spec's runs.
+fn iteration_cost(path: &std::path::Path) -> Result<()> {
+    use crate::runner::{run_one_shared, with_threads};
+    let mut spec = Spec::load(path)?;
+    spec.output.timing = true;
+    let lands = crate::objective::landscapes(&spec)?;
+    crate::algorithm::check(&spec, &lands[0].space)?;
+    for (a, alg) in spec.algorithms.iter().enumerate() {
+        let mut per = Vec::new();
+        let mut agents = 0;
+        for r in 0..spec.runs {
+            let land = lands[r % lands.len()].clone();
+            let senders = crate::algorithm::agent::SenderCache::default();
+            let out = with_threads(Some(1), || {
+                run_one_shared(&spec, a, r, land, Some(&senders))
+            })??;
+            let last = out
+                .rows
+                .iter()
+                .filter(|row| row.iteration == spec.iterations as i64)
+                .collect::<Vec<_>>();
+            agents = last.len();
+            let elapsed = last
+                .iter()
+                .filter_map(|row| row.elapsed_s)
+                .fold(0.0, f64::max);
+            per.push(elapsed * 1e3 / (spec.iterations * agents.max(1)) as f64);
+        }
+        per.sort_by(f64::total_cmp);
+        println!(
+            "{},{},{agents},{},{},{:.3}",
+            path.display(),
+            alg.label,
+            spec.iterations,
+            spec.runs,
+            quantile(&per, 0.5)
+        );
+    }
+    Ok(())
 }
 
 /// Mean milliseconds of one live landmine evaluation (training included) at the points of a
@@ -144,6 +190,14 @@ fn box_acquisition(features: &[usize]) -> Result<()> {
 }
 
 pub fn run(opts: &BenchOptions) -> Result<()> {
+    if !opts.iteration_cost.is_empty() {
+        println!("# BO overhead per agent-iteration, one thread, median over the spec's runs");
+        println!("spec,algorithm,agents,iterations,runs,ms_per_agent_iteration");
+        for p in &opts.iteration_cost {
+            iteration_cost(p)?;
+        }
+        return Ok(());
+    }
     let obj = ObjectiveSpec {
         targets: vec![0],
         kind: ObjectiveKind::SyntheticFts,

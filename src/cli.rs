@@ -197,6 +197,10 @@ pub enum Command {
         /// The landmine data (landmine.csv) for --landmine-points.
         #[arg(long = "landmine-data")]
         landmine_data: Option<PathBuf>,
+        /// Measure only the BO overhead per agent-iteration of every algorithm of these specs
+        /// (one thread; e.g. configs/bench-landmine-dp.toml, configs/bench-landmine-fts.toml).
+        #[arg(long = "iteration-cost")]
+        iteration_cost: Vec<PathBuf>,
     },
 }
 
@@ -506,6 +510,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             tables,
             landmine_points,
             landmine_data,
+            iteration_cost,
         } => {
             if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
                 return Err(FboError::spec(
@@ -522,6 +527,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 configs,
                 tables,
                 landmine: landmine_points.zip(landmine_data),
+                iteration_cost,
             })
         }
     }

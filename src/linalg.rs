@@ -108,9 +108,50 @@ pub fn cho_solve(l: ArrayView2<f64>, b: ArrayView1<f64>) -> Array1<f64> {
 
 /// (L L^T)^-1 given the Cholesky factor L, as L^-T L^-1.
 pub fn cho_inverse(l: ArrayView2<f64>) -> Array2<f64> {
+    let linv = lower_inverse(l);
+    // gram over the triangle: row r of L^-1 is zero past column r, and those zeros add
+    // nothing (the same bits as the full products).
+    let n = linv.nrows();
+    let mut c = Array2::<f64>::zeros((n, n));
+    for (r, row) in linv.rows().into_iter().enumerate() {
+        let row = row.as_slice().expect("contiguous rows");
+        for i in 0..=r {
+            let ri = row[i];
+            if ri != 0.0 {
+                let ci = &mut c.row_mut(i);
+                let ci = ci.as_slice_mut().expect("contiguous rows");
+                for (cij, &rj) in ci[..=r].iter_mut().zip(&row[..=r]) {
+                    *cij += ri * rj;
+                }
+            }
+        }
+    }
+    c
+}
+
+/// L^-1 for lower-triangular L, row by row as `solve_lower_mat(l, I)` computes it, touching
+/// only the lower triangle (the rest stays exactly zero there too).
+pub fn lower_inverse(l: ArrayView2<f64>) -> Array2<f64> {
     let n = l.nrows();
-    let linv = solve_lower_mat(l, Array2::eye(n).view());
-    gram(linv.view())
+    let mut x = Array2::<f64>::eye(n);
+    let xs = x.as_slice_mut().expect("fresh arrays are contiguous");
+    for i in 0..n {
+        for k in 0..i {
+            let lik = l[[i, k]];
+            if lik != 0.0 {
+                let (done, rest) = xs.split_at_mut(i * n);
+                let xk = &done[k * n..k * n + k + 1];
+                for (v, &u) in rest[..=k].iter_mut().zip(xk) {
+                    *v += -lik * u;
+                }
+            }
+        }
+        let d = l[[i, i]];
+        for v in &mut xs[i * n..i * n + i + 1] {
+            *v /= d;
+        }
+    }
+    x
 }
 
 /// A^T A, summed over the rows of A in order.

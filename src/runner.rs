@@ -352,7 +352,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         crate::spec::portable::portable(&spec.source, &spec.path, out).as_bytes(),
     )?;
 
-    let senders = SenderCache::default();
+    let senders = SenderCache::global();
     let done_before = |a: usize, r: usize| {
         let (p, s) = (part_name(a, r), server_part_name(a, r));
         reusable && dir.owns(&p) && dir.owns(&s) && dir.path(&p).exists() && dir.path(&s).exists()
@@ -400,7 +400,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         todo.par_iter()
             .map(|&(a, r)| {
                 let land = landscapes[r % landscapes.len()].clone();
-                let res = run_one_shared(spec, a, r, land, Some(&senders)).and_then(|out| {
+                let res = run_one_shared(spec, a, r, land, Some(senders)).and_then(|out| {
                     let label = &spec.algorithms[a].label;
                     // The server part first: the trace part marks the run complete.
                     dir.write(
@@ -434,7 +434,8 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         .filter(|&&(a, r)| dir.path(&part_name(a, r)).exists())
         .count();
 
-    if let Err(e) = merge(spec, &dir, &jobs, dim, &names) {
+    // The privacy curves are computed in parallel too: on the same pool, so --threads holds.
+    if let Err(e) = with_threads(opts.threads, || merge(spec, &dir, &jobs, dim, &names))? {
         let mut msg = format!(
             "{e}\nthe results could not be merged; {saved} of {} runs are saved in {} (rerun the same command to merge them and run the rest)",
             jobs.len(),

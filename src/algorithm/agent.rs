@@ -16,6 +16,7 @@ use crate::surrogate::rff::RandomFeatures;
 use ndarray::{Array1, Array2};
 use rand::Rng as _;
 use rand::seq::index::sample as sample_indices;
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -134,7 +135,7 @@ impl Learner {
             .model
             .sample(x.view(), &self.ys, &mut self.sample_rng)?;
         match self.space.grid() {
-            Some(grid) => Ok(grid.at(sample.argmax(grid.points()))),
+            Some(grid) => Ok(grid.at(sample.argmax(grid))),
             None => {
                 let w = sample.weights.as_slice().expect("contiguous weights");
                 let mut acq =
@@ -283,9 +284,38 @@ impl Sender {
 /// FTS-protocol runs: 28 agents x 53 TS iterations for every algorithm and run). Each
 /// algorithm takes clones, so continuing a sender (every-iteration messages) cannot leak
 /// into another algorithm.
+///
+/// Keyed by everything the states depend on, the cache also serves the points of a sweep
+/// (which differ in server or privacy settings, not in the senders): `SenderCache::global()`.
 #[derive(Default)]
 pub struct SenderCache {
-    runs: Mutex<HashMap<usize, SenderStates>>,
+    runs: Mutex<HashMap<(String, usize), SenderStates>>,
+}
+
+impl SenderCache {
+    /// The process's cache, shared by every spec and sweep point it runs.
+    pub fn global() -> &'static SenderCache {
+        static CACHE: std::sync::OnceLock<SenderCache> = std::sync::OnceLock::new();
+        CACHE.get_or_init(SenderCache::default)
+    }
+}
+
+/// What the senders' states depend on: the objective (and so the landscape of a run), the
+/// seed, who the targets are, how many observations they gather and how, and the own model
+/// and search that pick them. Not the algorithm or its M: messages are rebuilt per algorithm.
+fn sender_key(ctx: &RunContext) -> String {
+    let spec = ctx.spec;
+    format!(
+        "{:?}|{}|{:?}|{}|{:?}|{}|{:?}|{:?}",
+        spec.objective,
+        ctx.seed(),
+        spec.targets(),
+        spec.federation.observations,
+        spec.federation.observations_from,
+        spec.initial_points,
+        spec.surrogate.own,
+        spec.acquisition,
+    )
 }
 
 type SenderStates = Arc<Vec<Option<(Learner, Rng)>>>;
@@ -296,9 +326,12 @@ type SenderStates = Arc<Vec<Option<(Learner, Rng)>>>;
 /// algorithm and M of a spec sees the same agents. Messages use this algorithm's shared
 /// features, so each sender's posterior is rebuilt from its observations.
 pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Option<Sender>>> {
+    // Computed outside the lock: the computation runs rayon tasks, and a worker waiting on
+    // them may pick up another job that needs this cache.
+    let key = (sender_key(ctx), ctx.run);
     let cached = ctx
         .senders
-        .and_then(|c| c.runs.lock().ok().and_then(|m| m.get(&ctx.run).cloned()));
+        .and_then(|c| c.runs.lock().ok().and_then(|m| m.get(&key).cloned()));
     let states = match cached {
         Some(s) => s,
         None => {
@@ -306,7 +339,7 @@ pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Op
             if let Some(c) = ctx.senders
                 && let Ok(mut m) = c.runs.lock()
             {
-                m.insert(ctx.run, s.clone());
+                m.entry(key).or_insert_with(|| s.clone());
             }
             s
         }
@@ -346,51 +379,52 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
     let (seed, run) = (ctx.seed(), ctx.run);
     let fed = &spec.federation;
     let ids = spec.targets();
-    let mut senders = Vec::with_capacity(land.agents());
-    for agent in 0..land.agents() {
-        if !ids.iter().any(|&t| t != agent) {
-            senders.push(None);
-            continue;
-        }
-        let mut learner = Learner::for_run(ctx, agent);
-        let mut data_rng = stream(seed, run as u64, agent as u64, Purpose::AgentData);
-        let observe = |learner: &mut Learner, rng: &mut Rng, p: Point| -> Result<()> {
-            let y = land.observe(agent, &p, rng)?;
-            learner.add(p, y);
-            Ok(())
-        };
-        let t_n = fed.observations;
-        let random_points = match fed.observations_from {
-            ObservationSource::Random => t_n,
-            ObservationSource::Ts => spec.initial_points.max(1),
-        };
-        let points: Vec<Point> = match space.grid() {
-            Some(grid) if random_points <= grid.len() => {
-                sample_indices(&mut data_rng, grid.len(), random_points)
-                    .into_iter()
-                    .map(|i| grid.at(i))
-                    .collect()
+    // Each sender's TS runs on its own streams: in parallel, with the same result.
+    (0..land.agents())
+        .into_par_iter()
+        .map(|agent| -> Result<Option<(Learner, Rng)>> {
+            if !ids.iter().any(|&t| t != agent) {
+                return Ok(None);
             }
-            Some(grid) => (0..random_points)
-                .map(|_| grid.at(data_rng.random_range(0..grid.len())))
-                .collect(),
-            None => {
-                let unit = Region::unit(space.dim());
-                (0..random_points)
-                    .map(|_| Point::free(unit.sample(&mut data_rng)))
-                    .collect()
-            }
-        };
-        for p in points {
-            observe(&mut learner, &mut data_rng, p)?;
-        }
-        if fed.observations_from == ObservationSource::Ts {
-            for _ in 0..t_n {
-                let p = learner.thompson()?;
+            let mut learner = Learner::for_run(ctx, agent);
+            let mut data_rng = stream(seed, run as u64, agent as u64, Purpose::AgentData);
+            let observe = |learner: &mut Learner, rng: &mut Rng, p: Point| -> Result<()> {
+                let y = land.observe(agent, &p, rng)?;
+                learner.add(p, y);
+                Ok(())
+            };
+            let t_n = fed.observations;
+            let random_points = match fed.observations_from {
+                ObservationSource::Random => t_n,
+                ObservationSource::Ts => spec.initial_points.max(1),
+            };
+            let points: Vec<Point> = match space.grid() {
+                Some(grid) if random_points <= grid.len() => {
+                    sample_indices(&mut data_rng, grid.len(), random_points)
+                        .into_iter()
+                        .map(|i| grid.at(i))
+                        .collect()
+                }
+                Some(grid) => (0..random_points)
+                    .map(|_| grid.at(data_rng.random_range(0..grid.len())))
+                    .collect(),
+                None => {
+                    let unit = Region::unit(space.dim());
+                    (0..random_points)
+                        .map(|_| Point::free(unit.sample(&mut data_rng)))
+                        .collect()
+                }
+            };
+            for p in points {
                 observe(&mut learner, &mut data_rng, p)?;
             }
-        }
-        senders.push(Some((learner, data_rng)));
-    }
-    Ok(senders)
+            if fed.observations_from == ObservationSource::Ts {
+                for _ in 0..t_n {
+                    let p = learner.thompson()?;
+                    observe(&mut learner, &mut data_rng, p)?;
+                }
+            }
+            Ok(Some((learner, data_rng)))
+        })
+        .collect()
 }

@@ -63,14 +63,62 @@ pub struct Domain {
     points: Array2<f64>,
     raw: Option<Array2<f64>>,
     names: Vec<String>,
+    /// The per-axis values when the points are their tensor product in row-major order (last
+    /// axis fastest) and D >= 2: then a sampled function separates by axis.
+    axes: Option<Vec<Vec<f64>>>,
+}
+
+/// The axes of a row-major tensor-product grid, found from the points themselves (tables
+/// list their points; nothing but the points says they form a product).
+fn tensor_axes(points: &Array2<f64>) -> Option<Vec<Vec<f64>>> {
+    let (n, d) = points.dim();
+    if d < 2 || n == 0 {
+        return None;
+    }
+    // Axis k's length: how far its first value repeats before it changes, from the inside
+    // out (the last axis varies fastest).
+    let mut axes: Vec<Vec<f64>> = vec![Vec::new(); d];
+    let mut stride = 1usize;
+    for k in (0..d).rev() {
+        let mut vals = Vec::new();
+        let mut i = 0;
+        while i < n {
+            let v = points[[i, k]];
+            if vals.contains(&v) {
+                break;
+            }
+            vals.push(v);
+            i += stride;
+        }
+        stride = stride.checked_mul(vals.len())?;
+        axes[k] = vals;
+    }
+    if stride != n {
+        return None;
+    }
+    // Every point must be exactly its product coordinates.
+    let mut strides = vec![1usize; d];
+    for k in (0..d - 1).rev() {
+        strides[k] = strides[k + 1] * axes[k + 1].len();
+    }
+    for i in 0..n {
+        for k in 0..d {
+            if points[[i, k]] != axes[k][(i / strides[k]) % axes[k].len()] {
+                return None;
+            }
+        }
+    }
+    Some(axes)
 }
 
 impl Domain {
     pub fn new(points: Array2<f64>) -> Self {
+        let axes = tensor_axes(&points);
         Domain {
             points,
             raw: None,
             names: Vec::new(),
+            axes,
         }
     }
 
@@ -78,11 +126,18 @@ impl Domain {
     pub fn with_raw(points: Array2<f64>, raw: Array2<f64>, names: Vec<String>) -> Self {
         debug_assert_eq!(points.dim(), raw.dim());
         debug_assert_eq!(names.len(), raw.ncols());
+        let axes = tensor_axes(&points);
         Domain {
             points,
             raw: Some(raw),
             names,
+            axes,
         }
+    }
+
+    /// The per-axis values of a tensor-product grid (D >= 2, row-major), if it is one.
+    pub fn axes(&self) -> Option<&[Vec<f64>]> {
+        self.axes.as_deref()
     }
 
     /// n evenly spaced points on [0, 1], endpoints included.

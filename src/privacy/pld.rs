@@ -21,8 +21,10 @@ use rustfft::num_complex::Complex;
 /// true one; the measured gap (upper - lower) is usually far smaller.
 pub const DEFAULT_INTERVAL: f64 = 1e-4;
 const TAIL: f64 = 1e-15;
-/// Largest circular grid for the composition (2^19 cells: about 40 ms per FFT here).
-const MAX_FFT: usize = 1 << 19;
+/// Largest circular grid for the composition (2^17 cells: about 5 ms per FFT here). The
+/// spacing is widened to fit it, which widens the reported [lower, upper] interval (at most
+/// T h) rather than the time.
+const MAX_FFT: usize = 1 << 17;
 /// Largest one-step grid; a wider loss range coarsens the spacing instead.
 const MAX_ONE_STEP: usize = 1 << 20;
 /// One-step losses are represented on [-LOSS_CAP, LOSS_CAP]. Beyond it the pessimistic pmf
@@ -208,12 +210,20 @@ fn compose(p: &Pmf, h: f64, steps: u64, centre: f64, w: f64) -> (i64, Vec<f64>, 
         let idx = (p.offset + k as i64).rem_euclid(n as i64) as usize;
         buf[idx].re += m;
     }
-    let mut planner = FftPlanner::new();
-    planner.plan_fft_forward(n).process(&mut buf);
+    // Plans (twiddle tables) are kept per thread: the upper and lower bounds and every t of
+    // a privacy curve reuse them.
+    thread_local! {
+        static PLANNER: std::cell::RefCell<FftPlanner<f64>> = std::cell::RefCell::new(FftPlanner::new());
+    }
+    let (fwd, inv) = PLANNER.with(|p| {
+        let mut p = p.borrow_mut();
+        (p.plan_fft_forward(n), p.plan_fft_inverse(n))
+    });
+    fwd.process(&mut buf);
     for v in buf.iter_mut() {
         *v = v.powu(steps as u32);
     }
-    planner.plan_fft_inverse(n).process(&mut buf);
+    inv.process(&mut buf);
     let scale = 1.0 / n as f64;
     // Slot j holds every composed index K = j (mod n); keep the one in [base, base + n).
     let shift = base.rem_euclid(n as i64) as usize;
@@ -305,6 +315,12 @@ pub fn epsilon(
     let one = |dir: Direction| -> (f64, f64) {
         let range = loss_range(dir, q, z);
         let mut h = interval.max((range.1 - range.0) / MAX_ONE_STEP as f64);
+        // The composed window hardly depends on the spacing: size it once on a coarse grid,
+        // so the fine grid is discretised once at a spacing that fits, not pass after pass.
+        let coarse = ((range.1 - range.0) / 4096.0).max(h);
+        let (cp, _) = discretise(dir, q, z, coarse, range);
+        let (_, w0, _) = window(&cp, coarse, steps);
+        h = h.max(1.1 * (2.0 * w0 + (range.1 - range.0)) / MAX_FFT as f64);
         // Each pass grows h by at least 1.25, and w grows far slower, so this ends within a few
         // passes; the cap only guards against the unforeseen.
         for _ in 0..64 {

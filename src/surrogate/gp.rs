@@ -91,7 +91,15 @@ pub fn log_marginal_likelihood(
 ) -> Option<(f64, [f64; 3])> {
     let n = y.len();
     let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
-    let kf = d2.mapv(|r2| h.signal_var * libm::exp(-r2 * inv2l2));
+    // K is symmetric: one exp per pair, mirrored.
+    let mut kf = Array2::<f64>::zeros((n, n));
+    for i in 0..n {
+        for j in 0..=i {
+            let v = h.signal_var * libm::exp(-d2[[i, j]] * inv2l2);
+            kf[[i, j]] = v;
+            kf[[j, i]] = v;
+        }
+    }
     let mut k = kf.clone();
     for i in 0..n {
         k[[i, i]] += h.noise_var;

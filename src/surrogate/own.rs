@@ -7,6 +7,7 @@ use super::blr::BlrPosterior;
 use super::gp::{FitBudget, GpHyper, HyperBounds, fit_hyperparameters, standardize};
 use super::rff::RandomFeatures;
 use crate::error::{FboError, Result};
+use crate::objective::space::Domain;
 use ndarray::{Array1, Array2, ArrayView2};
 use rand::Rng;
 
@@ -33,8 +34,14 @@ pub struct FeatureSample {
 }
 
 impl FeatureSample {
-    pub fn argmax(&self, grid: ArrayView2<f64>) -> usize {
-        self.features.argmax(grid, self.weights.view())
+    /// The grid index maximising the sample; by axis on a tensor-product grid.
+    pub fn argmax(&self, grid: &Domain) -> usize {
+        match grid.axes() {
+            Some(axes) => self
+                .features
+                .argmax_tensor(axes, self.weights.as_slice().expect("contiguous weights")),
+            None => self.features.argmax(grid.points(), self.weights.view()),
+        }
     }
 }
 

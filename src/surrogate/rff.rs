@@ -11,6 +11,26 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use std::f64::consts::PI;
 
+/// (sum c_j w_j, sum c_j^2) in four independent lanes, which vectorise.
+#[inline]
+fn dot_and_sumsq(c: &[f64], w: &[f64]) -> (f64, f64) {
+    let (mut d, mut q) = ([0.0f64; 4], [0.0f64; 4]);
+    let chunks = c.len() / 4;
+    for k in 0..chunks {
+        for l in 0..4 {
+            let v = c[4 * k + l];
+            d[l] += v * w[4 * k + l];
+            q[l] += v * v;
+        }
+    }
+    let (mut dot, mut sq) = ((d[0] + d[1]) + (d[2] + d[3]), (q[0] + q[1]) + (q[2] + q[3]));
+    for j in 4 * chunks..c.len() {
+        dot += c[j] * w[j];
+        sq += c[j] * c[j];
+    }
+    (dot, sq)
+}
+
 #[derive(Clone, Debug)]
 pub struct RandomFeatures {
     /// Frequencies stored by input dimension: `freq[d][j]` is s_{j,d}. Laid out so the inner
@@ -70,10 +90,13 @@ impl RandomFeatures {
                 *o += s * xd;
             }
         }
-        let mut sumsq = 0.0;
+        // Two loops, not one: the cosines alone vectorise, and the sum of squares keeps its
+        // sequential order (the same bits as a fused loop).
         for o in buf.iter_mut() {
-            let c = fast_cos(*o);
-            *o = c;
+            *o = fast_cos(*o);
+        }
+        let mut sumsq = 0.0;
+        for c in buf.iter() {
             sumsq += c * c;
         }
         if self.normalize {
@@ -193,6 +216,88 @@ impl RandomFeatures {
         (phi, jac)
     }
 
+    /// argmax of phi(x)^T w over the tensor-product grid of `axes` (row-major, last axis
+    /// fastest; the index is the grid's), ties to the lowest index. cos(sum_d s_d x_d + b)
+    /// is built by angle addition from per-axis cosines and sines, so a grid of n_1 x ... x
+    /// n_D points costs (n_1 + ... + n_D) M transcendental evaluations instead of
+    /// n_1 ... n_D M, and the sums run in four lanes. The values differ from `argmax`'s in
+    /// the last bits (about 1e-14), so the two agree except on near-exact ties.
+    pub fn argmax_tensor(&self, axes: &[Vec<f64>], w: &[f64]) -> usize {
+        let m = self.len();
+        let d = axes.len();
+        assert!(d >= 2 && d == self.dim(), "a tensor grid of 2 or more axes");
+        // Prefix over axes 0..d-1: cos and sin of s_0 x_0 + ... + s_{d-2} x_{d-2} + b, one
+        // row of M per prefix point.
+        let mut pc: Vec<f64> = Vec::with_capacity(axes[0].len() * m);
+        let mut ps: Vec<f64> = Vec::with_capacity(axes[0].len() * m);
+        for &x in &axes[0] {
+            for j in 0..m {
+                let a = self.freq[0][j] * x + self.phase[j];
+                pc.push(fast_cos(a));
+                ps.push(fast_sin(a));
+            }
+        }
+        let axis_cs = |k: usize| -> (Vec<f64>, Vec<f64>) {
+            let mut c = Vec::with_capacity(axes[k].len() * m);
+            let mut s = Vec::with_capacity(axes[k].len() * m);
+            for &x in &axes[k] {
+                for j in 0..m {
+                    let a = self.freq[k][j] * x;
+                    c.push(fast_cos(a));
+                    s.push(fast_sin(a));
+                }
+            }
+            (c, s)
+        };
+        for (k, axis) in axes.iter().enumerate().take(d - 1).skip(1) {
+            let (ac, as_) = axis_cs(k);
+            let rows = pc.len() / m;
+            let (mut nc, mut ns) = (
+                Vec::with_capacity(rows * axis.len() * m),
+                Vec::with_capacity(rows * axis.len() * m),
+            );
+            for r in 0..rows {
+                let (rc, rs) = (&pc[r * m..(r + 1) * m], &ps[r * m..(r + 1) * m]);
+                for i in 0..axis.len() {
+                    let (bc, bs) = (&ac[i * m..(i + 1) * m], &as_[i * m..(i + 1) * m]);
+                    for j in 0..m {
+                        nc.push(rc[j] * bc[j] - rs[j] * bs[j]);
+                        ns.push(rs[j] * bc[j] + rc[j] * bs[j]);
+                    }
+                }
+            }
+            (pc, ps) = (nc, ns);
+        }
+        let (lc, ls) = axis_cs(d - 1);
+        let last = axes[d - 1].len();
+        let unnormalised = (2.0 * self.variance / m as f64).sqrt();
+        let mut best = (0usize, f64::NEG_INFINITY);
+        let mut c = vec![0.0; m];
+        for r in 0..pc.len() / m {
+            let (rc, rs) = (&pc[r * m..(r + 1) * m], &ps[r * m..(r + 1) * m]);
+            for i in 0..last {
+                let (bc, bs) = (&lc[i * m..(i + 1) * m], &ls[i * m..(i + 1) * m]);
+                for j in 0..m {
+                    c[j] = rc[j] * bc[j] - rs[j] * bs[j];
+                }
+                let (dot, sumsq) = dot_and_sumsq(&c, w);
+                let v = if self.normalize {
+                    if sumsq > 0.0 {
+                        dot * (self.variance / sumsq).sqrt()
+                    } else {
+                        0.0
+                    }
+                } else {
+                    dot * unnormalised
+                };
+                if v > best.1 {
+                    best = (r * last + i, v);
+                }
+            }
+        }
+        best.0
+    }
+
     /// argmax over the rows of `xs` of phi(x)^T w, without materialising Phi(X). Ties go to
     /// the lowest index.
     pub fn argmax(&self, xs: ArrayView2<f64>, w: ArrayView1<f64>) -> usize {
@@ -214,6 +319,46 @@ impl RandomFeatures {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn tensor_argmax_equals_the_pointwise_argmax() {
+        use crate::objective::space::Domain;
+        use rand::SeedableRng;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for (dims, n, normalize) in [(2usize, 37usize, true), (2, 64, false), (3, 9, true)] {
+            let m = 60 + dims;
+            let axis: Vec<f64> = (0..n).map(|i| i as f64 / (n - 1) as f64).collect();
+            let total = n.pow(dims as u32);
+            let mut pts = ndarray::Array2::zeros((total, dims));
+            for p in 0..total {
+                let mut rest = p;
+                for k in (0..dims).rev() {
+                    pts[[p, k]] = axis[rest % n];
+                    rest /= n;
+                }
+            }
+            let domain = Domain::new(pts.clone());
+            let axes = domain.axes().expect("a tensor grid");
+            assert_eq!(axes.len(), dims);
+            for _ in 0..20 {
+                let rf = RandomFeatures::draw(m, dims, 0.1, 1.3, normalize, &mut rng);
+                let w: Vec<f64> = (0..m).map(|_| StandardNormal.sample(&mut rng)).collect();
+                let a = rf.argmax(pts.view(), ndarray::ArrayView1::from(&w[..]));
+                let b = rf.argmax_tensor(axes, &w);
+                assert_eq!(a, b, "dims {dims}, n {n}");
+            }
+        }
+        // Points not in row-major product order are not a tensor grid.
+        let mut pts = ndarray::Array2::zeros((4, 2));
+        for (p, (a, b)) in [(0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (1.0, 1.0)]
+            .iter()
+            .enumerate()
+        {
+            pts[[p, 0]] = *a;
+            pts[[p, 1]] = *b;
+        }
+        assert!(Domain::new(pts).axes().is_none());
+    }
+
     use super::*;
     use crate::rng::{Purpose, stream};
     use ndarray::Array;
