@@ -109,21 +109,28 @@ pub fn cho_solve(l: ArrayView2<f64>, b: ArrayView1<f64>) -> Array1<f64> {
 /// (L L^T)^-1 given the Cholesky factor L, as L^-T L^-1.
 pub fn cho_inverse(l: ArrayView2<f64>) -> Array2<f64> {
     let linv = lower_inverse(l);
-    // gram over the triangle: row r of L^-1 is zero past column r, and those zeros add
-    // nothing (the same bits as the full products).
+    // gram(L^-1) over its lower triangle, mirrored: row r of L^-1 is zero past column r and
+    // those zeros add nothing, and c_ij, c_ji sum the same products (ri rj = rj ri exactly)
+    // in the same order, so this gives the bits of the full computation.
     let n = linv.nrows();
     let mut c = Array2::<f64>::zeros((n, n));
-    for (r, row) in linv.rows().into_iter().enumerate() {
-        let row = row.as_slice().expect("contiguous rows");
-        for i in 0..=r {
-            let ri = row[i];
-            if ri != 0.0 {
-                let ci = &mut c.row_mut(i);
-                let ci = ci.as_slice_mut().expect("contiguous rows");
-                for (cij, &rj) in ci[..=r].iter_mut().zip(&row[..=r]) {
-                    *cij += ri * rj;
+    {
+        let cs = c.as_slice_mut().expect("fresh arrays are contiguous");
+        for (r, row) in linv.rows().into_iter().enumerate() {
+            let row = row.as_slice().expect("contiguous rows");
+            for i in 0..=r {
+                let ri = row[i];
+                if ri != 0.0 {
+                    for (cij, &rj) in cs[i * n..i * n + i + 1].iter_mut().zip(&row[..=i]) {
+                        *cij += ri * rj;
+                    }
                 }
             }
+        }
+    }
+    for i in 0..n {
+        for j in 0..i {
+            c[[j, i]] = c[[i, j]];
         }
     }
     c
