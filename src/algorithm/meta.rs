@@ -137,7 +137,8 @@ fn decode(msg: &Message, lambda: f64, grid_phi: Option<&Array2<f64>>) -> Option<
     let (root, _) = cholesky_jittered(&(&msg.sigma_inv * lambda))?;
     let (grid_mean, grid_var) = match grid_phi {
         Some(grid_phi) => {
-            let spread = crate::linalg::matmul(grid_phi.view(), root.view());
+            // root is the lower Cholesky factor.
+            let spread = crate::linalg::matmul_lower(grid_phi.view(), root.view());
             (
                 Some(grid_phi.dot(&msg.nu)),
                 Some(spread.map_axis(Axis(1), |r| r.dot(&r))),
