@@ -210,15 +210,17 @@ fn compose(p: &Pmf, h: f64, steps: u64, centre: f64, w: f64) -> (i64, Vec<f64>, 
         let idx = (p.offset + k as i64).rem_euclid(n as i64) as usize;
         buf[idx].re += m;
     }
-    // Plans (twiddle tables) are kept per thread: the upper and lower bounds and every t of
-    // a privacy curve reuse them.
-    thread_local! {
-        static PLANNER: std::cell::RefCell<FftPlanner<f64>> = std::cell::RefCell::new(FftPlanner::new());
-    }
-    let (fwd, inv) = PLANNER.with(|p| {
-        let mut p = p.borrow_mut();
+    // Plans (twiddle tables) are kept for the process: both directions, the upper and lower
+    // bounds and every t of a privacy curve reuse them.
+    static PLANNER: std::sync::OnceLock<std::sync::Mutex<FftPlanner<f64>>> =
+        std::sync::OnceLock::new();
+    let (fwd, inv) = {
+        let mut p = PLANNER
+            .get_or_init(|| std::sync::Mutex::new(FftPlanner::new()))
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         (p.plan_fft_forward(n), p.plan_fft_inverse(n))
-    });
+    };
     fwd.process(&mut buf);
     for v in buf.iter_mut() {
         *v = v.powu(steps as u32);
