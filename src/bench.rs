@@ -27,6 +27,8 @@ pub struct BenchOptions {
     pub landmine: Option<(PathBuf, PathBuf)>,
     /// Specs whose algorithms' BO overhead per agent-iteration to measure.
     pub iteration_cost: Vec<PathBuf>,
+    /// Specs whose TS agents' GP refits to compare with a cheaper fit.
+    pub fit_quality: Vec<PathBuf>,
 }
 
 /// BO overhead per agent-iteration of every algorithm of `path`: each run on one thread,
@@ -189,7 +191,103 @@ fn box_acquisition(features: &[usize]) -> Result<()> {
     Ok(())
 }
 
+/// How much marginal likelihood a cheaper GP fit gives up. Replays the TS agents of `path`
+/// (run 0 of each algorithm `ts`): at every refit point (n a multiple of refit_every) fits the
+/// observations so far with the spec's budget and with one refinement (plus the warm start),
+/// each warm-started from its own previous optimum and seeded alike, and reports the gap in
+/// log marginal likelihood and the time of each.
+fn fit_quality(path: &std::path::Path) -> Result<()> {
+    use crate::runner::run_one;
+    use crate::surrogate::gp::{
+        fit_hyperparameters, log_marginal_likelihood, sq_dists, standardize,
+    };
+    let mut spec = Spec::load(path)?;
+    spec.output.timing = false;
+    let lands = crate::objective::landscapes(&spec)?;
+    let own = spec.surrogate.own.clone();
+    let Some(every) = own.refit_every else {
+        println!("{},no refits", path.display());
+        return Ok(());
+    };
+    let cheap = FitBudget {
+        starts: own.fit.starts,
+        restarts: 1,
+    };
+    let Some(a) = spec
+        .algorithms
+        .iter()
+        .position(|a| a.kind == crate::spec::AlgorithmKind::Ts)
+    else {
+        println!("{},no ts algorithm", path.display());
+        return Ok(());
+    };
+    let out = run_one(&spec, a, 0, lands[0].clone())?;
+    let (mut gaps, mut same, mut t_full, mut t_cheap) = (Vec::new(), 0usize, 0.0, 0.0);
+    let agents: std::collections::BTreeSet<usize> = out.rows.iter().map(|r| r.agent).collect();
+    for agent in agents {
+        let rows: Vec<_> = out.rows.iter().filter(|r| r.agent == agent).collect();
+        let (mut warm_full, mut warm_cheap) = (None, None);
+        for n in (every..=rows.len()).step_by(every) {
+            let d = rows[0].x.len();
+            let x = ndarray::Array2::from_shape_fn((n, d), |(i, k)| rows[i].x[k]);
+            let ys: Vec<f64> = rows[..n].iter().map(|r| r.y).collect();
+            let y = if own.normalize_y {
+                standardize(&ys)
+            } else {
+                Array1::from(ys)
+            };
+            let fit = |budget: FitBudget, warm: Option<GpHyper>| {
+                let mut rng = stream(spec.seed, n as u64, agent as u64, Purpose::HyperFit);
+                let t0 = Instant::now();
+                let h =
+                    fit_hyperparameters(x.view(), y.view(), &own.bounds, budget, warm, &mut rng);
+                (h, t0.elapsed().as_secs_f64())
+            };
+            let ((hf, tf), (hc, tc)) = (fit(own.fit, warm_full), fit(cheap, warm_cheap));
+            t_full += tf;
+            t_cheap += tc;
+            let d2 = sq_dists(x.view());
+            let lml = |h: &Option<GpHyper>| {
+                h.and_then(|h| log_marginal_likelihood(&d2, y.view(), &h, false))
+                    .map_or(f64::NEG_INFINITY, |v| v.0)
+            };
+            let gap = lml(&hf) - lml(&hc);
+            if hf == hc {
+                same += 1;
+            }
+            gaps.push(gap);
+            warm_full = hf.or(warm_full);
+            warm_cheap = hc.or(warm_cheap);
+        }
+    }
+    gaps.sort_by(f64::total_cmp);
+    let k = gaps.len().max(1);
+    println!(
+        "{},{},{},{:.3},{:.2e},{:.2e},{:.2e},{:.1},{:.1}",
+        path.display(),
+        gaps.len(),
+        own.fit.restarts,
+        same as f64 / k as f64,
+        gaps.iter().sum::<f64>() / k as f64,
+        quantile(&gaps, 0.99),
+        gaps.last().copied().unwrap_or(0.0),
+        t_full * 1e3 / k as f64,
+        t_cheap * 1e3 / k as f64
+    );
+    Ok(())
+}
+
 pub fn run(opts: &BenchOptions) -> Result<()> {
+    if !opts.fit_quality.is_empty() {
+        println!("# GP refits of the TS agents of run 0: the spec's budget against one refinement");
+        println!(
+            "spec,refits,restarts,same_hyperparameters,mean_lml_gap,p99_lml_gap,max_lml_gap,ms_per_fit,ms_per_cheap_fit"
+        );
+        for p in &opts.fit_quality {
+            fit_quality(p)?;
+        }
+        return Ok(());
+    }
     if !opts.iteration_cost.is_empty() {
         println!("# BO overhead per agent-iteration, one thread, median over the spec's runs");
         println!("spec,algorithm,agents,iterations,runs,ms_per_agent_iteration");

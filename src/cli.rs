@@ -201,6 +201,10 @@ pub enum Command {
         /// (one thread; e.g. configs/bench-landmine-dp.toml, configs/bench-landmine-fts.toml).
         #[arg(long = "iteration-cost")]
         iteration_cost: Vec<PathBuf>,
+        /// Measure only how much marginal likelihood a cheaper GP fit (one refinement instead
+        /// of the spec's) gives up on the refits of these specs' TS agents.
+        #[arg(long = "fit-quality")]
+        fit_quality: Vec<PathBuf>,
     },
 }
 
@@ -511,6 +515,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             landmine_points,
             landmine_data,
             iteration_cost,
+            fit_quality,
         } => {
             if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
                 return Err(FboError::spec(
@@ -528,6 +533,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 tables,
                 landmine: landmine_points.zip(landmine_data),
                 iteration_cost,
+                fit_quality,
             })
         }
     }
