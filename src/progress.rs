@@ -132,7 +132,8 @@ pub fn install_interrupt_handler() {
                 })
             }) {
                 Some(m) => m,
-                None => "interrupted".to_string(),
+                None => "interrupted: what was finished is saved; rerun the same command to resume"
+                    .to_string(),
             };
             eprintln!("\n{msg}");
             std::process::exit(130);
