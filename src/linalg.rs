@@ -186,13 +186,15 @@ pub fn matmul_lower(a: ArrayView2<f64>, l: ArrayView2<f64>) -> Array2<f64> {
         "matmul_lower: inner dimensions differ"
     );
     let m = l.ncols();
+    let l = l.as_standard_layout();
+    let ls = l.as_slice().expect("standard layout");
     let mut c = Array2::<f64>::zeros((a.nrows(), m));
     for (arow, mut crow) in a.rows().into_iter().zip(c.rows_mut()) {
         let crow = crow.as_slice_mut().expect("fresh arrays are contiguous");
         for (k, &aik) in arow.iter().enumerate() {
-            let lrow = l.row(k);
             let top = (k + 1).min(m);
-            for (cj, &lkj) in crow[..top].iter_mut().zip(lrow.iter().take(top)) {
+            // Slices of equal length: the loop vectorises without bounds checks.
+            for (cj, &lkj) in crow[..top].iter_mut().zip(&ls[k * m..k * m + top]) {
                 *cj += aik * lkj;
             }
         }
