@@ -168,6 +168,31 @@ fn lock(root: &Path) -> Result<File> {
     }
 }
 
+/// Writes `rel` into a results folder that another command (run, sweep) claimed, such as
+/// `fbo compare`'s compare.csv beside a trace: waits for no one (a folder in use is refused)
+/// and lists the file in the folder's manifest, so a later run removes it with the results
+/// it describes. A folder without a manifest (written by hand, or by an older fbo) just gets
+/// the file.
+pub fn write_beside(root: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
+    if !root.join(MANIFEST).exists() {
+        return write_atomic(&root.join(rel), bytes);
+    }
+    let held = lock(root)?;
+    if let Some(m) = read_manifest(root)
+        && !m.files.contains(rel)
+    {
+        let path = root.join(MANIFEST);
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(format!("file {rel}\n").as_bytes()))
+            .map_err(|e| FboError::io(&path, e))?;
+    }
+    let res = write_atomic(&root.join(rel), bytes);
+    drop(held);
+    res
+}
+
 pub struct OutDir {
     root: PathBuf,
     identity: Identity,

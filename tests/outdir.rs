@@ -267,3 +267,18 @@ fn a_failed_merge_says_how_many_runs_are_saved_and_a_rerun_recovers() {
         fs::read(fresh.join("trace.csv")).unwrap()
     );
 }
+
+#[test]
+fn compare_csv_belongs_to_the_results_it_describes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let small = write(dir.path(), "small.toml", SMALL);
+    fbo_ok("run", &small, &out, &["--no-timing"]);
+    let o = fbo_output(["compare".as_ref(), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("compare.csv").exists());
+    // Another spec's results replace these: the old comparison goes with them.
+    let dp = write(dir.path(), "dp.toml", SMALL_DP);
+    fbo_ok("run", &dp, &out, &["--overwrite", "--no-timing"]);
+    assert!(!out.join("compare.csv").exists());
+}

@@ -7,7 +7,7 @@
 pub mod stats;
 
 use crate::error::{FboError, Result};
-use crate::output::write_atomic;
+use crate::outdir::write_beside;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -805,14 +805,16 @@ pub fn run(opts: &CompareOptions) -> Result<()> {
             .map(Path::to_path_buf)
             .unwrap_or_default()
     };
-    write_atomic(
-        &dir.join("compare.csv"),
+    write_beside(
+        &dir,
+        "compare.csv",
         to_csv(opts.metric, baseline, rows).as_bytes(),
     )?;
     print!("{}", to_table(opts.metric, baseline, rows, opts.markdown));
     if !report.trends.is_empty() {
-        write_atomic(
-            &dir.join("trend.csv"),
+        write_beside(
+            &dir,
+            "trend.csv",
             trend_csv(opts.metric, &report.trends).as_bytes(),
         )?;
         print!(
