@@ -39,8 +39,7 @@ fn iteration_cost(path: &std::path::Path) -> Result<()> {
     use crate::runner::{run_one_shared, with_threads};
     let mut spec = Spec::load(path)?;
     spec.output.timing = true;
-    let lands = crate::objective::landscapes(&spec)?;
-    crate::algorithm::check(&spec, &lands[0].space)?;
+    let (_, lands) = crate::runner::prepare(&spec, 1)?;
     for (a, alg) in spec.algorithms.iter().enumerate() {
         let mut per = Vec::new();
         let mut agents = 0;

@@ -372,16 +372,11 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 return Ok(());
             }
             let s = load(&spec, None, false)?;
-            let check = |s: &Spec| -> Result<()> {
-                // Memory first: building the objective may be what cannot fit.
-                crate::budget::check(s, rayon::current_num_threads())?;
-                let lands = crate::objective::landscapes(s)?;
-                crate::algorithm::check(s, &lands[0].space)
-            };
+            let threads = rayon::current_num_threads();
             if s.has_sweep {
                 let sw = sweep::load(&spec)?;
                 for p in &sw.points {
-                    check(&p.spec)?;
+                    crate::runner::prepare(&p.spec, threads)?;
                 }
                 println!(
                     "{}: ok: sweep of {} points over {}",
@@ -390,9 +385,12 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     sw.keys.join(", ")
                 );
             }
-            if !s.has_sweep {
-                check(&s)?;
-            }
+            // The base point of a sweep is not run itself: only its estimate is shown.
+            let e = if s.has_sweep {
+                crate::budget::check(&s, threads)?
+            } else {
+                crate::runner::prepare(&s, threads)?.0
+            };
             println!(
                 "{}: ok: {} runs x {} iterations, {} agents, algorithms: {}",
                 spec.display(),
@@ -405,8 +403,6 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            let threads = rayon::current_num_threads();
-            let e = crate::budget::check(&s, threads)?;
             println!(
                 "{}: estimated: about {} of memory, about {} on {threads} threads{}",
                 spec.display(),

@@ -17,6 +17,8 @@ use std::sync::Mutex;
 
 pub const MANIFEST: &str = ".fbo-manifest";
 pub const LOCK: &str = ".fbo-lock";
+/// What a folder's `parts/` was made for (see `OutDir::parts`).
+pub const PARTS_FINGERPRINT: &str = "parts/fingerprint";
 const MAGIC: &str = "fbo-manifest 1";
 
 /// Which experiment a folder's results belong to: the same spec file (edited or not), or
@@ -362,6 +364,31 @@ impl OutDir {
         let mut s = self.state.lock().expect("manifest lock");
         s.now.insert(rel.to_string());
         Ok(p)
+    }
+
+    /// Opens `parts/`, where pieces of work (runs, agents) are saved as they finish, and
+    /// says whether the pieces already there may be resumed: only if they were made with the
+    /// same `fingerprint` (spec, options, format). Otherwise fbo's own pieces are removed
+    /// first. The fingerprint is then (re)written.
+    pub fn parts(&self, fingerprint: &str) -> Result<(PathBuf, bool)> {
+        let reusable = self.owns(PARTS_FINGERPRINT)
+            && fs::read_to_string(self.path(PARTS_FINGERPRINT)).is_ok_and(|s| s == fingerprint);
+        if !reusable {
+            self.remove_under("parts/")?;
+        }
+        let dir = self.create_dir("parts")?;
+        self.write(PARTS_FINGERPRINT, fingerprint.as_bytes())?;
+        Ok((dir, reusable))
+    }
+
+    /// Whether `rel`, written by an earlier invocation, is here to be resumed; if so it is
+    /// kept (not pruned).
+    pub fn resume(&self, rel: &str) -> bool {
+        let here = self.owns(rel) && self.path(rel).exists();
+        if here {
+            self.keep(rel);
+        }
+        here
     }
 
     /// Removes the files fbo wrote under `prefix` (say "parts/") and the folders it created

@@ -9,7 +9,7 @@ use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{self, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::objective::{self, Landscape, Point, Region};
-use crate::outdir::{Claim, Identity, OutDir};
+use crate::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::output::{self, TraceRow};
 use crate::privacy::{self, Accountant, Mechanism};
 use crate::rng::{Purpose, stream};
@@ -247,8 +247,6 @@ pub fn run_one_shared(
     })
 }
 
-const FINGERPRINT: &str = "parts/fingerprint";
-
 fn part_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.csv")
 }
@@ -288,6 +286,20 @@ pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
     crate::progress::bar(total, quiet, "runs")
 }
 
+/// Every check a spec's run can fail before it starts, in the order that keeps it safe:
+/// the memory estimate first (building the objective may be what cannot fit), then the
+/// objective, then what the algorithms refuse on it. `run_spec`, `fbo validate` and the
+/// benchmarks share it.
+pub fn prepare(
+    spec: &Spec,
+    threads: usize,
+) -> Result<(crate::budget::Estimate, Vec<Arc<Landscape>>)> {
+    let estimate = crate::budget::check(spec, threads)?;
+    let landscapes = objective::landscapes(spec)?;
+    algorithm::check(spec, &landscapes[0].space)?;
+    Ok((estimate, landscapes))
+}
+
 pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     if spec.has_sweep {
         return Err(FboError::spec(
@@ -299,15 +311,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let started = Instant::now();
     // Everything that can refuse the input comes before the folder is touched.
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
-    let estimate = crate::budget::check(spec, threads)?;
+    let (estimate, landscapes) = prepare(spec, threads)?;
     if opts.progress.is_none()
         && !opts.quiet
         && let Some(note) = crate::budget::long_run_note(spec, &estimate, threads)
     {
         eprintln!("{note}");
     }
-    let landscapes = objective::landscapes(spec)?;
-    algorithm::check(spec, &landscapes[0].space)?;
     let jobs: Vec<(usize, usize)> = (0..spec.algorithms.len())
         .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
         .collect();
@@ -316,7 +326,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         .algorithms
         .iter()
         .any(|a| a.server.as_ref().is_some_and(|s| s.dp.is_some()));
-    let mut planned: Vec<String> = ["spec.toml", "trace.csv", "summary.csv", FINGERPRINT]
+    let mut planned: Vec<String> = ["spec.toml", "trace.csv", "summary.csv", PARTS_FINGERPRINT]
         .map(String::from)
         .to_vec();
     if has_server {
@@ -339,35 +349,19 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             overwrite: opts.overwrite,
         },
     )?;
-    let fp = fingerprint(spec, &canonical);
-    let reusable =
-        dir.owns(FINGERPRINT) && fs::read_to_string(dir.path(FINGERPRINT)).is_ok_and(|s| s == fp);
-    if !reusable {
-        dir.remove_under("parts/")?;
-    }
-    let parts = dir.create_dir("parts")?;
-    dir.write(FINGERPRINT, fp.as_bytes())?;
+    let (parts, reusable) = dir.parts(&fingerprint(spec, &canonical))?;
     dir.write(
         "spec.toml",
         crate::spec::portable::portable(&spec.source, &spec.path, out).as_bytes(),
     )?;
 
     let senders = SenderCache::global();
-    let done_before = |a: usize, r: usize| {
-        let (p, s) = (part_name(a, r), server_part_name(a, r));
-        reusable && dir.owns(&p) && dir.owns(&s) && dir.path(&p).exists() && dir.path(&s).exists()
-    };
+    // A run is done when both its parts are here (the server part is written first).
     let todo: Vec<(usize, usize)> = jobs
         .iter()
         .copied()
         .filter(|&(a, r)| {
-            if done_before(a, r) {
-                dir.keep(&part_name(a, r));
-                dir.keep(&server_part_name(a, r));
-                false
-            } else {
-                true
-            }
+            !(reusable && dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r)))
         })
         .collect();
     let resumed = jobs.len() - todo.len();

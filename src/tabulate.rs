@@ -11,7 +11,7 @@ use crate::error::{FboError, Result};
 use crate::objective::model::prepare;
 pub use crate::objective::model::{AgentSplit, Dataset, ModelSettings, SvmMetric, svm_auc};
 use crate::objective::space::{Param, Scale};
-use crate::outdir::{Claim, Identity, OutDir};
+use crate::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::runner::with_threads;
 use rayon::prelude::*;
 use serde::Deserialize;
@@ -232,7 +232,6 @@ pub struct TabulateOptions {
     pub overwrite: bool,
 }
 
-const FINGERPRINT: &str = "parts/fingerprint";
 const WALL: &str = "parts/wall_seconds";
 
 pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
@@ -250,9 +249,15 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let n_agents = task.agents();
     let out = &opts.out;
     let part = |a: usize| format!("parts/agent-{a:03}.csv");
-    let mut planned: Vec<String> = ["table.csv", "table.toml", "split.csv", FINGERPRINT, WALL]
-        .map(String::from)
-        .to_vec();
+    let mut planned: Vec<String> = [
+        "table.csv",
+        "table.toml",
+        "split.csv",
+        PARTS_FINGERPRINT,
+        WALL,
+    ]
+    .map(String::from)
+    .to_vec();
     planned.extend((0..n_agents).map(part));
     let dir = OutDir::claim(
         out,
@@ -263,15 +268,9 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         },
     )?;
     let fingerprint = format!("{}\n# data sha256 {sha}\n", cfg.source);
-    let reusable = dir.owns(FINGERPRINT)
-        && fs::read_to_string(dir.path(FINGERPRINT)).is_ok_and(|s| s == fingerprint);
-    if !reusable {
-        dir.remove_under("parts/")?;
-    }
-    let parts = dir.create_dir("parts")?;
-    dir.write(FINGERPRINT, fingerprint.as_bytes())?;
+    let (parts, reusable) = dir.parts(&fingerprint)?;
     // Wall time of earlier, interrupted invocations, so build_seconds counts the whole build.
-    let before: f64 = if reusable && dir.owns(WALL) {
+    let before: f64 = if reusable && dir.resume(WALL) {
         fs::read_to_string(dir.path(WALL))
             .ok()
             .and_then(|s| s.trim().parse().ok())
@@ -281,13 +280,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     };
     dir.write("split.csv", split_csv.as_bytes())?;
     let todo: Vec<usize> = (0..n_agents)
-        .filter(|&a| {
-            let done = reusable && dir.owns(&part(a)) && dir.path(&part(a)).exists();
-            if done {
-                dir.keep(&part(a));
-            }
-            !done
-        })
+        .filter(|&a| !(reusable && dir.resume(&part(a))))
         .collect();
     let n_points = cfg.points();
     if todo.len() < n_agents && !opts.quiet {
