@@ -10,15 +10,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 fn run_out(spec: &Path, out: &Path, extra: &[&str]) -> Output {
-    fbo()
-        .arg("run")
-        .arg(spec)
-        .arg("--out")
-        .arg(out)
-        .arg("--quiet")
-        .args(extra)
-        .output()
-        .unwrap()
+    fbo_out("run", spec, out, extra)
 }
 
 #[test]
@@ -54,12 +46,7 @@ fn a_second_process_on_the_same_folder_is_refused_and_the_first_finishes_whole()
         "the first run ended before the second started; make it longer"
     );
     assert!(first.wait().unwrap().success());
-    let fresh = dir.path().join("fresh");
-    fbo_ok("run", &spec, &fresh, &["--no-timing"]);
-    assert_eq!(
-        fs::read(out.join("trace.csv")).unwrap(),
-        fs::read(fresh.join("trace.csv")).unwrap()
-    );
+    assert_trace_of_a_fresh_run(&spec, &out, dir.path());
 }
 
 #[test]
@@ -199,21 +186,7 @@ fn progress_is_logged_without_a_terminal_and_an_interrupt_says_what_was_saved() 
         .spawn()
         .unwrap();
     let t0 = Instant::now();
-    let done = |p: &Path| {
-        fs::read_dir(p)
-            .map(|d| {
-                d.filter(|e| {
-                    e.as_ref()
-                        .unwrap()
-                        .path()
-                        .extension()
-                        .is_some_and(|x| x == "csv")
-                })
-                .count()
-            })
-            .unwrap_or(0)
-    };
-    while done(&out.join("parts")) < 3 && t0.elapsed() < Duration::from_secs(60) {
+    while finished_parts(&out.join("parts")) < 3 && t0.elapsed() < Duration::from_secs(60) {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(700));
@@ -240,7 +213,10 @@ fn progress_is_logged_without_a_terminal_and_an_interrupt_says_what_was_saved() 
         .unwrap()
         .parse()
         .unwrap();
-    assert!(saved >= 3 && saved <= done(&out.join("parts")), "{line}");
+    assert!(
+        saved >= 3 && saved <= finished_parts(&out.join("parts")),
+        "{line}"
+    );
 }
 
 #[test]
@@ -260,12 +236,7 @@ fn a_failed_merge_says_how_many_runs_are_saved_and_a_rerun_recovers() {
     fs::remove_dir(out.join("trace.csv")).unwrap();
     let o = run_out(&spec, &out, &["--no-timing"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let fresh = dir.path().join("fresh");
-    fbo_ok("run", &spec, &fresh, &["--no-timing"]);
-    assert_eq!(
-        fs::read(out.join("trace.csv")).unwrap(),
-        fs::read(fresh.join("trace.csv")).unwrap()
-    );
+    assert_trace_of_a_fresh_run(&spec, &out, dir.path());
 }
 
 #[test]

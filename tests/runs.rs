@@ -91,18 +91,7 @@ fn a_killed_run_leaves_only_whole_csv_files_and_resumes() {
     let parts = out.join("parts");
     let t0 = Instant::now();
     loop {
-        let done = fs::read_dir(&parts)
-            .map(|d| {
-                d.filter(|e| {
-                    e.as_ref()
-                        .unwrap()
-                        .path()
-                        .extension()
-                        .is_some_and(|x| x == "csv")
-                })
-                .count()
-            })
-            .unwrap_or(0);
+        let done = finished_parts(&parts);
         if done >= 3 || t0.elapsed() > Duration::from_secs(60) {
             break;
         }
@@ -147,9 +136,7 @@ fn a_killed_run_leaves_only_whole_csv_files_and_resumes() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("resuming:"), "{}", stderr(&o));
-    let fresh = dir.path().join("fresh");
-    run(&spec, &fresh, &["--no-timing"]);
-    assert!(fs::read(out.join("trace.csv")).unwrap() == fs::read(fresh.join("trace.csv")).unwrap());
+    assert_trace_of_a_fresh_run(&spec, &out, dir.path());
 }
 
 #[test]

@@ -36,9 +36,9 @@ kind = "ts"
 kind = "fts"
 "#;
 
-/// `fbo <cmd> SPEC --out OUT --quiet <extra>`, asserting that it succeeds.
-pub fn fbo_ok(cmd: &str, spec: &Path, out: &Path, extra: &[&str]) -> Output {
-    let o = fbo()
+/// `fbo <cmd> SPEC --out OUT --quiet <extra>`, its output collected.
+pub fn fbo_out(cmd: &str, spec: &Path, out: &Path, extra: &[&str]) -> Output {
+    fbo()
         .arg(cmd)
         .arg(spec)
         .arg("--out")
@@ -46,7 +46,12 @@ pub fn fbo_ok(cmd: &str, spec: &Path, out: &Path, extra: &[&str]) -> Output {
         .arg("--quiet")
         .args(extra)
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `fbo_out`, asserting that it succeeds.
+pub fn fbo_ok(cmd: &str, spec: &Path, out: &Path, extra: &[&str]) -> Output {
+    let o = fbo_out(cmd, spec, out, extra);
     assert!(
         o.status.success(),
         "fbo {cmd} {}: {}",
@@ -54,6 +59,35 @@ pub fn fbo_ok(cmd: &str, spec: &Path, out: &Path, extra: &[&str]) -> Output {
         stderr(&o)
     );
     o
+}
+
+/// Finished runs in a `parts/` folder (their trace parts), 0 while it does not exist.
+pub fn finished_parts(parts: &Path) -> usize {
+    std::fs::read_dir(parts)
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == "csv")
+            })
+            .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Asserts that `out`'s trace.csv has the bytes of an undisturbed `--no-timing` run of
+/// `spec` (made in `scratch`).
+pub fn assert_trace_of_a_fresh_run(spec: &Path, out: &Path, scratch: &Path) {
+    let fresh = scratch.join("fresh");
+    fbo_ok("run", spec, &fresh, &["--no-timing"]);
+    assert!(
+        std::fs::read(out.join("trace.csv")).unwrap()
+            == std::fs::read(fresh.join("trace.csv")).unwrap(),
+        "{} differs from an undisturbed run",
+        out.join("trace.csv").display()
+    );
 }
 
 /// `fbo validate SPEC`.
