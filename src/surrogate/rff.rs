@@ -92,6 +92,20 @@ impl RandomFeatures {
         self.freq.len()
     }
 
+    /// The factor that turns cos(S x + b) into phi(x), given the sum of the squared cosines:
+    /// the paper's rescaling to squared norm sigma_0^2, or the unbiased sqrt(2 sigma_0^2 / M).
+    fn scale(&self, sumsq: f64) -> f64 {
+        if self.normalize {
+            if sumsq > 0.0 {
+                (self.variance / sumsq).sqrt()
+            } else {
+                0.0
+            }
+        } else {
+            (2.0 * self.variance / self.len() as f64).sqrt()
+        }
+    }
+
     /// cos(S x + b) into `buf` and returns the factor that turns it into phi(x).
     fn raw_into(&self, x: ArrayView1<f64>, buf: &mut [f64]) -> f64 {
         buf.copy_from_slice(&self.phase);
@@ -110,15 +124,7 @@ impl RandomFeatures {
         for c in buf.iter() {
             sumsq += c * c;
         }
-        if self.normalize {
-            if sumsq > 0.0 {
-                (self.variance / sumsq).sqrt()
-            } else {
-                0.0
-            }
-        } else {
-            (2.0 * self.variance / self.len() as f64).sqrt()
-        }
+        self.scale(sumsq)
     }
 
     /// phi(x) for one input.
@@ -147,7 +153,6 @@ impl RandomFeatures {
     /// Q = sum c_j^2, the normalised value is sqrt(v / Q) g, whose gradient is
     /// sqrt(v / Q) (dg - g dQ / (2 Q)).
     pub fn value_grad(&self, x: &[f64], w: &[f64], grad: Option<&mut [f64]>) -> f64 {
-        let m = self.len();
         let mut arg = self.phase.clone();
         for (f, &xd) in self.freq.iter().zip(x) {
             for (o, s) in arg.iter_mut().zip(f) {
@@ -158,15 +163,7 @@ impl RandomFeatures {
         let cos: Vec<f64> = arg.iter().map(|&a| fast_cos(a)).collect();
         let g: f64 = cos.iter().zip(w).map(|(c, wj)| c * wj).sum();
         let q: f64 = cos.iter().map(|c| c * c).sum();
-        let scale = if self.normalize {
-            if q > 0.0 {
-                (self.variance / q).sqrt()
-            } else {
-                0.0
-            }
-        } else {
-            (2.0 * self.variance / m as f64).sqrt()
-        };
+        let scale = self.scale(q);
         if let Some(grad) = grad {
             // d/dx_d of c_j is -sin(a_j) s_jd.
             let sin: Vec<f64> = arg.iter().map(|&a| fast_sin(a)).collect();
@@ -198,15 +195,7 @@ impl RandomFeatures {
         let cos: Vec<f64> = arg.iter().map(|&a| fast_cos(a)).collect();
         let sin: Vec<f64> = arg.iter().map(|&a| fast_sin(a)).collect();
         let q: f64 = cos.iter().map(|c| c * c).sum();
-        let scale = if self.normalize {
-            if q > 0.0 {
-                (self.variance / q).sqrt()
-            } else {
-                0.0
-            }
-        } else {
-            (2.0 * self.variance / m as f64).sqrt()
-        };
+        let scale = self.scale(q);
         let mut dq = vec![0.0; dim];
         if self.normalize {
             for j in 0..m {
@@ -281,22 +270,13 @@ impl RandomFeatures {
         }
         let (lc, ls) = axis_cs(d - 1);
         let last = axes[d - 1].len();
-        let unnormalised = (2.0 * self.variance / m as f64).sqrt();
         let mut best = (0usize, f64::NEG_INFINITY);
         for r in 0..pc.len() / m {
             let (rc, rs) = (&pc[r * m..(r + 1) * m], &ps[r * m..(r + 1) * m]);
             for i in 0..last {
                 let (bc, bs) = (&lc[i * m..(i + 1) * m], &ls[i * m..(i + 1) * m]);
                 let (dot, sumsq) = combine_dot_sumsq(rc, rs, bc, bs, w);
-                let v = if self.normalize {
-                    if sumsq > 0.0 {
-                        dot * (self.variance / sumsq).sqrt()
-                    } else {
-                        0.0
-                    }
-                } else {
-                    dot * unnormalised
-                };
+                let v = dot * self.scale(sumsq);
                 if v > best.1 {
                     best = (r * last + i, v);
                 }
