@@ -854,11 +854,12 @@ fn metric_label(input: &Path) -> Option<(String, bool)> {
     let obj = table.get("objective")?.as_table()?;
     match obj.get("kind")?.as_str()? {
         "synthetic-fts" | "synthetic-dp" | "function" => Some(("f(x)".into(), true)),
-        "model" => match obj.get("dataset")?.as_str()? {
-            "landmine" => Some(("AUC".into(), true)),
-            "har" | "emnist" => Some(("validation error".into(), false)),
-            _ => None,
-        },
+        "model" => {
+            let (name, higher) =
+                crate::objective::model::Dataset::parse(obj.get("dataset")?.as_str()?)?
+                    .metric_label();
+            Some((name.into(), higher))
+        }
         _ => None,
     }
 }

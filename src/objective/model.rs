@@ -27,6 +27,14 @@ pub enum Dataset {
 }
 
 impl Dataset {
+    /// The metric its model reports, for axis labels, and whether higher is better.
+    pub fn metric_label(self) -> (&'static str, bool) {
+        match self {
+            Dataset::Landmine => ("AUC", true),
+            Dataset::Har | Dataset::Emnist => ("validation error", false),
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "landmine" => Some(Dataset::Landmine),

@@ -233,10 +233,10 @@ impl ObjectiveSpec {
                 };
                 (name, meta.sign > 0.0)
             }
-            ObjectiveKind::Model { settings, .. } => match settings.dataset {
-                Dataset::Landmine => ("AUC".into(), true),
-                Dataset::Har | Dataset::Emnist => ("validation error".into(), false),
-            },
+            ObjectiveKind::Model { settings, .. } => {
+                let (name, higher) = settings.dataset.metric_label();
+                (name.into(), higher)
+            }
         }
     }
 
