@@ -132,10 +132,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 /// Peak resident memory of this process so far, in MiB (Linux; None elsewhere).
 pub fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
+    crate::budget::proc_kb("/proc/self/status", "VmHWM:").map(|kb| kb / 1024.0)
 }
 
 /// The maximisation of a sampled function phi(x)^T w on the unit square, as TS and FTS do it

@@ -195,10 +195,14 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
 
 /// Bytes of memory this machine can give (MemAvailable), where it can be read.
 pub fn available_memory() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024.0)
+    proc_kb("/proc/meminfo", "MemAvailable:").map(|kb| kb * 1024.0)
+}
+
+/// The kB value of `key` in a Linux /proc status file (None elsewhere).
+pub fn proc_kb(path: &str, key: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 pub fn human_bytes(b: f64) -> String {
