@@ -229,7 +229,8 @@ impl ObjectiveSpec {
                 let name = match meta.metric.as_str() {
                     "auc" | "platt-auc" => "AUC".to_string(),
                     "error" => "validation error".to_string(),
-                    other => other.to_string(),
+                    // fbo tabulate writes validation_error: a label reads it with a space.
+                    other => other.replace('_', " "),
                 };
                 (name, meta.sign > 0.0)
             }
