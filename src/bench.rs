@@ -329,6 +329,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                 noise_var: 0.01,
             },
             normalize_y: true,
+            sampler: crate::surrogate::own::OwnSampler::Rff,
         };
         let mut times = Vec::new();
         for (rep, land) in lands.iter().enumerate() {

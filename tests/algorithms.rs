@@ -37,6 +37,32 @@ fn fts_with_p_equal_one_makes_exactly_ts_queries() {
 }
 
 #[test]
+fn the_own_sample_is_chosen_per_algorithm_and_senders_keep_the_specs() {
+    let s = spec(
+        "[[algorithm]]\nkind = \"ts\"\nown_sample = \"pathwise\"\n\
+         [[algorithm]]\nkind = \"fts\"\np_t = 1.0\nown_sample = \"pathwise\"\n",
+        "",
+    );
+    let labels: Vec<&str> = s.algorithms.iter().map(|a| a.label.as_str()).collect();
+    assert_eq!(labels, ["TS", "TS pathwise", "FTS M=20 pathwise"]);
+    let q = |rows: &[fbo::output::TraceRow]| rows.iter().map(|r| r.x_index).collect::<Vec<_>>();
+    let mut differ = 0;
+    for run in 0..3 {
+        let land = landscape(&s, run);
+        let rff = run_one(&s, 0, run, land.clone()).unwrap().rows;
+        let pathwise = run_one(&s, 1, run, land.clone()).unwrap().rows;
+        let fts = run_one(&s, 2, run, land).unwrap().rows;
+        assert_eq!(
+            q(&pathwise),
+            q(&fts),
+            "run {run}: FTS with p_t = 1 is its own TS"
+        );
+        differ += usize::from(q(&rff) != q(&pathwise));
+    }
+    assert!(differ > 0, "the pathwise sample changed no query");
+}
+
+#[test]
 fn one_shot_messages_are_used_at_most_once_each() {
     // p_t = 0.05: almost every iteration asks for a message; only 3 agents exist, so after
     // three uses the target must fall back to its own sample.
@@ -221,6 +247,7 @@ fn shared_sender_states_change_nothing() {
     let s = spec(
         "[[algorithm]]\nkind = \"fts\"\nmessages = \"every-iteration\"\n\
          [[algorithm]]\nkind = \"fts\"\nfeatures = 30\n\
+         [[algorithm]]\nkind = \"fts\"\nown_sample = \"pathwise\"\n\
          [[algorithm]]\nkind = \"rgpe\"\nsamples = 10\n\
          [[algorithm]]\nkind = \"taf\"\n",
         "observations_from = \"ts\"",

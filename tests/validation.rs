@@ -166,6 +166,19 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
             "key `algorithm[1].p_t`: RGPE and TAF choose every query by their acquisition function",
         ),
         (
+            "own sample on a meta-learner",
+            with(
+                "kind = \"fts\"",
+                "kind = \"taf\"\nown_sample = \"pathwise\"",
+            ),
+            "key `algorithm[1].own_sample`: RGPE and TAF use the exact GP posterior",
+        ),
+        (
+            "unknown own sample",
+            with("kind = \"fts\"", "kind = \"fts\"\nown_sample = \"exact\""),
+            "key `algorithm[1].own_sample`: unknown own sample \"exact\"; allowed: \"rff\", \"pathwise\"",
+        ),
+        (
             "samples on taf",
             with("kind = \"fts\"", "kind = \"taf\"\nsamples = 10"),
             "key `algorithm[1].samples`: applies only to kind = \"rgpe\"",

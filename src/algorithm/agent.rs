@@ -67,8 +67,26 @@ impl Learner {
         }
     }
 
-    /// Agent `agent` of a run, with the spec's own-model and box-search settings.
+    /// Agent `agent` of a run acting for the run's algorithm: the spec's own-model and
+    /// box-search settings, with the algorithm's choice of own sample.
     pub fn for_run(ctx: &RunContext, agent: usize) -> Self {
+        let settings = OwnSettings {
+            sampler: ctx.algorithm.own_sample,
+            ..ctx.spec.surrogate.own.clone()
+        };
+        Learner::new(
+            agent,
+            ctx.landscape.space.clone(),
+            ctx.spec.acquisition,
+            settings,
+            ctx.seed(),
+            ctx.run,
+        )
+    }
+
+    /// Agent `agent` of a run as a sender: the spec's settings only, so that every
+    /// algorithm of the spec hears the same senders (and may share them, `SenderCache`).
+    pub fn sender_for_run(ctx: &RunContext, agent: usize) -> Self {
         Learner::new(
             agent,
             ctx.landscape.space.clone(),
@@ -137,9 +155,7 @@ impl Learner {
         match self.space.grid() {
             Some(grid) => Ok(grid.at(sample.argmax(grid))),
             None => {
-                let w = sample.weights.as_slice().expect("contiguous weights");
-                let mut acq =
-                    |x: &[f64], g: Option<&mut [f64]>| sample.features.value_grad(x, w, g);
+                let mut acq = |x: &[f64], g: Option<&mut [f64]>| sample.value_grad(x, g);
                 let region = Region::unit(self.space.dim());
                 maximise_point(&mut acq, &region, self.search, &mut self.acq_rng)
             }
@@ -386,7 +402,7 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
             if !ids.iter().any(|&t| t != agent) {
                 return Ok(None);
             }
-            let mut learner = Learner::for_run(ctx, agent);
+            let mut learner = Learner::sender_for_run(ctx, agent);
             let mut data_rng = stream(seed, run as u64, agent as u64, Purpose::AgentData);
             let observe = |learner: &mut Learner, rng: &mut Rng, p: Point| -> Result<()> {
                 let y = land.observe(agent, &p, rng)?;

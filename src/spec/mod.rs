@@ -13,7 +13,7 @@ use crate::objective::table::TableMeta;
 use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Sampling};
 use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds};
-use crate::surrogate::own::OwnSettings;
+use crate::surrogate::own::{OwnSampler, OwnSettings};
 use schedule::{Form, Schedule};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -153,6 +153,10 @@ pub struct AlgorithmSpec {
     pub bandwidth: f64,
     /// TAF: what an agent's predicted improvement is measured against.
     pub incumbent: TafIncumbent,
+    /// How this algorithm's own agents draw their own Thompson samples (TS, FTS, DP-FTS-DE;
+    /// senders keep `surrogate.own.sample`, so the algorithms of a spec hear the same
+    /// agents).
+    pub own_sample: OwnSampler,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,6 +320,7 @@ struct RawAlgorithm {
     samples: Option<i64>,
     bandwidth: Option<f64>,
     incumbent: Option<String>,
+    own_sample: Option<String>,
 }
 
 /// Server settings: the top-level [server] table, overridden key by key by an algorithm's
@@ -423,6 +428,7 @@ struct RawOwn {
     fit_starts: Option<i64>,
     fit_restarts: Option<i64>,
     normalize_y: Option<bool>,
+    sample: Option<String>,
     length_scale: Option<f64>,
     signal_variance: Option<f64>,
     noise_variance: Option<f64>,
@@ -571,6 +577,18 @@ impl Check<'_> {
                     "unknown message mode \"{other}\"; allowed: \"one-shot\", \"every-iteration\""
                 ),
             )),
+        }
+    }
+
+    fn sampler(&self, key: &str, v: Option<&str>, default: OwnSampler) -> Result<OwnSampler> {
+        match v {
+            None => Ok(default),
+            Some(s) => OwnSampler::parse(s).ok_or_else(|| {
+                self.err(
+                    key,
+                    format!("unknown own sample \"{s}\"; allowed: \"rff\", \"pathwise\""),
+                )
+            }),
         }
     }
 }
@@ -756,6 +774,11 @@ impl Spec {
             bounds,
             initial,
             normalize_y: ro.normalize_y.unwrap_or(true),
+            sampler: c.sampler(
+                "surrogate.own.sample",
+                ro.sample.as_deref(),
+                OwnSampler::Rff,
+            )?,
         };
         let surrogate = SurrogateSpec {
             length_scale,
@@ -898,6 +921,17 @@ impl Spec {
             if kind != AlgorithmKind::Taf && ra.bandwidth.is_some() {
                 return Err(c.err(&key("bandwidth"), "applies only to kind = \"taf\""));
             }
+            if meta && ra.own_sample.is_some() {
+                return Err(c.err(
+                    &key("own_sample"),
+                    "RGPE and TAF use the exact GP posterior, not a sample; own_sample applies to ts, fts and dp-fts-de",
+                ));
+            }
+            let own_sample = c.sampler(
+                &key("own_sample"),
+                ra.own_sample.as_deref(),
+                surrogate.own.sampler,
+            )?;
             if kind != AlgorithmKind::Taf && ra.incumbent.is_some() {
                 return Err(c.err(&key("incumbent"), "applies only to kind = \"taf\""));
             }
@@ -960,13 +994,19 @@ impl Spec {
                     ));
                 }
                 Some(l) => l,
-                None => match (kind, &server) {
-                    (AlgorithmKind::DpFtsDe, Some(sv)) => server_label(sv),
-                    (AlgorithmKind::Fts, _) => format!("FTS M={m}"),
-                    (AlgorithmKind::Rgpe, _) => format!("RGPE M={m}"),
-                    (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
-                    _ => "TS".to_string(),
-                },
+                None => {
+                    let base = match (kind, &server) {
+                        (AlgorithmKind::DpFtsDe, Some(sv)) => server_label(sv),
+                        (AlgorithmKind::Fts, _) => format!("FTS M={m}"),
+                        (AlgorithmKind::Rgpe, _) => format!("RGPE M={m}"),
+                        (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
+                        _ => "TS".to_string(),
+                    };
+                    match own_sample {
+                        OwnSampler::Pathwise => base + " pathwise",
+                        OwnSampler::Rff => base,
+                    }
+                }
             };
             if algorithms.iter().any(|a| a.label == label) {
                 return Err(c.err(
@@ -986,6 +1026,7 @@ impl Spec {
                 samples,
                 bandwidth,
                 incumbent,
+                own_sample,
             });
         }
 

@@ -5,4 +5,5 @@
 pub mod blr;
 pub mod gp;
 pub mod own;
+pub mod pathwise;
 pub mod rff;

@@ -216,13 +216,14 @@ impl RandomFeatures {
         (phi, jac)
     }
 
-    /// argmax of phi(x)^T w over the tensor-product grid of `axes` (row-major, last axis
-    /// fastest; the index is the grid's), ties to the lowest index. cos(sum_d s_d x_d + b)
+    /// argmax of phi(x)^T w (plus `offset[i]` at grid point i, when given) over the
+    /// tensor-product grid of `axes` (row-major, last axis fastest; the index is the grid's),
+    /// ties to the lowest index. cos(sum_d s_d x_d + b)
     /// is built by angle addition from per-axis cosines and sines, so a grid of n_1 x ... x
     /// n_D points costs (n_1 + ... + n_D) M transcendental evaluations instead of
     /// n_1 ... n_D M, and the sums run in four lanes. The values differ from `argmax`'s in
     /// the last bits (about 1e-14), so the two agree except on near-exact ties.
-    pub fn argmax_tensor(&self, axes: &[Vec<f64>], w: &[f64]) -> usize {
+    pub fn argmax_tensor(&self, axes: &[Vec<f64>], w: &[f64], offset: Option<&[f64]>) -> usize {
         let m = self.len();
         let d = axes.len();
         assert!(d >= 2 && d == self.dim(), "a tensor grid of 2 or more axes");
@@ -276,18 +277,19 @@ impl RandomFeatures {
             for i in 0..last {
                 let (bc, bs) = (&lc[i * m..(i + 1) * m], &ls[i * m..(i + 1) * m]);
                 let (dot, sumsq) = combine_dot_sumsq(rc, rs, bc, bs, w);
-                let v = dot * self.scale(sumsq);
+                let idx = r * last + i;
+                let v = dot * self.scale(sumsq) + offset.map_or(0.0, |o| o[idx]);
                 if v > best.1 {
-                    best = (r * last + i, v);
+                    best = (idx, v);
                 }
             }
         }
         best.0
     }
 
-    /// argmax over the rows of `xs` of phi(x)^T w, without materialising Phi(X). Ties go to
-    /// the lowest index.
-    pub fn argmax(&self, xs: ArrayView2<f64>, w: ArrayView1<f64>) -> usize {
+    /// argmax over the rows of `xs` of phi(x)^T w (plus `offset[i]` at row i, when given),
+    /// without materialising Phi(X). Ties go to the lowest index.
+    pub fn argmax(&self, xs: ArrayView2<f64>, w: ArrayView1<f64>, offset: Option<&[f64]>) -> usize {
         let m = self.len();
         let w: Vec<f64> = w.to_vec();
         let mut buf = vec![0.0; m];
@@ -295,7 +297,7 @@ impl RandomFeatures {
         for (i, x) in xs.rows().into_iter().enumerate() {
             let scale = self.raw_into(x, &mut buf);
             let dot: f64 = buf.iter().zip(&w).map(|(a, b)| a * b).sum();
-            let v = dot * scale;
+            let v = dot * scale + offset.map_or(0.0, |o| o[i]);
             if v > best.1 {
                 best = (i, v);
             }
@@ -329,8 +331,8 @@ mod tests {
             for _ in 0..20 {
                 let rf = RandomFeatures::draw(m, dims, 0.1, 1.3, normalize, &mut rng);
                 let w: Vec<f64> = (0..m).map(|_| StandardNormal.sample(&mut rng)).collect();
-                let a = rf.argmax(pts.view(), ndarray::ArrayView1::from(&w[..]));
-                let b = rf.argmax_tensor(axes, &w);
+                let a = rf.argmax(pts.view(), ndarray::ArrayView1::from(&w[..]), None);
+                let b = rf.argmax_tensor(axes, &w, None);
                 assert_eq!(a, b, "dims {dims}, n {n}");
             }
         }
@@ -455,7 +457,7 @@ mod tests {
         let w = Array::from_iter((0..40).map(|j| ((j * 7 % 11) as f64 - 5.0) / 3.0));
         let vals = rf.matrix(xs.view()).dot(&w);
         assert_eq!(
-            rf.argmax(xs.view(), w.view()),
+            rf.argmax(xs.view(), w.view(), None),
             crate::linalg::argmax(vals.view())
         );
     }
