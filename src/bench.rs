@@ -3,6 +3,7 @@
 
 use crate::algorithm::agent::{Learner, SharedFeatures};
 use crate::error::{FboError, Result};
+use crate::objective::Request;
 use crate::objective::synthetic::landscapes;
 use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Mechanism, Sampling};
@@ -341,13 +342,14 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             let mut noise = stream(7, rep as u64, 0, Purpose::Noise);
             let grid = land.grid().expect("synthetic grid");
             let first = grid.at(rep % grid.len());
-            let y = land.observe(0, &first, &mut noise)?;
+            let y = land.observe(&Request::new("bench", rep, 0, 0), &first, &mut noise)?;
             learner.add(first, y);
             while learner.n_obs() < opts.observations {
                 let t0 = Instant::now();
                 let p = learner.thompson()?;
                 times.push(t0.elapsed().as_secs_f64() * 1e3);
-                let y = land.observe(0, &p, &mut noise)?;
+                let req = Request::new("bench", rep, 0, learner.n_obs() as i64);
+                let y = land.observe(&req, &p, &mut noise)?;
                 learner.add(p, y);
             }
         }

@@ -75,6 +75,51 @@ pub enum Command {
         #[arg(long)]
         overwrite: bool,
     },
+    /// Print the queries waiting for results of a spec whose evaluations are done by hand
+    /// (objective.kind = "external"): the next query of every agent that has none
+    /// outstanding, with raw hyperparameter values. The state folder holds the journal of
+    /// results; `fbo run SPEC --out STATE` writes the trace once every run is complete.
+    Ask {
+        /// The experiment spec (TOML).
+        spec: PathBuf,
+        /// The state folder (created on first use).
+        #[arg(long)]
+        state: PathBuf,
+        /// Output format.
+        #[arg(long, default_value = "csv", value_parser = ["csv", "json"])]
+        format: String,
+        /// Also print queries handed out before and still waiting for a result.
+        #[arg(long)]
+        all: bool,
+    },
+    /// Record results of queries handed out by `fbo ask`: one with --agent and --value, or
+    /// many with --results FILE.csv (the columns `fbo ask` prints plus metric, and
+    /// optionally cost_s).
+    Tell {
+        /// The experiment spec (TOML).
+        spec: PathBuf,
+        /// The state folder given to `fbo ask`.
+        #[arg(long)]
+        state: PathBuf,
+        /// The agent whose outstanding query the value answers.
+        #[arg(long)]
+        agent: Option<usize>,
+        /// The measured metric (in the spec's direction: higher is better with "maximize").
+        #[arg(long, allow_negative_numbers = true)]
+        value: Option<f64>,
+        /// The run, where the agent has outstanding queries in several.
+        #[arg(long)]
+        run: Option<usize>,
+        /// The scope (as `fbo ask` prints it), where the agent has several outstanding.
+        #[arg(long)]
+        scope: Option<String>,
+        /// What the evaluation cost, in seconds (recorded as the trace's train_s).
+        #[arg(long, default_value_t = 0.0)]
+        cost: f64,
+        /// A CSV of results: scope, run, agent, iteration, metric [, cost_s].
+        #[arg(long)]
+        results: Option<PathBuf>,
+    },
     /// Check a spec (or a tabulation config) and print what it would run; exit 2 if invalid.
     Validate {
         /// The spec or tabulation config (TOML) to check.
@@ -353,6 +398,36 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Ask {
+            spec,
+            state,
+            format,
+            all,
+        } => crate::asktell::ask(
+            &Spec::load(&spec)?,
+            &crate::asktell::AskOptions { state, format, all },
+        ),
+        Command::Tell {
+            spec,
+            state,
+            agent,
+            value,
+            run,
+            scope,
+            cost,
+            results,
+        } => crate::asktell::tell(
+            &Spec::load(&spec)?,
+            &crate::asktell::TellOptions {
+                state,
+                agent,
+                value,
+                run,
+                scope,
+                cost_s: cost,
+                results,
+            },
+        ),
         Command::Validate { spec } => {
             // A tabulation config is recognised by its `dataset` key.
             let is_table_config = std::fs::read_to_string(&spec)

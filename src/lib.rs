@@ -4,6 +4,7 @@
 
 pub mod acquisition;
 pub mod algorithm;
+pub mod asktell;
 pub mod bench;
 pub mod budget;
 pub mod cli;
@@ -11,6 +12,7 @@ pub mod compare;
 pub mod data;
 pub mod error;
 pub mod fastmath;
+pub mod journal;
 pub mod linalg;
 pub mod model;
 pub mod objective;

@@ -334,6 +334,13 @@ impl OutDir {
         write_atomic(&self.root.join(rel), bytes)
     }
 
+    /// Lists `rel` as a file fbo appends to (a journal) and keeps it: it is opened in place,
+    /// not rewritten.
+    pub fn append_file(&self, rel: &str) -> Result<PathBuf> {
+        self.note("file", rel)?;
+        Ok(self.root.join(rel))
+    }
+
     /// Marks a file already here (from an earlier, interrupted invocation) as kept.
     pub fn keep(&self, rel: &str) {
         self.state

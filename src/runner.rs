@@ -8,7 +8,8 @@
 use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{self, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
-use crate::objective::{self, Landscape, Point, Region};
+use crate::journal::Journal;
+use crate::objective::{self, Landscape, Point, Region, Request};
 use crate::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::output::{self, TraceRow};
 use crate::privacy::{self, Accountant, Mechanism};
@@ -40,6 +41,13 @@ pub struct RunReport {
     pub runs_resumed: usize,
     pub wall_s: f64,
 }
+
+/// The journal scope of initial points drawn from the whole space: the algorithms of a spec
+/// that start from them share their evaluations.
+pub const INIT: &str = "init";
+
+/// The evaluations journal of a measured objective, in the output folder.
+pub const JOURNAL: &str = "evaluations.jsonl";
 
 /// Everything one (algorithm, run) pair produces.
 pub struct RunOutput {
@@ -118,7 +126,11 @@ pub fn run_one_shared(
             x_index: q.point.index,
             x: q.point.x.clone(),
             raw: space.raw(&q.point),
-            source: q.source.to_string(),
+            source: if f.is_nan() {
+                "failed".to_string()
+            } else {
+                q.source.to_string()
+            },
             y,
             f,
             metric: landscape.metric(f),
@@ -138,47 +150,65 @@ pub fn run_one_shared(
         });
         Ok(())
     };
-    // The noiseless values of a batch of queries (trained now or memoised), then their noisy
-    // y in query order. A live model's evaluations run in parallel across the batch (they
-    // are deterministic, so the order cannot matter), and their measured costs are recorded
-    // only when timing is on (byte-identical traces otherwise).
+    // The noiseless values of a batch of queries (trained now, memoised or journaled), then
+    // their noisy y in query order. A live model's evaluations run in parallel across the
+    // batch (they are deterministic, so the order cannot matter), a command's on threads of
+    // their own (it waits on a process, and its concurrency limit is its own); measured
+    // costs are recorded only when timing is on (byte-identical traces otherwise). Every
+    // evaluation of the batch is finished before an error is returned, so none is lost.
     let live = space.grid().is_none() || landscape.optimum(0).is_none();
-    let evaluate =
-        |batch: &[&Query], rngs: &mut [crate::rng::Rng]| -> Result<Vec<(f64, f64, f64)>> {
-            let t0 = Instant::now();
-            let values: Vec<(f64, f64)> = if live {
-                batch
-                    .par_iter()
-                    .map(|q| landscape.evaluate(q.agent, &q.point))
-                    .collect::<Result<_>>()?
-            } else {
-                batch
-                    .iter()
-                    .map(|q| landscape.evaluate(q.agent, &q.point))
-                    .collect::<Result<_>>()?
-            };
-            if live {
-                training_s.set(training_s.get() + t0.elapsed().as_secs_f64());
-            }
-            Ok(batch
-                .iter()
-                .zip(values)
-                .map(|(q, (f, cost))| {
-                    let slot = targets
-                        .iter()
-                        .position(|&a| a == q.agent)
-                        .expect("query for a target");
-                    let y = landscape.noisy(f, &mut rngs[slot]);
-                    (f, y, if live && !timing { 0.0 } else { cost })
-                })
-                .collect())
+    let measured = landscape.is_measured();
+    let evaluate = |batch: &[(&Query, Request)],
+                    rngs: &mut [crate::rng::Rng]|
+     -> Result<Vec<(f64, f64, f64)>> {
+        let t0 = Instant::now();
+        let one = |(q, req): &(&Query, Request)| landscape.evaluate(req, &q.point);
+        let values: Vec<Result<(f64, f64)>> = if measured && batch.len() > 1 {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = batch.iter().map(|b| s.spawn(move || one(b))).collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("evaluation thread"))
+                    .collect()
+            })
+        } else if live {
+            batch.par_iter().map(one).collect()
+        } else {
+            batch.iter().map(one).collect()
         };
+        let values: Vec<(f64, f64)> = values.into_iter().collect::<Result<_>>()?;
+        if live {
+            training_s.set(training_s.get() + t0.elapsed().as_secs_f64());
+        }
+        Ok(batch
+            .iter()
+            .zip(values)
+            .map(|((q, _), (f, cost))| {
+                let slot = targets
+                    .iter()
+                    .position(|&a| a == q.agent)
+                    .expect("query for a target");
+                let y = landscape.noisy(f, &mut rngs[slot]);
+                (f, y, if live && !timing { 0.0 } else { cost })
+            })
+            .collect())
+    };
 
     // Initial points: distinct, uniformly random, from a stream of (run, agent) alone so every
-    // algorithm starts from the same points.
+    // algorithm starts from the same points. Every agent's are evaluated as one batch (a
+    // command's in parallel; `fbo ask` hands them out together), then traced and observed
+    // agent by agent.
     let n_init = spec.initial_points;
+    let iteration = |k: usize| k as i64 + 1 - n_init as i64;
+    let mut init: Vec<(usize, Query, Request)> = Vec::with_capacity(targets.len() * n_init);
     for (slot, &agent) in targets.iter().enumerate() {
         let mut rng = stream(seed, run as u64, agent as u64, Purpose::Init);
+        // Points from the whole space are every such algorithm's: one shared scope. Points
+        // from an algorithm's own area (DP-FTS-DE's sub-regions) are its own.
+        let init_scope = match alg.init_area(agent) {
+            None => INIT.to_string(),
+            Some(_) => format!("{INIT} {}", alg_spec.label),
+        };
         let picks: Vec<Point> = match (alg.init_area(agent), space.grid()) {
             (Some(InitArea::Points(c)), Some(grid)) => sample_indices(&mut rng, c.len(), n_init)
                 .into_iter()
@@ -201,45 +231,54 @@ pub fn run_one_shared(
                 unreachable!("grid candidates on a box")
             }
         };
-        let queries: Vec<Query> = picks
-            .into_iter()
-            .map(|point| Query {
+        for (k, point) in picks.into_iter().enumerate() {
+            let q = Query {
                 agent,
                 point,
                 source: Source::Init,
-            })
-            .collect();
-        let refs: Vec<&Query> = queries.iter().collect();
-        let evaluated = evaluate(&refs, &mut noise)?;
-        for (k, (q, (f, y, cost))) in queries.iter().zip(evaluated).enumerate() {
-            record(
-                &mut rows,
+            };
+            init.push((
                 slot,
                 q,
-                y,
-                k as i64 + 1 - n_init as i64,
-                0,
-                f,
-                cost,
-            )?;
+                Request::new(init_scope.clone(), run, agent, iteration(k)),
+            ));
+        }
+    }
+    let batch: Vec<(&Query, Request)> = init.iter().map(|(_, q, r)| (q, r.clone())).collect();
+    let evaluated = evaluate(&batch, &mut noise)?;
+    for ((slot, q, req), (f, y, cost)) in init.iter().zip(evaluated) {
+        record(&mut rows, *slot, q, y, req.iteration, 0, f, cost)?;
+        // A failed evaluation that is skipped is traced, not observed.
+        if !f.is_nan() {
             alg.observe(std::slice::from_ref(q), &[y]);
         }
     }
     for t in 1..=spec.iterations {
         let queries = alg.propose(t)?;
         let params = alg.params_sent(t);
-        let refs: Vec<&Query> = queries.iter().collect();
-        let evaluated = evaluate(&refs, &mut noise)?;
-        let mut ys = Vec::with_capacity(queries.len());
+        let batch: Vec<(&Query, Request)> = queries
+            .iter()
+            .map(|q| {
+                (
+                    q,
+                    Request::new(alg_spec.label.clone(), run, q.agent, t as i64),
+                )
+            })
+            .collect();
+        let evaluated = evaluate(&batch, &mut noise)?;
+        let (mut seen, mut ys) = (Vec::new(), Vec::new());
         for (q, (f, y, cost)) in queries.iter().zip(evaluated) {
             let slot = targets
                 .iter()
                 .position(|&a| a == q.agent)
                 .expect("query for a target");
             record(&mut rows, slot, q, y, t as i64, params, f, cost)?;
-            ys.push(y);
+            if !f.is_nan() {
+                seen.push(q.clone());
+                ys.push(y);
+            }
         }
-        alg.observe(&queries, &ys);
+        alg.observe(&seen, &ys);
     }
     Ok(RunOutput {
         rows,
@@ -335,6 +374,10 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     if private {
         planned.push("privacy.csv".into());
     }
+    let measured = landscapes[0].is_measured();
+    if measured {
+        planned.push(JOURNAL.into());
+    }
     for &(a, r) in &jobs {
         planned.push(part_name(a, r));
         planned.push(server_part_name(a, r));
@@ -355,6 +398,20 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         crate::spec::portable::portable(&spec.source, &spec.path, out).as_bytes(),
     )?;
 
+    if measured {
+        // Every evaluation lands here before the algorithm sees it; a rerun replays them.
+        let journal = Arc::new(Journal::open(&dir.append_file(JOURNAL)?)?);
+        if !journal.is_empty() && !opts.quiet {
+            eprintln!(
+                "replaying {} finished evaluations from {}",
+                journal.len(),
+                dir.path(JOURNAL).display()
+            );
+        }
+        for land in &landscapes {
+            land.attach_journal(journal.clone());
+        }
+    }
     let senders = SenderCache::global();
     // A run is done when both its parts are here (the server part is written first).
     let todo: Vec<(usize, usize)> = jobs

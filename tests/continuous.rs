@@ -278,10 +278,22 @@ fn a_live_model_on_the_table_grid_equals_the_table() {
         let want: f64 = f[6].parse().unwrap();
         let grid = live.grid().unwrap();
         assert_eq!(grid.point(point)[0].to_string(), f[2]);
-        let (got, secs) = live.evaluate(slot, &grid.at(point)).unwrap();
+        let (got, secs) = live
+            .evaluate(
+                &fbo::objective::Request::new("test", 0, slot, 0),
+                &grid.at(point),
+            )
+            .unwrap();
         assert_eq!(got, want, "agent {agent} point {point}");
         // Memoised: the second evaluation returns the first one's value and cost.
-        assert_eq!(live.evaluate(slot, &grid.at(point)).unwrap(), (got, secs));
+        assert_eq!(
+            live.evaluate(
+                &fbo::objective::Request::new("test", 0, slot, 0),
+                &grid.at(point)
+            )
+            .unwrap(),
+            (got, secs)
+        );
         checked += 1;
     }
     assert_eq!(checked, 18);

@@ -279,7 +279,11 @@ fn a_platt_table_equals_the_live_model_on_its_grid() {
         };
         let want: f64 = f[6].parse().unwrap();
         assert_eq!(
-            live.value(slot, &grid.at(point)).unwrap(),
+            live.value(
+                &fbo::objective::Request::new("test", 0, slot, 0),
+                &grid.at(point)
+            )
+            .unwrap(),
             want,
             "agent {agent} point {point}"
         );

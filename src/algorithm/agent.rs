@@ -5,7 +5,10 @@
 use super::RunContext;
 use crate::error::Result;
 use crate::linalg::argmax;
-use crate::objective::{Landscape, Point, Region, Space};
+use crate::objective::{Landscape, Point, Region, Request, Space};
+
+/// The journal scope of the senders' own histories (shared by a spec's algorithms).
+pub const SENDERS: &str = "senders";
 use crate::optim::{Acquisition, BoxSearch, maximise};
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::spec::ObservationSource;
@@ -281,15 +284,20 @@ pub struct Sender {
 }
 
 impl Sender {
+    /// Evaluates and observes `p`; `req` names the evaluation (a skipped failure is not
+    /// observed).
     pub fn observe(
         &mut self,
         landscape: &Landscape,
         shared: &SharedFeatures,
+        req: &Request,
         p: Point,
     ) -> Result<()> {
-        let y = landscape.observe(self.learner.agent, &p, &mut self.data_rng)?;
-        self.messenger.observe(shared, &p, y);
-        self.learner.add(p, y);
+        let y = landscape.observe(req, &p, &mut self.data_rng)?;
+        if !y.is_nan() {
+            self.messenger.observe(shared, &p, y);
+            self.learner.add(p, y);
+        }
         Ok(())
     }
 }
@@ -404,9 +412,16 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
             }
             let mut learner = Learner::sender_for_run(ctx, agent);
             let mut data_rng = stream(seed, run as u64, agent as u64, Purpose::AgentData);
-            let observe = |learner: &mut Learner, rng: &mut Rng, p: Point| -> Result<()> {
-                let y = land.observe(agent, &p, rng)?;
-                learner.add(p, y);
+            // A sender's history is the same for every algorithm: one journal scope. Its
+            // evaluations are numbered in the order it makes them.
+            let mut made = 0i64;
+            let mut observe = |learner: &mut Learner, rng: &mut Rng, p: Point| -> Result<()> {
+                made += 1;
+                let y = land.observe(&Request::new(SENDERS, run, agent, made), &p, rng)?;
+                // A failed evaluation that is skipped is not observed.
+                if !y.is_nan() {
+                    learner.add(p, y);
+                }
                 Ok(())
             };
             let t_n = fed.observations;

@@ -10,10 +10,10 @@
 //! (App. D.2.1): before each iteration t > 1 every other agent runs one more TS iteration and
 //! sends a fresh omega, so t_n grows and no agent is removed.
 
-use super::agent::{Learner, Sender, SharedFeatures, build_senders};
+use super::agent::{Learner, SENDERS, Sender, SharedFeatures, build_senders};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
-use crate::objective::Landscape;
+use crate::objective::{Landscape, Request};
 use crate::rng::{Purpose, Rng, stream};
 use crate::spec::MessageMode;
 use crate::spec::schedule::Schedule;
@@ -41,6 +41,8 @@ pub struct Fts {
     shared: SharedFeatures,
     schedule: Schedule,
     landscape: Arc<Landscape>,
+    label: String,
+    run: usize,
 }
 
 impl Fts {
@@ -87,15 +89,24 @@ impl Fts {
             shared,
             schedule: alg.p_t.clone(),
             landscape: land,
+            label: alg.label.clone(),
+            run,
         })
     }
 
     /// Every sender takes one more TS step and sends a fresh message.
-    fn advance_senders(&mut self) -> Result<()> {
+    /// Each sender's TS step before iteration t; its evaluation belongs to this algorithm.
+    fn advance_senders(&mut self, t: usize) -> Result<()> {
         for (s, msg) in self.senders.iter_mut().zip(self.latest.iter_mut()) {
             if let Some(s) = s {
                 let p = s.learner.thompson()?;
-                s.observe(&self.landscape, &self.shared, p)?;
+                let req = Request::new(
+                    format!("{} {SENDERS}", self.label),
+                    self.run,
+                    s.learner.agent,
+                    t as i64,
+                );
+                s.observe(&self.landscape, &self.shared, &req, p)?;
                 *msg = Some(s.messenger.message());
             }
         }
@@ -130,7 +141,7 @@ impl Algorithm for Fts {
 
     fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
         if t > 1 && self.mode == MessageMode::EveryIteration {
-            self.advance_senders()?;
+            self.advance_senders(t)?;
         }
         let p_t = self.schedule.p(t);
         let mut out = Vec::with_capacity(self.targets.len());

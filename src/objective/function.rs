@@ -3,7 +3,7 @@
 //! compared on one function and regret is exact on both. Every agent sees the same function.
 
 use super::space::{Domain, Param};
-use super::{Evaluate, Landscape, Point, Space};
+use super::{Evaluate, Landscape, Point, Request, Space};
 use crate::error::Result;
 use crate::spec::ObjectiveSpec;
 use ndarray::Array1;
@@ -71,7 +71,7 @@ impl Function {
 struct Closed(Function);
 
 impl Evaluate for Closed {
-    fn evaluate(&self, _agent: usize, _point: &Point, raw: &[f64]) -> Result<(f64, f64)> {
+    fn evaluate(&self, _req: &Request, _point: &Point, raw: &[f64]) -> Result<(f64, f64)> {
         Ok((self.0.value(raw), 0.0))
     }
 }

@@ -1,8 +1,10 @@
 //! Objectives: a search space (a finite grid of [0,1]^D, or the continuous box of named
 //! hyperparameters; `space`) and an evaluator giving every agent's noiseless function on it:
-//! values computed in advance on a grid (synthetic draws, response tables) or computed at each
-//! query (closed-form functions, live model training), memoised per (agent, point).
+//! values computed in advance on a grid (synthetic draws, response tables), computed at each
+//! query (closed-form functions, live model training), memoised per (agent, point), or
+//! measured by the user's command (or reported by hand), journaled per request and point.
 
+pub mod command;
 pub mod function;
 pub mod model;
 pub mod space;
@@ -11,20 +13,41 @@ pub mod table;
 
 pub use space::{Domain, Param, Point, Region, Scale, Space};
 
-use crate::error::Result;
+use crate::error::{FboError, Result};
+pub use crate::journal::Request;
+use crate::journal::{Entry, Journal, Outcome};
 use crate::spec::{ObjectiveKind, Spec};
+use command::{CommandRunner, OnFailure};
 use ndarray::Array1;
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex};
 
 /// An evaluator computed at each query.
 pub trait Evaluate: Send + Sync {
-    /// f_agent at a point (in the maximised orientation) and the seconds the evaluation took;
-    /// `raw` holds the point's raw hyperparameter values.
-    fn evaluate(&self, agent: usize, point: &Point, raw: &[f64]) -> Result<(f64, f64)>;
+    /// f of the request's agent at a point (in the maximised orientation) and the seconds
+    /// the evaluation took; `raw` holds the point's raw hyperparameter values.
+    fn evaluate(&self, req: &Request, point: &Point, raw: &[f64]) -> Result<(f64, f64)>;
 }
+
+/// The evaluations of a command objective, or of one evaluated by hand: every result goes
+/// through the journal, and one request at one point is evaluated at most once, even when
+/// two threads ask for it together.
+pub struct Measured {
+    /// None: results come only from the journal (`fbo tell`); a miss is pending.
+    runner: Option<CommandRunner>,
+    names: Vec<String>,
+    on_failure: OnFailure,
+    journal: Mutex<Arc<Journal>>,
+    in_flight: Mutex<HashSet<(Request, Vec<u64>)>>,
+    landed: Condvar,
+    /// Requests a journal-only objective could not answer, in the order asked.
+    pending: Mutex<Vec<(Request, Point)>>,
+}
+
+/// How the error of a journal-only objective without a result begins.
+pub const PENDING: &str = "no result has been reported yet";
 
 /// (f, seconds) per (agent, coordinates as bits).
 type Memo = Mutex<HashMap<(usize, Vec<u64>), (f64, f64)>>;
@@ -38,6 +61,8 @@ enum Values {
     /// Computed when first queried; later queries of the same (agent, point) reuse the result,
     /// so algorithms that share initial points train once.
     Live { eval: Box<dyn Evaluate>, memo: Memo },
+    /// Measured by a command or reported by hand, through the journal.
+    Measured(Box<Measured>),
 }
 
 /// One replicate of an objective: the functions of all agents on a shared search space.
@@ -131,9 +156,68 @@ impl Landscape {
         self.agents
     }
 
-    /// f_agent(x), noiseless, and the seconds its evaluation cost (the table's recorded
-    /// training time, the live model's measured one; 0 for synthetic functions).
-    pub fn evaluate(&self, agent: usize, p: &Point) -> Result<(f64, f64)> {
+    /// Values measured by a command (`runner`) or reported by hand (None).
+    pub fn measured(
+        space: Arc<Space>,
+        agents: usize,
+        runner: Option<CommandRunner>,
+        names: Vec<String>,
+        on_failure: OnFailure,
+    ) -> Self {
+        Landscape {
+            space,
+            agents,
+            values: Values::Measured(Box::new(Measured {
+                runner,
+                names,
+                on_failure,
+                journal: Mutex::new(Arc::new(Journal::in_memory())),
+                in_flight: Mutex::new(HashSet::new()),
+                landed: Condvar::new(),
+                pending: Mutex::new(Vec::new()),
+            })),
+            optimum: None,
+            noise_sd: 0.0,
+            metric_sign: 1.0,
+        }
+    }
+
+    /// Whether values are measured through a journal (command and hand-evaluated
+    /// objectives).
+    pub fn is_measured(&self) -> bool {
+        matches!(self.values, Values::Measured(_))
+    }
+
+    /// Makes `journal` the record of this objective's evaluations (a measured objective's;
+    /// others keep none).
+    pub fn attach_journal(&self, journal: Arc<Journal>) {
+        if let Values::Measured(m) = &self.values {
+            *m.journal.lock().expect("journal slot") = journal;
+        }
+    }
+
+    /// The journal of a measured objective.
+    pub fn journal(&self) -> Option<Arc<Journal>> {
+        match &self.values {
+            Values::Measured(m) => Some(m.journal.lock().expect("journal slot").clone()),
+            _ => None,
+        }
+    }
+
+    /// The requests a journal-only objective could not answer, taken out.
+    pub fn take_pending(&self) -> Vec<(Request, Point)> {
+        match &self.values {
+            Values::Measured(m) => std::mem::take(&mut *m.pending.lock().expect("pending")),
+            _ => Vec::new(),
+        }
+    }
+
+    /// f of the request's agent at x, noiseless, and the seconds its evaluation cost (the
+    /// table's recorded training time, the live model's or command's measured one; 0 for
+    /// synthetic functions). f is NaN for a command evaluation that failed and is skipped
+    /// (`on_failure = "skip"`): the caller records it and does not observe it.
+    pub fn evaluate(&self, req: &Request, p: &Point) -> Result<(f64, f64)> {
+        let agent = req.agent;
         match &self.values {
             Values::Grid { values, cost } => {
                 let i = p
@@ -148,27 +232,112 @@ impl Landscape {
                 }
                 // Evaluated outside the lock so agents train in parallel; a point two threads
                 // ask for at once is computed twice with the same result.
-                let out = eval.evaluate(agent, p, &self.space.raw(p))?;
+                let out = eval.evaluate(req, p, &self.space.raw(p))?;
                 memo.lock().expect("memo lock").insert(key, out);
                 Ok(out)
             }
+            Values::Measured(m) => self.measure(m, req, p),
         }
+    }
+
+    fn measure(&self, m: &Measured, req: &Request, p: &Point) -> Result<(f64, f64)> {
+        let key = (
+            req.clone(),
+            p.x.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        );
+        let journal = m.journal.lock().expect("journal slot").clone();
+        let as_f = |o: Outcome| match o {
+            Outcome::Done(metric, cost) => (self.metric_sign * metric, cost),
+            Outcome::Failed(_) => (f64::NAN, 0.0),
+        };
+        // One evaluation per request and point: wait while another thread runs it.
+        {
+            let mut flying = m.in_flight.lock().expect("in flight");
+            loop {
+                if let Some(o) = journal.get(req, &p.x) {
+                    return Ok(as_f(o));
+                }
+                if !flying.contains(&key) {
+                    flying.insert(key.clone());
+                    break;
+                }
+                flying = m.landed.wait(flying).expect("in flight");
+            }
+        }
+        let raw = self.space.raw(p);
+        let result = match &m.runner {
+            None => {
+                m.pending
+                    .lock()
+                    .expect("pending")
+                    .push((req.clone(), p.clone()));
+                Err(FboError::Run(format!(
+                    "{PENDING}: agent {} at {} ({}, run {}, iteration {}); `fbo ask` lists the queries waiting for results and `fbo tell` reports them",
+                    req.agent,
+                    command::describe(&m.names, &raw),
+                    req.scope,
+                    req.run,
+                    req.iteration
+                )))
+            }
+            Some(runner) => {
+                let params = m
+                    .names
+                    .iter()
+                    .zip(&raw)
+                    .map(|(n, v)| (n.clone(), serde_json::json!(v)))
+                    .collect();
+                let mut entry = Entry {
+                    request: req.clone(),
+                    x: p.x.clone(),
+                    params,
+                    status: "ok".into(),
+                    metric: None,
+                    cost_s: 0.0,
+                    error: None,
+                };
+                match runner.evaluate(req, p, &raw) {
+                    Ok((metric, cost)) => {
+                        entry.metric = Some(metric);
+                        entry.cost_s = cost;
+                        journal
+                            .record(&entry)
+                            .map(|_| as_f(Outcome::Done(metric, cost)))
+                    }
+                    Err(why) => {
+                        let msg = command::failure_message(&m.names, req, &raw, &why);
+                        match m.on_failure {
+                            OnFailure::Stop => Err(FboError::Run(msg)),
+                            OnFailure::Skip => {
+                                entry.status = "failed".into();
+                                entry.error = Some(msg);
+                                journal.record(&entry).map(|_| (f64::NAN, 0.0))
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        m.in_flight.lock().expect("in flight").remove(&key);
+        m.landed.notify_all();
+        result
     }
 
     /// f_agent at grid point i of a grid objective (tests, benchmarks, tables).
     pub fn grid_value(&self, agent: usize, i: usize) -> f64 {
         match &self.values {
             Values::Grid { values, .. } => values[agent][i],
-            Values::Live { .. } => {
+            Values::Live { .. } | Values::Measured(_) => {
                 let grid = self.grid().expect("grid_value needs a grid");
-                self.value(agent, &grid.at(i)).expect("evaluation")
+                self.value(&Request::new("grid", 0, agent, 0), &grid.at(i))
+                    .expect("evaluation")
             }
         }
     }
 
-    /// f_agent(x), noiseless.
-    pub fn value(&self, agent: usize, p: &Point) -> Result<f64> {
-        Ok(self.evaluate(agent, p)?.0)
+    /// f of the request's agent at x, noiseless.
+    pub fn value(&self, req: &Request, p: &Point) -> Result<f64> {
+        Ok(self.evaluate(req, p)?.0)
     }
 
     /// max f_agent, where known.
@@ -176,9 +345,9 @@ impl Landscape {
         self.optimum.as_ref().map(|o| o[agent])
     }
 
-    /// y = f_agent(x) + N(0, sigma^2).
-    pub fn observe<R: Rng + ?Sized>(&self, agent: usize, p: &Point, rng: &mut R) -> Result<f64> {
-        Ok(self.noisy(self.value(agent, p)?, rng))
+    /// y = f(x) + N(0, sigma^2) for the request's agent (NaN for a skipped failure).
+    pub fn observe<R: Rng + ?Sized>(&self, req: &Request, p: &Point, rng: &mut R) -> Result<f64> {
+        Ok(self.noisy(self.value(req, p)?, rng))
     }
 
     /// f + N(0, sigma^2), one normal draw from `rng`.
@@ -203,6 +372,24 @@ pub fn landscapes(spec: &Spec) -> Result<Vec<Arc<Landscape>>> {
         )?]),
         ObjectiveKind::Model { settings, agents } => {
             Ok(vec![model::landscape(settings, agents, &spec.objective)?])
+        }
+        ObjectiveKind::Command(settings) => {
+            let o = &spec.objective;
+            let names: Vec<String> = o.params.iter().map(|p| p.name.clone()).collect();
+            let runner = settings
+                .argv
+                .is_some()
+                .then(|| CommandRunner::new(settings.clone(), names.clone()));
+            Ok(vec![Arc::new(
+                Landscape::measured(
+                    Arc::new(o.space()),
+                    spec.total_agents(),
+                    runner,
+                    names,
+                    settings.on_failure,
+                )
+                .with_metric_sign(settings.sign),
+            )])
         }
         _ => synthetic::landscapes(&spec.objective, spec.total_agents(), spec.seed),
     }

@@ -4,7 +4,7 @@
 //! evaluates them at each query. One code path, so a live run and a table agree wherever
 //! they meet.
 
-use super::{Evaluate, Landscape, Point};
+use super::{Evaluate, Landscape, Point, Request};
 use crate::data::{self, emnist, har, landmine};
 use crate::error::{FboError, Result};
 use crate::model::cnn::{self, CnnParams};
@@ -451,7 +451,8 @@ struct Live {
 }
 
 impl Evaluate for Live {
-    fn evaluate(&self, agent: usize, point: &Point, raw: &[f64]) -> Result<(f64, f64)> {
+    fn evaluate(&self, req: &Request, point: &Point, raw: &[f64]) -> Result<(f64, f64)> {
+        let agent = req.agent;
         let t0 = Instant::now();
         let key = point.index.map_or_else(|| point_key(point), |i| i as u64);
         let metric = self

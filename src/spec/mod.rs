@@ -6,6 +6,7 @@ pub mod portable;
 pub mod schedule;
 
 use crate::error::{FboError, Result};
+use crate::objective::command::{CommandSettings, OnFailure};
 use crate::objective::function::Function;
 use crate::objective::model::{Dataset, ModelSettings, SvmMetric};
 use crate::objective::space::{Domain, Param, Scale, Space};
@@ -185,6 +186,9 @@ pub enum ObjectiveKind {
         settings: ModelSettings,
         agents: Vec<usize>,
     },
+    /// The user's command run at every query (`kind = "command"`), or results reported by
+    /// hand with `fbo tell` (`kind = "external"`, no argv).
+    Command(CommandSettings),
 }
 
 /// Where FTS's other agents get their t_n observations.
@@ -242,6 +246,7 @@ impl ObjectiveSpec {
                 let (name, higher) = settings.dataset.metric_label();
                 (name.into(), higher)
             }
+            ObjectiveKind::Command(c) => (c.metric_name.clone(), c.sign > 0.0),
         }
     }
 
@@ -250,7 +255,9 @@ impl ObjectiveSpec {
         match &self.kind {
             ObjectiveKind::SyntheticFts | ObjectiveKind::SyntheticDp { .. } => Some(self.grid),
             ObjectiveKind::Table { meta, .. } => Some(meta.points),
-            ObjectiveKind::Function(_) | ObjectiveKind::Model { .. } => self
+            ObjectiveKind::Function(_)
+            | ObjectiveKind::Model { .. }
+            | ObjectiveKind::Command(_) => self
                 .per_dim
                 .map(|n| n.saturating_pow(self.params.len() as u32)),
         }
@@ -389,6 +396,14 @@ struct RawObjective {
     batch_size: Option<i64>,
     metric: Option<String>,
     hyperparameters: Option<Vec<RawParam>>,
+    command: Option<Vec<String>>,
+    workdir: Option<String>,
+    direction: Option<String>,
+    metric_name: Option<String>,
+    timeout_s: Option<f64>,
+    retries: Option<i64>,
+    concurrency: Option<i64>,
+    on_failure: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -671,6 +686,15 @@ impl Spec {
                     ));
                 }
                 agents.len()
+            }
+            ObjectiveKind::Command(_) => {
+                if rf.agents.is_none() {
+                    return Err(c.err(
+                        "federation.agents",
+                        "missing: how many agents evaluate the command (each gets its FBO_AGENT, 0..N-1)",
+                    ));
+                }
+                c.int("federation.agents", rf.agents, 1, 1, 10_000)?
             }
             _ => c.int("federation.agents", rf.agents, 50, 1, 100_000)?,
         };
@@ -1265,6 +1289,26 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
     if o.kind != "function" && o.function.is_some() {
         return Err(c.err("objective.function", "applies only to kind = \"function\""));
     }
+    let measured = o.kind == "command" || o.kind == "external";
+    if !measured {
+        for (k, set) in [
+            ("command", o.command.is_some()),
+            ("workdir", o.workdir.is_some()),
+            ("direction", o.direction.is_some()),
+            ("metric_name", o.metric_name.is_some()),
+            ("timeout_s", o.timeout_s.is_some()),
+            ("retries", o.retries.is_some()),
+            ("concurrency", o.concurrency.is_some()),
+            ("on_failure", o.on_failure.is_some()),
+        ] {
+            if set {
+                return Err(c.err(
+                    &format!("objective.{k}"),
+                    "applies only to kind = \"command\" (and \"external\")",
+                ));
+            }
+        }
+    }
     if o.kind != "model" {
         for (k, set) in [
             ("dataset", o.dataset.is_some()),
@@ -1273,7 +1317,7 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             ("epochs", o.epochs.is_some()),
             ("batch_size", o.batch_size.is_some()),
             ("metric", o.metric.is_some()),
-            ("hyperparameters", o.hyperparameters.is_some()),
+            ("hyperparameters", o.hyperparameters.is_some() && !measured),
         ] {
             if set {
                 return Err(c.err(
@@ -1283,7 +1327,7 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             }
         }
     }
-    if o.kind == "function" || o.kind == "model" {
+    if o.kind == "function" || o.kind == "model" || measured {
         for (k, set) in [
             ("functions", o.functions.is_some()),
             ("d", o.d.is_some()),
@@ -1320,6 +1364,8 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
                 )
             })?;
             (ObjectiveKind::Function(f), f.params())
+        } else if measured {
+            check_command(c, &mut o)?
         } else {
             check_model(c, &mut o, &ids)?
         };
@@ -1341,7 +1387,17 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             grid: 0,
             // Only the default of surrogate.length_scale here, in unit coordinates.
             length_scale: 0.1,
-            noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.0)?,
+            noise_var: if measured {
+                if o.noise_var.is_some() {
+                    return Err(c.err(
+                        "objective.noise_var",
+                        "does not apply to a measured objective: the metric it reports is the observation",
+                    ));
+                }
+                0.0
+            } else {
+                c.non_negative("objective.noise_var", o.noise_var, 0.0)?
+            },
             functions: 1,
             d: 0.0,
             params,
@@ -1428,7 +1484,7 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             return Err(c.err(
                 "objective.kind",
                 format!(
-                    "unknown objective \"{other}\"; allowed: \"synthetic-fts\", \"synthetic-dp\", \"table\", \"function\", \"model\""
+                    "unknown objective \"{other}\"; allowed: \"synthetic-fts\", \"synthetic-dp\", \"table\", \"function\", \"model\", \"command\", \"external\""
                 ),
             ));
         }
@@ -1445,6 +1501,141 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
         params: Vec::new(),
         per_dim: None,
     })
+}
+
+/// kind = "command" or "external": the argv (command only), where it runs, the metric's
+/// direction and name, the searched hyperparameters (named by the user), and how failures
+/// and concurrency are handled.
+fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<Param>)> {
+    let external = o.kind == "external";
+    let argv = match (o.command.take(), external) {
+        (Some(_), true) => {
+            return Err(c.err(
+                "objective.command",
+                "kind = \"external\" has no command: its results are reported with `fbo tell` (use kind = \"command\" to run one)",
+            ));
+        }
+        (None, true) => None,
+        (None, false) => {
+            return Err(c.err(
+                "objective.command",
+                "missing: the program to run, as a list (command = [\"python3\", \"train.py\"]); it is executed directly, not through a shell",
+            ));
+        }
+        (Some(v), false) => {
+            if v.is_empty() || v[0].is_empty() {
+                return Err(c.err(
+                    "objective.command",
+                    "must name a program: a non-empty list whose first item is the program",
+                ));
+            }
+            Some(v)
+        }
+    };
+    let base = c.file.parent().unwrap_or(Path::new("."));
+    let workdir = base.join(o.workdir.take().unwrap_or_else(|| ".".into()));
+    if !external && !workdir.is_dir() {
+        return Err(c.err(
+            "objective.workdir",
+            format!(
+                "{} is not a folder (the command runs there; relative to this spec)",
+                workdir.display()
+            ),
+        ));
+    }
+    let sign = match o.direction.take().as_deref() {
+        Some("maximize") => 1.0,
+        Some("minimize") => -1.0,
+        Some(other) => {
+            return Err(c.err(
+                "objective.direction",
+                format!("unknown direction \"{other}\"; allowed: \"maximize\", \"minimize\""),
+            ));
+        }
+        None => {
+            return Err(c.err(
+                "objective.direction",
+                "missing: \"maximize\" or \"minimize\" (whether a higher metric is better)",
+            ));
+        }
+    };
+    let metric_name = o.metric_name.take().unwrap_or_else(|| "metric".into());
+    if metric_name.is_empty() || metric_name.contains(['\n', '"']) {
+        return Err(c.err(
+            "objective.metric_name",
+            "must be a non-empty name without quotes or newlines",
+        ));
+    }
+    let timeout_s = o.timeout_s.unwrap_or(3600.0);
+    if !(timeout_s > 0.0 && timeout_s <= 1e7) {
+        return Err(c.err(
+            "objective.timeout_s",
+            format!("must be in (0, 1e7] seconds, got {timeout_s}"),
+        ));
+    }
+    let retries = c.int("objective.retries", o.retries, 0, 0, 100)?;
+    let concurrency = c.int("objective.concurrency", o.concurrency, 1, 1, 1024)?;
+    let on_failure = match o.on_failure.take().as_deref() {
+        None | Some("stop") => OnFailure::Stop,
+        Some("skip") => OnFailure::Skip,
+        Some(other) => {
+            return Err(c.err(
+                "objective.on_failure",
+                format!("unknown choice \"{other}\"; allowed: \"stop\", \"skip\""),
+            ));
+        }
+    };
+    let list = o.hyperparameters.take().ok_or_else(|| {
+        c.err(
+            "objective.hyperparameters",
+            "missing: at least one [[objective.hyperparameters]] with name, low and high",
+        )
+    })?;
+    if list.is_empty() || list.len() > 20 {
+        return Err(c.err(
+            "objective.hyperparameters",
+            format!("must list 1 to 20 hyperparameters, got {}", list.len()),
+        ));
+    }
+    let mut params: Vec<Param> = Vec::with_capacity(list.len());
+    for (i, h) in list.into_iter().enumerate() {
+        let key = |f: &str| format!("objective.hyperparameters[{i}].{f}");
+        let ok = !h.name.is_empty()
+            && h.name.len() <= 64
+            && h.name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+        if !ok {
+            return Err(c.err(
+                &key("name"),
+                format!(
+                    "must be 1-64 characters from A-Z a-z 0-9 _ (it names the variable FBO_PARAM_<NAME>), got \"{}\"",
+                    h.name
+                ),
+            ));
+        }
+        if params.iter().any(|p| p.name.eq_ignore_ascii_case(&h.name)) {
+            return Err(c.err(
+                &key("name"),
+                format!(
+                    "\"{}\" is used twice (names are compared without case)",
+                    h.name
+                ),
+            ));
+        }
+        params.push(check_param(c, &key, h, false)?);
+    }
+    let settings = CommandSettings {
+        argv,
+        workdir,
+        sign,
+        metric_name,
+        timeout_s,
+        retries,
+        concurrency,
+        on_failure,
+    };
+    Ok((ObjectiveKind::Command(settings), params))
 }
 
 type IdList<'a> = dyn Fn(&str, Option<Vec<i64>>) -> Result<Option<Vec<usize>>> + 'a;

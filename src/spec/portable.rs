@@ -6,7 +6,7 @@
 use std::path::{Component, Path, PathBuf};
 
 /// Keys under [objective] whose values are paths relative to the spec file.
-const PATH_KEYS: [&str; 2] = ["table", "data"];
+const PATH_KEYS: [&str; 3] = ["table", "data", "workdir"];
 
 fn absolute(p: &Path) -> PathBuf {
     let abs = if p.is_absolute() {
@@ -58,14 +58,20 @@ fn path_values(table: &toml::Table) -> Vec<(&'static str, String)> {
     let Some(obj) = table.get("objective").and_then(|o| o.as_table()) else {
         return Vec::new();
     };
-    PATH_KEYS
+    let mut out: Vec<(&'static str, String)> = PATH_KEYS
         .iter()
         .filter_map(|&k| {
             obj.get(k)
                 .and_then(|v| v.as_str())
                 .map(|v| (k, v.to_string()))
         })
-        .collect()
+        .collect();
+    // A command runs in the spec's folder unless told otherwise: a copy elsewhere must say
+    // where that was.
+    if obj.get("kind").and_then(|k| k.as_str()) == Some("command") && !obj.contains_key("workdir") {
+        out.push(("workdir", ".".into()));
+    }
+    out
 }
 
 /// A form of the spec that is the same for every copy of one experiment: parsed, its paths

@@ -1,0 +1,382 @@
+//! `fbo ask` and `fbo tell`: experiments whose evaluations are done by hand or elsewhere (a
+//! wet-lab assay, a clinical protocol, a training job on another system). The state is the
+//! evaluations journal alone: `ask` replays every run of the spec from it, deterministically,
+//! until each run needs a result the journal does not have, and prints those queries; `tell`
+//! appends results. So ask/tell and a command run given the same results make the same
+//! queries, and `fbo run SPEC --out STATE` writes the trace once every result is in.
+
+use crate::error::{FboError, Result};
+use crate::journal::{Entry, Journal, Request};
+use crate::objective::command::describe;
+use crate::objective::{Landscape, Point};
+use crate::outdir::{Claim, Identity, OutDir};
+use crate::runner::{JOURNAL, prepare, run_one};
+use crate::spec::{ObjectiveKind, Spec};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub struct AskOptions {
+    pub state: PathBuf,
+    /// "csv" or "json".
+    pub format: String,
+    /// Print queries already handed out and still waiting too.
+    pub all: bool,
+}
+
+pub struct TellOptions {
+    pub state: PathBuf,
+    pub agent: Option<usize>,
+    pub value: Option<f64>,
+    pub run: Option<usize>,
+    pub scope: Option<String>,
+    pub cost_s: f64,
+    /// A CSV of results: the columns `fbo ask` prints plus `metric`.
+    pub results: Option<PathBuf>,
+}
+
+/// The measured objective of `spec`, checked.
+fn measured(spec: &Spec) -> Result<()> {
+    match &spec.objective.kind {
+        ObjectiveKind::Command(_) => Ok(()),
+        _ => Err(FboError::spec(
+            &spec.path,
+            "objective.kind",
+            "ask and tell need kind = \"external\" (results reported by hand) or \"command\"",
+        )),
+    }
+}
+
+/// Locks the state folder (the same folder `fbo run SPEC --out STATE` writes results to)
+/// and opens its journal.
+fn open_state(spec: &Spec, state: &Path) -> Result<(OutDir, Arc<Journal>)> {
+    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    let dir = OutDir::claim(
+        state,
+        Claim {
+            identity: Identity::new("run", &spec.path, &canonical),
+            planned: &[JOURNAL.to_string()],
+            overwrite: false,
+        },
+    )?;
+    let journal = Arc::new(Journal::open(&dir.append_file(JOURNAL)?)?);
+    Ok((dir, journal))
+}
+
+/// Every query the runs are waiting for, replaying them from the journal; and how many of
+/// the spec's (algorithm, run) pairs are complete.
+fn frontier(spec: &Spec, journal: &Arc<Journal>) -> Result<(Vec<(Request, Point)>, usize)> {
+    let (_, landscapes) = prepare(spec, 1)?;
+    for l in &landscapes {
+        l.attach_journal(journal.clone());
+    }
+    let mut waiting: Vec<(Request, Point)> = Vec::new();
+    let mut complete = 0;
+    for a in 0..spec.algorithms.len() {
+        for r in 0..spec.runs {
+            let land: Arc<Landscape> = landscapes[r % landscapes.len()].clone();
+            let result = run_one(spec, a, r, land.clone());
+            let pending = land.take_pending();
+            match (result, pending.is_empty()) {
+                (Ok(_), _) => complete += 1,
+                (Err(_), false) => {
+                    for p in pending {
+                        if !waiting.iter().any(|(q, x)| *q == p.0 && x.x == p.1.x) {
+                            waiting.push(p);
+                        }
+                    }
+                }
+                (Err(e), true) => return Err(e),
+            }
+        }
+    }
+    Ok((waiting, complete))
+}
+
+fn asked(names: &[String], req: &Request, p: &Point, raw: &[f64]) -> Entry {
+    Entry {
+        request: req.clone(),
+        x: p.x.clone(),
+        params: names
+            .iter()
+            .zip(raw)
+            .map(|(n, v)| (n.clone(), serde_json::json!(v)))
+            .collect(),
+        status: "asked".into(),
+        metric: None,
+        cost_s: 0.0,
+        error: None,
+    }
+}
+
+pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
+    measured(spec)?;
+    let (_dir, journal) = open_state(spec, &opts.state)?;
+    let (waiting, complete) = frontier(spec, &journal)?;
+    let total = spec.algorithms.len() * spec.runs;
+    let space = Arc::new(spec.objective.space());
+    let names = space.names();
+    let mut shown = Vec::new();
+    let mut outstanding = 0;
+    for (req, p) in &waiting {
+        let raw = space.raw(p);
+        if journal.was_asked(req, &p.x) {
+            outstanding += 1;
+            if !opts.all {
+                continue;
+            }
+        } else {
+            journal.record(&asked(&names, req, p, &raw))?;
+        }
+        shown.push((req.clone(), raw));
+    }
+    if opts.format == "json" {
+        let list: Vec<serde_json::Value> = shown
+            .iter()
+            .map(|(req, raw)| {
+                let params: serde_json::Map<String, serde_json::Value> = names
+                    .iter()
+                    .zip(raw)
+                    .map(|(n, v)| (n.clone(), serde_json::json!(v)))
+                    .collect();
+                serde_json::json!({
+                    "scope": req.scope,
+                    "run": req.run,
+                    "agent": req.agent,
+                    "iteration": req.iteration,
+                    "params": params,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::Value::Array(list));
+    } else {
+        println!("scope,run,agent,iteration,{}", names.join(","));
+        for (req, raw) in &shown {
+            let vals: Vec<String> = raw.iter().map(|v| v.to_string()).collect();
+            println!(
+                "{},{},{},{},{}",
+                req.scope,
+                req.run,
+                req.agent,
+                req.iteration,
+                vals.join(",")
+            );
+        }
+    }
+    let new = waiting.len() - outstanding;
+    eprintln!(
+        "{new} new quer{} ({} still waiting from earlier asks); {complete} of {total} runs complete{}",
+        if new == 1 { "y" } else { "ies" },
+        outstanding,
+        if complete == total {
+            format!(
+                ": write the trace with `fbo run {} --out {}`",
+                spec.path.display(),
+                opts.state.display()
+            )
+        } else {
+            String::new()
+        }
+    );
+    report_privacy(spec, &waiting, complete == total)?;
+    Ok(())
+}
+
+/// Privacy spent so far by each private algorithm: the server rounds released before the
+/// iterations its agents are waiting on (all rounds once complete).
+fn report_privacy(spec: &Spec, waiting: &[(Request, Point)], complete: bool) -> Result<()> {
+    let curves = crate::runner::privacy_curves(spec)?;
+    for (i, acc, curve) in curves {
+        let label = &spec.algorithms[i].label;
+        let reached = if complete {
+            spec.iterations
+        } else {
+            // The server releases one aggregate before each iteration t >= 1, so agents
+            // waiting on iteration t have seen t rounds (none while on initial points).
+            waiting
+                .iter()
+                .filter(|(r, _)| r.scope == *label || r.scope.ends_with(&format!(" {label}")))
+                .map(|(r, _)| r.iteration.max(0) as usize)
+                .min()
+                .unwrap_or(spec.iterations)
+        };
+        let eps = if reached == 0 {
+            0.0
+        } else {
+            curve[reached.min(curve.len()) - 1]
+        };
+        eprintln!(
+            "privacy: {label}: epsilon {eps:.4} ({acc}) after {reached} server rounds released, delta {:e}",
+            spec.privacy.delta
+        );
+    }
+    Ok(())
+}
+
+pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
+    measured(spec)?;
+    let (_dir, journal) = open_state(spec, &opts.state)?;
+    let waiting = journal.outstanding();
+    let names = spec.objective.space().names();
+    let cli = |key: &str, msg: String| FboError::spec(&spec.path, key, msg);
+    let mut results: Vec<(Entry, f64, f64)> = Vec::new();
+    match (&opts.results, opts.agent, opts.value) {
+        (Some(file), None, None) => {
+            let mut rd = csv::Reader::from_path(file)
+                .map_err(|e| FboError::spec(file, "", format!("cannot read results: {e}")))?;
+            let headers = rd
+                .headers()
+                .map_err(|e| FboError::spec(file, "", e.to_string()))?
+                .clone();
+            let col = |name: &str| -> Result<usize> {
+                headers.iter().position(|h| h == name).ok_or_else(|| {
+                    FboError::spec(
+                        file,
+                        name,
+                        "missing column: results need scope, run, agent, iteration (as `fbo ask` prints them) and metric",
+                    )
+                })
+            };
+            let (cs, cr, ca, ci, cm) = (
+                col("scope")?,
+                col("run")?,
+                col("agent")?,
+                col("iteration")?,
+                col("metric")?,
+            );
+            let cc = headers.iter().position(|h| h == "cost_s");
+            for (n, rec) in rd.records().enumerate() {
+                let rec = rec.map_err(|e| FboError::spec(file, "", e.to_string()))?;
+                let line = n + 2;
+                let num = |i: usize, what: &str| -> Result<f64> {
+                    rec.get(i)
+                        .and_then(|v| v.trim().parse::<f64>().ok())
+                        .filter(|v| v.is_finite())
+                        .ok_or_else(|| {
+                            FboError::spec(
+                                file,
+                                what,
+                                format!("line {line}: not a finite number: {:?}", rec.get(i)),
+                            )
+                        })
+                };
+                let req = Request::new(
+                    rec.get(cs).unwrap_or_default(),
+                    num(cr, "run")? as usize,
+                    num(ca, "agent")? as usize,
+                    num(ci, "iteration")? as i64,
+                );
+                // The hyperparameter columns, where given, must be the query's.
+                let same_point = |e: &Entry| {
+                    names
+                        .iter()
+                        .all(|n| match headers.iter().position(|h| h == n) {
+                            None => true,
+                            Some(i) => {
+                                let given = rec.get(i).and_then(|v| v.trim().parse::<f64>().ok());
+                                given.is_some() && given == e.params.get(n).and_then(|v| v.as_f64())
+                            }
+                        })
+                };
+                let e = waiting
+                    .iter()
+                    .find(|e| e.request == req && same_point(e))
+                    .ok_or_else(|| {
+                        FboError::spec(
+                            file,
+                            "",
+                            format!(
+                                "line {line}: no outstanding query for {} run {} agent {} iteration {} (see `fbo ask --all`)",
+                                req.scope, req.run, req.agent, req.iteration
+                            ),
+                        )
+                    })?;
+                let cost = match cc {
+                    Some(i) if !rec.get(i).unwrap_or("").trim().is_empty() => num(i, "cost_s")?,
+                    _ => 0.0,
+                };
+                results.push((e.clone(), num(cm, "metric")?, cost));
+            }
+        }
+        (None, Some(agent), Some(value)) => {
+            if !value.is_finite() {
+                return Err(cli(
+                    "--value",
+                    format!("must be a finite number, got {value}"),
+                ));
+            }
+            let matching: Vec<&Entry> = waiting
+                .iter()
+                .filter(|e| e.request.agent == agent)
+                .filter(|e| opts.run.is_none_or(|r| e.request.run == r))
+                .filter(|e| opts.scope.as_ref().is_none_or(|s| e.request.scope == *s))
+                .collect();
+            match matching.as_slice() {
+                [e] => results.push(((*e).clone(), value, opts.cost_s)),
+                [] => {
+                    return Err(cli(
+                        "--agent",
+                        format!(
+                            "agent {agent} has no outstanding query{}; `fbo ask` hands out the next ones",
+                            if waiting.is_empty() {
+                                String::new()
+                            } else {
+                                format!(
+                                    " (waiting: agents {})",
+                                    waiting
+                                        .iter()
+                                        .map(|e| e.request.agent.to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                )
+                            }
+                        ),
+                    ));
+                }
+                many => {
+                    return Err(cli(
+                        "--agent",
+                        format!(
+                            "agent {agent} has {} outstanding queries ({}); choose one with --run and --scope, or report them all with --results",
+                            many.len(),
+                            many.iter()
+                                .map(|e| format!(
+                                    "{} run {} iteration {}",
+                                    e.request.scope, e.request.run, e.request.iteration
+                                ))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        ),
+                    ));
+                }
+            }
+        }
+        _ => {
+            return Err(cli(
+                "--results",
+                "give either --agent and --value, or --results FILE.csv".into(),
+            ));
+        }
+    }
+    for (e, metric, cost) in &results {
+        let done = Entry {
+            status: "ok".into(),
+            metric: Some(*metric),
+            cost_s: *cost,
+            ..e.clone()
+        };
+        journal.record(&done)?;
+        let raw: Vec<f64> = names
+            .iter()
+            .map(|n| e.params.get(n).and_then(|v| v.as_f64()).unwrap_or(f64::NAN))
+            .collect();
+        eprintln!(
+            "recorded {metric} for agent {} at {} ({}, run {}, iteration {})",
+            e.request.agent,
+            describe(&names, &raw),
+            e.request.scope,
+            e.request.run,
+            e.request.iteration
+        );
+    }
+    Ok(())
+}

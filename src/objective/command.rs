@@ -1,0 +1,323 @@
+//! Command objectives: each evaluation runs the user's program (argv executed directly,
+//! never through a shell) and reads its metric. The protocol (docs/commands.md): the
+//! request as JSON on stdin and as environment variables, one JSON object on the last line
+//! of stdout. Evaluations reported by hand (`fbo ask` / `fbo tell`) use the same objective
+//! without a command.
+
+use crate::journal::Request;
+use crate::objective::Point;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// What a failed evaluation does to the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Stop the run with the error (the default); finished evaluations stay in the journal.
+    Stop,
+    /// Record the evaluation as failed and go on: the agent does not observe the point.
+    Skip,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandSettings {
+    /// argv; None for an objective evaluated by hand (`kind = "external"`).
+    pub argv: Option<Vec<String>>,
+    /// Where the command runs (default: the spec's folder).
+    pub workdir: PathBuf,
+    /// +1 when the metric is maximised, -1 when minimised.
+    pub sign: f64,
+    /// The metric's name, for axis labels.
+    pub metric_name: String,
+    pub timeout_s: f64,
+    /// Further attempts after a failure before it counts.
+    pub retries: usize,
+    /// Evaluations running at once, over all runs and agents.
+    pub concurrency: usize,
+    pub on_failure: OnFailure,
+}
+
+/// Runs the command with at most `concurrency` evaluations at once.
+pub struct CommandRunner {
+    pub settings: CommandSettings,
+    names: Vec<String>,
+    running: Mutex<usize>,
+    free: Condvar,
+}
+
+/// How many of the command's last stderr lines an error quotes.
+const STDERR_LINES: usize = 12;
+
+/// The environment variable of a hyperparameter: FBO_PARAM_ and its name in capitals.
+pub fn param_var(name: &str) -> String {
+    format!("FBO_PARAM_{}", name.to_ascii_uppercase())
+}
+
+/// "C = 0.5, gamma = 2" for messages.
+pub fn describe(names: &[String], raw: &[f64]) -> String {
+    names
+        .iter()
+        .zip(raw)
+        .map(|(n, v)| format!("{n} = {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The request as the command reads it on stdin.
+pub fn request_json(names: &[String], req: &Request, point: &Point, raw: &[f64]) -> String {
+    let params: serde_json::Map<String, serde_json::Value> = names
+        .iter()
+        .zip(raw)
+        .map(|(n, v)| (n.clone(), serde_json::json!(v)))
+        .collect();
+    serde_json::json!({
+        "agent": req.agent,
+        "run": req.run,
+        "iteration": req.iteration,
+        "scope": req.scope,
+        "params": params,
+        "unit": point.x,
+    })
+    .to_string()
+}
+
+/// The metric and optional cost from the command's stdout: its last non-empty line must be
+/// a JSON object with a finite number `metric`.
+pub fn parse_output(stdout: &str) -> std::result::Result<(f64, Option<f64>), String> {
+    let Some(last) = stdout.lines().rev().find(|l| !l.trim().is_empty()) else {
+        return Err(
+            "printed nothing on stdout; expected a last line like {\"metric\": 0.83}".into(),
+        );
+    };
+    let shown: String = last.chars().take(200).collect();
+    let v: serde_json::Value = serde_json::from_str(last.trim()).map_err(|_| {
+        format!("its last line of stdout is not JSON: {shown:?}; expected {{\"metric\": <number>}}")
+    })?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| format!("its last line of stdout is not a JSON object: {shown:?}"))?;
+    let metric = match obj.get("metric") {
+        None => return Err(format!("its output {shown:?} has no \"metric\"")),
+        Some(m) => m
+            .as_f64()
+            .ok_or_else(|| format!("its \"metric\" is not a number: {m}"))?,
+    };
+    if !metric.is_finite() {
+        return Err(format!("its \"metric\" is not finite: {metric}"));
+    }
+    let cost = match obj.get("cost_s") {
+        None => None,
+        Some(c) => match c.as_f64() {
+            Some(c) if c.is_finite() && c >= 0.0 => Some(c),
+            _ => return Err(format!("its \"cost_s\" is not a number >= 0: {c}")),
+        },
+    };
+    Ok((metric, cost))
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..]
+        .iter()
+        .map(|l| format!("  | {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn status_text(s: ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (s.code(), s.signal()) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => "an unknown exit status".into(),
+    }
+}
+
+impl CommandRunner {
+    pub fn new(settings: CommandSettings, names: Vec<String>) -> Self {
+        CommandRunner {
+            settings,
+            names,
+            running: Mutex::new(0),
+            free: Condvar::new(),
+        }
+    }
+
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// One evaluation, retried as the settings say: the metric and the seconds it cost (the
+    /// command's own `cost_s` if it reports one, else the wall time of the successful
+    /// attempt), or the error of the last attempt.
+    pub fn evaluate(
+        &self,
+        req: &Request,
+        point: &Point,
+        raw: &[f64],
+    ) -> std::result::Result<(f64, f64), String> {
+        let argv = self
+            .settings
+            .argv
+            .as_ref()
+            .expect("command objectives have argv");
+        let mut last = String::new();
+        for attempt in 0..=self.settings.retries {
+            let _slot = self.acquire();
+            match self.attempt(argv, req, point, raw) {
+                Ok(v) => return Ok(v),
+                Err(e) => {
+                    last = if self.settings.retries > 0 {
+                        format!(
+                            "attempt {} of {}: {e}",
+                            attempt + 1,
+                            self.settings.retries + 1
+                        )
+                    } else {
+                        e
+                    }
+                }
+            }
+        }
+        Err(last)
+    }
+
+    fn acquire(&self) -> Slot<'_> {
+        let mut n = self.running.lock().expect("slots");
+        while *n >= self.settings.concurrency {
+            n = self.free.wait(n).expect("slots");
+        }
+        *n += 1;
+        Slot(self)
+    }
+
+    fn attempt(
+        &self,
+        argv: &[String],
+        req: &Request,
+        point: &Point,
+        raw: &[f64],
+    ) -> std::result::Result<(f64, f64), String> {
+        let start = Instant::now();
+        let mut cmd = Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .current_dir(&self.settings.workdir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .env("FBO_AGENT", req.agent.to_string())
+            .env("FBO_RUN", req.run.to_string())
+            .env("FBO_ITERATION", req.iteration.to_string())
+            .env("FBO_SCOPE", &req.scope)
+            // Its own process group, so a timeout stops whatever it started too.
+            .process_group(0);
+        for (n, v) in self.names.iter().zip(raw) {
+            cmd.env(param_var(n), v.to_string());
+        }
+        let mut child = cmd.spawn().map_err(|e| {
+            format!(
+                "could not start {:?} in {}: {e}",
+                argv[0],
+                self.settings.workdir.display()
+            )
+        })?;
+        let input = request_json(&self.names, req, point, raw);
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        // A command that does not read its stdin closes the pipe: not an error.
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(input.as_bytes());
+            let _ = stdin.write_all(b"\n");
+        });
+        let read = |mut r: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let _ = r.read_to_end(&mut buf);
+                String::from_utf8_lossy(&buf).into_owned()
+            })
+        };
+        let out = read(Box::new(child.stdout.take().expect("piped stdout")));
+        let err = read(Box::new(child.stderr.take().expect("piped stderr")));
+        let timeout = Duration::from_secs_f64(self.settings.timeout_s);
+        let mut pause = Duration::from_micros(50);
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(s)) => break Some(s),
+                Ok(None) if start.elapsed() >= timeout => break None,
+                Ok(None) => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(20));
+                }
+                Err(e) => return Err(format!("waiting for the command failed: {e}")),
+            }
+        };
+        let status = match status {
+            Some(s) => s,
+            None => {
+                // SAFETY: kill(2) with the negated process-group id of our own child.
+                unsafe {
+                    libc::kill(-(child.id() as i32), libc::SIGKILL);
+                }
+                let _ = child.wait();
+                let _ = writer.join();
+                let stderr = err.join().unwrap_or_default();
+                return Err(format!(
+                    "timed out after {} s (objective.timeout_s) and was killed{}",
+                    self.settings.timeout_s,
+                    if stderr.trim().is_empty() {
+                        String::new()
+                    } else {
+                        format!("; stderr ends with:\n{}", tail(&stderr, STDERR_LINES))
+                    }
+                ));
+            }
+        };
+        let _ = writer.join();
+        let stdout = out.join().unwrap_or_default();
+        let stderr = err.join().unwrap_or_default();
+        let seconds = start.elapsed().as_secs_f64();
+        let with_stderr = |msg: String| {
+            if stderr.trim().is_empty() {
+                format!("{msg}; it wrote nothing on stderr")
+            } else {
+                format!("{msg}; stderr ends with:\n{}", tail(&stderr, STDERR_LINES))
+            }
+        };
+        if !status.success() {
+            return Err(with_stderr(format!("ended with {}", status_text(status))));
+        }
+        match parse_output(&stdout) {
+            Ok((metric, cost)) => Ok((metric, cost.unwrap_or(seconds))),
+            Err(e) => Err(with_stderr(format!("ended with exit status 0 but {e}"))),
+        }
+    }
+}
+
+struct Slot<'a>(&'a CommandRunner);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut n = self.0.running.lock().expect("slots");
+        *n -= 1;
+        self.0.free.notify_one();
+    }
+}
+
+/// The message of a failed evaluation: who, where, and why.
+pub fn failure_message(names: &[String], req: &Request, raw: &[f64], why: &str) -> String {
+    format!(
+        "command evaluation failed for agent {} at {} ({}, run {}, iteration {}): {why}",
+        req.agent,
+        describe(names, raw),
+        if req.scope == "init" {
+            "initial point".to_string()
+        } else {
+            req.scope.clone()
+        },
+        req.run,
+        req.iteration
+    )
+}

@@ -1,0 +1,533 @@
+//! Command objectives, the evaluations journal, and ask/tell, driven through the binary with
+//! the toy command in examples/toy_objective.rs (fbo's own Branin behind the protocol).
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{fbo, stderr, write};
+
+fn toy() -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_fbo"));
+    let toy = bin.parent().unwrap().join("examples").join("toy_objective");
+    assert!(
+        toy.exists(),
+        "{} is missing: `cargo test --release` builds the examples (a filtered `--test command` does not: `cargo build --release --examples` first)",
+        toy.display()
+    );
+    toy
+}
+
+const BRANIN_BOX: &str = r#"
+[[objective.hyperparameters]]
+name = "x1"
+low = -5.0
+high = 10.0
+
+[[objective.hyperparameters]]
+name = "x2"
+low = 0.0
+high = 15.0
+"#;
+
+const ALGORITHMS: &str = r#"
+[federation]
+agents = 3
+observations = 4
+
+[[algorithm]]
+kind = "ts"
+
+[[algorithm]]
+kind = "fts"
+features = 20
+
+[[algorithm]]
+kind = "dp-fts-de"
+features = 20
+server = { subregions = 2, dp = true, q = 0.5, z = 1.0 }
+"#;
+
+fn head(name: &str, runs: usize, iterations: usize) -> String {
+    format!(
+        "name = \"{name}\"\nseed = 4\nruns = {runs}\niterations = {iterations}\ninitial_points = 2\n\n[acquisition]\ncandidates = 200\nstarts = 3\n"
+    )
+}
+
+/// A command spec running the toy, with `objective` lines added.
+fn command_spec(dir: &Path, name: &str, objective: &str, runs: usize, iters: usize) -> PathBuf {
+    let text = format!(
+        "{}\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{objective}\n{BRANIN_BOX}\n{ALGORITHMS}",
+        head(name, runs, iters),
+        toy().display().to_string()
+    );
+    write(dir, &format!("{name}.toml"), &text)
+}
+
+fn run(spec: &Path, out: &Path, count: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut c = fbo();
+    c.arg("run")
+        .arg(spec)
+        .arg("--out")
+        .arg(out)
+        .args(["--quiet", "--no-timing"])
+        .env("TOY_COUNT", count);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// The columns of a trace that say what was queried and seen (not timings).
+fn queries(out: &Path) -> Vec<String> {
+    std::fs::read_to_string(out.join("trace.csv"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').take(14).collect::<Vec<_>>().join(","))
+        .collect()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn a_command_makes_the_builtin_objectives_queries_and_a_rerun_starts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = command_spec(dir.path(), "cmd", "concurrency = 3", 2, 5);
+    let builtin = write(
+        dir.path(),
+        "fn.toml",
+        &format!(
+            "{}\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n{ALGORITHMS}",
+            head("fn", 2, 5)
+        ),
+    );
+    let count = dir.path().join("count");
+    let o = run(&spec, &dir.path().join("cmd"), &count, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    common::fbo_ok("run", &builtin, &dir.path().join("fn"), &["--no-timing"]);
+    // Same x, y and f in every row (the metric columns differ only in regret, which the
+    // command's objective does not know).
+    let cmd_q = queries(&dir.path().join("cmd"));
+    let fn_q = queries(&dir.path().join("fn"));
+    assert_eq!(cmd_q.len(), fn_q.len());
+    for (a, b) in cmd_q.iter().zip(&fn_q) {
+        let cut = |s: &str| s.split(',').take(12).collect::<Vec<_>>().join(",");
+        assert_eq!(cut(a), cut(b));
+    }
+    // Each finished evaluation ran once and is in the journal: initial points shared by TS
+    // and FTS, senders' histories shared likewise.
+    let journal = lines(&dir.path().join("cmd/evaluations.jsonl"));
+    let invoked = lines(&count);
+    assert_eq!(invoked.len(), journal.len());
+    assert_eq!(invoked.iter().collect::<HashSet<_>>().len(), invoked.len());
+    // Per run: initial points 3 x 2 (TS and FTS share them), TS and FTS iterations 3 x 5
+    // each, the senders' 3 x 4 observations, DP-FTS-DE 3 x (2 + 5) in its sub-regions.
+    assert_eq!(journal.len(), 2 * (3 * 2 + 3 * 5 + 3 * 5 + 3 * 4 + 3 * 7));
+    // Rerunning replays the journal: the command is not started again.
+    std::fs::remove_file(&count).unwrap();
+    let o = run(&spec, &dir.path().join("cmd"), &count, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lines(&count).len(), 0);
+    assert_eq!(queries(&dir.path().join("cmd")), cmd_q);
+}
+
+#[test]
+fn a_killed_run_resumes_without_repeating_a_finished_evaluation() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = command_spec(dir.path(), "slow", "", 1, 8);
+    let out = dir.path().join("slow");
+    let count = dir.path().join("count");
+    let mut child = fbo()
+        .arg("run")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .args(["--quiet", "--no-timing", "--threads", "1"])
+        .env("TOY_COUNT", &count)
+        .env("TOY_SLEEP_MS", "20")
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while lines(&count).len() < 30 {
+        assert!(start.elapsed() < Duration::from_secs(120), "too slow");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // Let a command already started finish writing its line.
+    std::thread::sleep(Duration::from_millis(200));
+    let before = lines(&count);
+    let finished: HashSet<String> = lines(&out.join("evaluations.jsonl"))
+        .iter()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{} {} {} {}",
+                v["scope"].as_str().unwrap(),
+                v["run"],
+                v["agent"],
+                v["iteration"]
+            )
+        })
+        .collect();
+    assert!(finished.len() >= 25, "{} finished", finished.len());
+    let o = run(&spec, &out, &count, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after: Vec<String> = lines(&count)[before.len()..].to_vec();
+    let repeated: Vec<&String> = after.iter().filter(|l| finished.contains(*l)).collect();
+    assert!(repeated.is_empty(), "started again: {repeated:?}");
+    // And the result is the undisturbed run's.
+    let fresh = dir.path().join("fresh");
+    let o = run(&spec, &fresh, &dir.path().join("count2"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(queries(&out), queries(&fresh));
+}
+
+#[test]
+fn failures_name_the_agent_the_point_and_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let cases: [(&str, &str, &[&str]); 4] = [
+        (
+            "crash",
+            "",
+            &[
+                "command evaluation failed for agent 1 at x1 = ",
+                "ended with exit status 3",
+                "error: out of memory in layer 3",
+            ],
+        ),
+        (
+            "garbage",
+            "",
+            &[
+                "agent 1 at x1 = ",
+                "its last line of stdout is not JSON: \"accuracy: great\"",
+                "it wrote nothing on stderr",
+            ],
+        ),
+        ("nan", "", &["its \"metric\" is not a number"]),
+        (
+            "hang",
+            "timeout_s = 0.5",
+            &["timed out after 0.5 s (objective.timeout_s) and was killed"],
+        ),
+    ];
+    for (mode, objective, wanted) in cases {
+        let spec = command_spec(dir.path(), mode, objective, 1, 2);
+        let start = Instant::now();
+        let o = run(
+            &spec,
+            &dir.path().join(mode),
+            &count,
+            &[("TOY_MODE", mode), ("TOY_FAIL_AGENT", "1")],
+        );
+        assert_eq!(o.status.code(), Some(1), "{mode}: {}", stderr(&o));
+        let err = stderr(&o);
+        for w in wanted {
+            assert!(err.contains(w), "{mode}: {w:?} not in\n{err}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{mode} took too long"
+        );
+    }
+}
+
+#[test]
+fn skipped_failures_are_traced_not_observed_and_retries_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let spec = command_spec(dir.path(), "skip", "on_failure = \"skip\"", 1, 3);
+    let out = dir.path().join("skip");
+    let o = run(
+        &spec,
+        &out,
+        &count,
+        &[("TOY_MODE", "crash"), ("TOY_FAIL_AGENT", "1")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let rows: Vec<&str> = trace.lines().skip(1).collect();
+    let failed: Vec<&&str> = rows.iter().filter(|r| r.contains(",failed,")).collect();
+    // Agent 1's every evaluation in TS, FTS and DP-FTS-DE (2 initial + 3 each).
+    assert_eq!(failed.len(), 3 * 5, "{trace}");
+    assert!(failed.iter().all(|r| r.split(',').nth(2) == Some("1")));
+    let journal = std::fs::read_to_string(out.join("evaluations.jsonl")).unwrap();
+    assert!(journal.contains("\"status\":\"failed\""));
+    // retries = 1: a command failing on its first try per request succeeds on the second.
+    let spec = command_spec(dir.path(), "flaky", "retries = 1", 1, 2);
+    let count = dir.path().join("count-flaky");
+    let o = run(
+        &spec,
+        &dir.path().join("flaky"),
+        &count,
+        &[("TOY_MODE", "flaky")],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let j = lines(&dir.path().join("flaky/evaluations.jsonl")).len();
+    assert_eq!(lines(&count).len(), 2 * j);
+}
+
+/// One ask/tell round trip: answers every printed query with the toy's value.
+fn answer(spec: &Path, state: &Path, dir: &Path) -> usize {
+    let o = fbo()
+        .arg("ask")
+        .arg(spec)
+        .arg("--state")
+        .arg(state)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut rows = text.lines();
+    let header = rows.next().unwrap();
+    assert_eq!(header, "scope,run,agent,iteration,x1,x2");
+    let mut results = format!("{header},metric\n");
+    let mut n = 0;
+    for row in rows {
+        let f: Vec<&str> = row.split(',').collect();
+        let x: Vec<f64> = f[4..].iter().map(|v| v.parse().unwrap()).collect();
+        let metric = fbo::objective::function::Function::Branin.value(&x);
+        results.push_str(&format!("{row},{metric}\n"));
+        n += 1;
+    }
+    if n > 0 {
+        let file = write(dir, "results.csv", &results);
+        let o = fbo()
+            .arg("tell")
+            .arg(spec)
+            .arg("--state")
+            .arg(state)
+            .arg("--results")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    n
+}
+
+#[test]
+fn ask_and_tell_make_a_command_runs_queries() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = command_spec(dir.path(), "cmd", "", 1, 4);
+    let count = dir.path().join("count");
+    let o = run(&spec, &dir.path().join("cmd"), &count, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let external = write(
+        dir.path(),
+        "ext.toml",
+        &format!(
+            "{}\n[objective]\nkind = \"external\"\ndirection = \"maximize\"\n{BRANIN_BOX}\n{ALGORITHMS}",
+            head("ext", 1, 4)
+        ),
+    );
+    let state = dir.path().join("state");
+    // Before any result, a run says what is missing.
+    let o = common::fbo_out("run", &external, &state, &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("no result has been reported yet"),
+        "{}",
+        stderr(&o)
+    );
+    let mut rounds = 0;
+    while answer(&external, &state, dir.path()) > 0 {
+        rounds += 1;
+        assert!(rounds < 50, "ask/tell does not finish");
+    }
+    // Rounds go by steps, not by agents: the initial points, the senders' 4 observations
+    // one by one, 4 iterations (the algorithms overlap), and a round where the last
+    // algorithms finish; per agent it would be three times as many.
+    assert!(rounds <= 14, "{rounds} rounds");
+    common::fbo_ok("run", &external, &state, &["--no-timing"]);
+    assert_eq!(queries(&state), queries(&dir.path().join("cmd")));
+    // Telling an agent with nothing outstanding is refused with the reason.
+    let o = fbo()
+        .arg("tell")
+        .arg(&external)
+        .arg("--state")
+        .arg(&state)
+        .args(["--agent", "1", "--value", "0.5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("agent 1 has no outstanding query"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn ask_reports_privacy_spent_and_tell_takes_one_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let external = write(
+        dir.path(),
+        "ext.toml",
+        &format!(
+            "{}\n[objective]\nkind = \"external\"\ndirection = \"minimize\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nfeatures = 20\nserver = {{ subregions = 2, dp = true, q = 0.5, z = 1.0 }}\n",
+            head("ext", 1, 3)
+        ),
+    );
+    let state = dir.path().join("state");
+    let ask = || {
+        fbo()
+            .arg("ask")
+            .arg(&external)
+            .arg("--state")
+            .arg(&state)
+            .args(["--format", "json"])
+            .output()
+            .unwrap()
+    };
+    let o = ask();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        list.as_array().unwrap().len(),
+        4,
+        "2 agents x 2 initial points"
+    );
+    assert!(
+        stderr(&o).contains("after 0 server rounds released"),
+        "{}",
+        stderr(&o)
+    );
+    // A second ask hands out nothing new while those are outstanding.
+    let o = ask();
+    let again: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(again.as_array().unwrap().len(), 0);
+    assert!(stderr(&o).contains("4 still waiting"), "{}", stderr(&o));
+    // Agent 0 has two outstanding queries: --value alone is ambiguous.
+    let tell = |args: &[&str]| {
+        fbo()
+            .arg("tell")
+            .arg(&external)
+            .arg("--state")
+            .arg(&state)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = tell(&["--agent", "0", "--value", "1.5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("2 outstanding queries"),
+        "{}",
+        stderr(&o)
+    );
+    for item in list.as_array().unwrap() {
+        let (agent, iteration) = (
+            item["agent"].to_string(),
+            item["iteration"].as_i64().unwrap(),
+        );
+        let csv = format!(
+            "scope,run,agent,iteration,metric\n{},0,{agent},{iteration},{}\n",
+            item["scope"].as_str().unwrap(),
+            -1.0 - iteration as f64
+        );
+        let file = write(dir.path(), "r.csv", &csv);
+        let o = tell(&["--results", file.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = ask();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let next: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        next.as_array().unwrap().len(),
+        2,
+        "both agents' iteration 1"
+    );
+    assert!(
+        stderr(&o).contains("after 1 server rounds"),
+        "{}",
+        stderr(&o)
+    );
+    for agent in ["0", "1"] {
+        let o = tell(&["--agent", agent, "--value", "-2.5"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let o = ask();
+    assert!(
+        stderr(&o).contains("after 2 server rounds"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn command_specs_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!(
+        "{}\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n\n[[algorithm]]\nkind = \"ts\"\n",
+        head("c", 1, 2),
+        toy().display().to_string()
+    );
+    let toy_argv = format!("command = [{:?}]\n", toy().display().to_string());
+    let cases = [
+        (
+            "direction = \"maximize\"\n",
+            "",
+            "key `objective.direction`: missing",
+        ),
+        (toy_argv.as_str(), "", "key `objective.command`: missing"),
+        (
+            toy_argv.as_str(),
+            "command = []\n",
+            "key `objective.command`: must name a program",
+        ),
+        ("name = \"x2\"", "name = \"X1\"", "\"X1\" is used twice"),
+        (
+            "name = \"x2\"",
+            "name = \"x-2\"",
+            "key `objective.hyperparameters[1].name`",
+        ),
+        ("agents = 2\n", "", "key `federation.agents`: missing"),
+        (
+            "direction = \"maximize\"\n",
+            "direction = \"maximize\"\nnoise_var = 0.1\n",
+            "key `objective.noise_var`",
+        ),
+        (
+            "direction = \"maximize\"\n",
+            "direction = \"maximize\"\ntimeout_s = 0\n",
+            "key `objective.timeout_s`",
+        ),
+        (
+            "direction = \"maximize\"\n",
+            "direction = \"maximize\"\non_failure = \"retry\"\n",
+            "key `objective.on_failure`",
+        ),
+        (
+            "kind = \"command\"",
+            "kind = \"external\"",
+            "kind = \"external\" has no command",
+        ),
+    ];
+    for (from, to, wanted) in cases {
+        let text = base.replacen(from, to, 1);
+        let spec = write(dir.path(), "c.toml", &text);
+        let o = common::validate(&spec);
+        assert_eq!(o.status.code(), Some(2), "{wanted}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(wanted),
+            "{wanted:?} not in {}",
+            stderr(&o)
+        );
+    }
+    // The spec copied beside the results runs the command from where the spec said.
+    let spec = write(dir.path(), "c.toml", &base);
+    let out = dir.path().join("elsewhere/out");
+    common::fbo_ok("run", &spec, &out, &[]);
+    let copy = std::fs::read_to_string(out.join("spec.toml")).unwrap();
+    assert!(copy.contains("workdir = \"../..\""), "{copy}");
+}
