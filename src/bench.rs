@@ -274,6 +274,81 @@ fn fit_quality(path: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
+/// `n` evaluations of `echo '{"metric": 1}'` (a command that does nothing) through a
+/// command objective with its journal on disk, alternating with `n` bare starts of the same
+/// command; prints the median and mean milliseconds of each and their difference, which is
+/// what fbo adds to a command's own time (request JSON, environment, pipes, parsing, the
+/// synced journal line).
+pub fn command_overhead(n: usize) -> Result<()> {
+    use crate::objective::command::{CommandRunner, CommandSettings, OnFailure};
+    use crate::objective::{Landscape, Param, Point, Space};
+    use std::process::{Command, Stdio};
+    let metric = r#"{"metric": 1}"#;
+    let settings = CommandSettings {
+        argv: Some(vec!["echo".into(), metric.into()]),
+        workdir: std::env::temp_dir(),
+        sign: 1.0,
+        metric_name: "metric".into(),
+        timeout_s: 60.0,
+        retries: 0,
+        concurrency: 1,
+        on_failure: OnFailure::Stop,
+    };
+    let space = std::sync::Arc::new(Space::Box(vec![Param::linear("x", 0.0, 1.0)]));
+    let names = vec!["x".to_string()];
+    let land = Landscape::measured(
+        space,
+        1,
+        Some(CommandRunner::new(settings, names.clone())),
+        names,
+        OnFailure::Stop,
+    );
+    let dir = tempfile_dir()?;
+    let path = dir.join("evaluations.jsonl");
+    land.attach_journal(std::sync::Arc::new(crate::journal::Journal::open(&path)?));
+    let (mut fbo_ms, mut bare_ms) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for i in 0..n {
+        let t0 = Instant::now();
+        let p = Point::free(vec![(i as f64 + 0.5) / n as f64]);
+        land.evaluate(&Request::new("bench", 0, 0, i as i64), &p)?;
+        fbo_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        let t0 = Instant::now();
+        let out = Command::new("echo")
+            .arg(metric)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| FboError::Run(format!("echo: {e}")))?;
+        bare_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(out);
+    }
+    // Ours to remove: the journal and the folder made for it.
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir(&dir);
+    let stats = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let (fm, fa) = stats(&mut fbo_ms);
+    let (bm, ba) = stats(&mut bare_ms);
+    println!("# {n} evaluations of `echo '{metric}'`, one at a time");
+    println!("path,median_ms,mean_ms");
+    println!("fbo (command objective, journal synced),{fm:.3},{fa:.3}");
+    println!("bare start and wait,{bm:.3},{ba:.3}");
+    println!("overhead,{:.3},{:.3}", fm - bm, fa - ba);
+    Ok(())
+}
+
+/// A fresh folder under the system's temporary directory.
+fn tempfile_dir() -> Result<PathBuf> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let dir = std::env::temp_dir().join(format!("fbo-bench-{}-{nanos}", std::process::id()));
+    // create_dir, not create_dir_all: a folder already there is not ours.
+    std::fs::create_dir(&dir).map_err(|e| FboError::io(&dir, e))?;
+    Ok(dir)
+}
+
 pub fn run(opts: &BenchOptions) -> Result<()> {
     if !opts.fit_quality.is_empty() {
         println!("# GP refits of the TS agents of run 0: the spec's budget against one refinement");

@@ -250,6 +250,10 @@ pub enum Command {
         /// of the spec's) gives up on the refits of these specs' TS agents.
         #[arg(long = "fit-quality")]
         fit_quality: Vec<PathBuf>,
+        /// Measure only the cost of N command evaluations of a `true`-like command (echo of a
+        /// metric) through fbo's protocol and journal, against starting it bare.
+        #[arg(long = "command-overhead", value_parser = clap::value_parser!(u32).range(1..=100000))]
+        command_overhead: Option<u32>,
     },
 }
 
@@ -587,7 +591,11 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             landmine_data,
             iteration_cost,
             fit_quality,
+            command_overhead,
         } => {
+            if let Some(n) = command_overhead {
+                return bench::command_overhead(n as usize);
+            }
             if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
                 return Err(FboError::spec(
                     "fbo bench",

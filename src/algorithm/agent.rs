@@ -457,5 +457,10 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
             }
             Ok(Some((learner, data_rng)))
         })
+        // Every sender finishes (or stops) before an error is returned: a sender's
+        // evaluations are never abandoned half-way because another failed, and `fbo ask`
+        // sees every sender's next query at once.
+        .collect::<Vec<_>>()
+        .into_iter()
         .collect()
 }
