@@ -571,3 +571,33 @@ fn the_example_tunes_its_training_program_with_three_agents() {
         .count();
     assert!(improved >= 4, "{improved} of 6 improved");
 }
+
+#[test]
+fn a_relative_command_runs_from_the_specs_folder_whatever_the_current_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("project");
+    std::fs::create_dir(&sub).unwrap();
+    let script = write(
+        &sub,
+        "train.sh",
+        &format!("#!/bin/sh\nexec {:?}\n", toy().display().to_string()),
+    );
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let text = format!(
+        "{}\n[objective]\nkind = \"command\"\ncommand = [\"./train.sh\"]\ndirection = \"maximize\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n\n[[algorithm]]\nkind = \"ts\"\n",
+        head("rel", 1, 2)
+    );
+    write(&sub, "rel.toml", &text);
+    // Spec given relative to a current folder that is not the spec's.
+    let o = fbo()
+        .current_dir(dir.path())
+        .args(["run", "project/rel.toml", "--out", "out", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        lines(&dir.path().join("out/evaluations.jsonl")).len(),
+        2 * (2 + 2)
+    );
+}

@@ -203,7 +203,15 @@ impl CommandRunner {
         raw: &[f64],
     ) -> std::result::Result<(f64, f64), String> {
         let start = Instant::now();
-        let mut cmd = Command::new(&argv[0]);
+        // A relative path with a slash ("./train.py") means the one in workdir: said
+        // explicitly, as Command leaves it to the platform.
+        let program = PathBuf::from(&argv[0]);
+        let program = if program.is_relative() && argv[0].contains('/') {
+            self.settings.workdir.join(program)
+        } else {
+            program
+        };
+        let mut cmd = Command::new(&program);
         cmd.args(&argv[1..])
             .current_dir(&self.settings.workdir)
             .stdin(Stdio::piped())

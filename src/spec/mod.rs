@@ -1543,6 +1543,8 @@ fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<
             ),
         ));
     }
+    // Absolute, so that neither fbo's own folder nor the command's changes what it means.
+    let workdir = workdir.canonicalize().unwrap_or(workdir);
     let sign = match o.direction.take().as_deref() {
         Some("maximize") => 1.0,
         Some("minimize") => -1.0,
