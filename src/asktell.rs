@@ -56,6 +56,7 @@ fn open_state(spec: &Spec, state: &Path) -> Result<(OutDir, Arc<Journal>)> {
             identity: Identity::new("run", &spec.path, &canonical),
             planned: &[JOURNAL.to_string()],
             overwrite: false,
+            shared: false,
         },
     )?;
     let journal = Arc::new(Journal::open(&dir.append_file(JOURNAL)?)?);

@@ -511,6 +511,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                     quiet: true,
                     progress: None,
                     overwrite: false,
+                    work: crate::runner::Work::All,
                 },
             )?;
             std::fs::remove_dir_all(&out).map_err(|e| FboError::io(&out, e))?;

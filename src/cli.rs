@@ -46,6 +46,18 @@ pub struct RunArgs {
     /// only files it wrote there (listed in its .fbo-manifest), never a file of yours.
     #[arg(long)]
     pub overwrite: bool,
+    /// Compute only shard I of N (0 <= I < N): the I-th of N equal blocks of the runs in
+    /// (seed, algorithm) order, saved in the output folder's parts/ without merging. Shards may
+    /// run at once, on any machines sharing the folder; `--merge` assembles them.
+    #[arg(long, value_parser = crate::runner::Work::parse_shard, conflicts_with_all = ["merge", "status"])]
+    pub shard: Option<crate::runner::Work>,
+    /// Only merge the runs saved by shards into trace.csv and summary.csv; refused, with
+    /// the list, while any run is missing.
+    #[arg(long, conflicts_with = "status")]
+    pub merge: bool,
+    /// Print which runs are done, running (held by a shard) or missing, and change nothing.
+    #[arg(long)]
+    pub status: bool,
 }
 
 #[derive(Subcommand)]
@@ -257,6 +269,17 @@ pub enum Command {
     },
 }
 
+/// Runs saved as parts in a run's output folder.
+fn count_saved(out: &Path) -> usize {
+    std::fs::read_dir(out.join("parts")).map_or(0, |d| {
+        d.filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.path().extension().is_some_and(|x| x == "csv"))
+        })
+        .count()
+    })
+}
+
 fn load(path: &Path, runs: Option<u32>, no_timing: bool) -> Result<Spec> {
     let mut spec = Spec::load(path)?;
     if let Some(r) = runs {
@@ -284,9 +307,20 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             quiet,
             no_timing,
             overwrite,
+            shard,
+            merge,
+            status,
         }) => {
             let spec = load(&spec, runs, no_timing)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
+            if status {
+                return crate::runner::run_status(&spec, &out);
+            }
+            let work = match (shard, merge) {
+                (Some(w), _) => w,
+                (None, true) => crate::runner::Work::Merge,
+                (None, false) => crate::runner::Work::All,
+            };
             let report = run_spec(
                 &spec,
                 &RunOptions {
@@ -295,8 +329,21 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     quiet,
                     progress: None,
                     overwrite,
+                    work,
                 },
             )?;
+            if let crate::runner::Work::Shard { index, count } = work {
+                if !quiet {
+                    eprintln!(
+                        "shard {index}/{count} done in {:.1} s ({} of {} runs now saved in {}); merge with --merge once every shard is done",
+                        report.wall_s,
+                        count_saved(&out),
+                        report.runs_total,
+                        out.join("parts").display()
+                    );
+                }
+                return Ok(());
+            }
             if !quiet {
                 eprintln!(
                     "{} runs ({} resumed) in {:.1} s -> {}",
@@ -316,7 +363,17 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             quiet,
             no_timing,
             overwrite,
+            shard,
+            merge,
+            status,
         }) => {
+            if shard.is_some() || merge || status {
+                return Err(FboError::spec(
+                    "fbo sweep",
+                    "--shard",
+                    "sweeps are not sharded yet: --shard, --merge and --status work with `fbo run`",
+                ));
+            }
             let base = Spec::load(&spec)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&base.name));
             sweep::run(

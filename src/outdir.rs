@@ -152,6 +152,12 @@ fn remove_listed(root: &Path, m: &Manifest) -> Result<()> {
 }
 
 fn lock(root: &Path) -> Result<File> {
+    lock_as(root, false)
+}
+
+/// The folder's lock: exclusive (one command owns the folder), or shared (shards of one
+/// experiment, each writing only its own units; an exclusive holder keeps them out).
+fn lock_as(root: &Path, shared: bool) -> Result<File> {
     let path = root.join(LOCK);
     let f = OpenOptions::new()
         .create(true)
@@ -159,15 +165,29 @@ fn lock(root: &Path) -> Result<File> {
         .write(true)
         .open(&path)
         .map_err(|e| FboError::io(&path, e))?;
-    match f.try_lock() {
+    let got = if shared {
+        f.try_lock_shared()
+    } else {
+        f.try_lock()
+    };
+    match got {
         Ok(()) => Ok(f),
         Err(fs::TryLockError::WouldBlock) => Err(FboError::spec(
             root,
             "--out",
-            "is in use by another fbo process (it holds .fbo-lock there); wait for it to finish, or choose another --out",
+            if shared {
+                "is in use by an fbo process that is not a shard (it holds .fbo-lock there); wait for it to finish, or choose another --out"
+            } else {
+                "is in use by another fbo process (it holds .fbo-lock there); wait for it to finish, or choose another --out"
+            },
         )),
         Err(fs::TryLockError::Error(e)) => Err(FboError::io(&path, e)),
     }
+}
+
+/// Whether some process holds the lock of `file` (a unit's claim), without waiting.
+pub fn is_locked(file: &Path) -> bool {
+    File::open(file).is_ok_and(|f| matches!(f.try_lock(), Err(fs::TryLockError::WouldBlock)))
 }
 
 /// Writes `rel` into a results folder that another command (run, sweep) claimed, such as
@@ -217,6 +237,10 @@ pub struct Claim<'a> {
     /// not write is refused unless `overwrite`.
     pub planned: &'a [String],
     pub overwrite: bool,
+    /// A shard: shares the folder with the other shards of the same experiment. The folder
+    /// is set up (manifest, checks) under the exclusive lock by the first, and a shard
+    /// never rewrites the manifest, only appends to it; `overwrite` is not allowed.
+    pub shared: bool,
 }
 
 impl OutDir {
@@ -239,8 +263,34 @@ impl OutDir {
             }
             Err(FboError::spec(root, "--out", msg))
         };
-        let lock = lock(root)?;
+        // A shard joining a folder already set up for its experiment takes the shared lock
+        // and appends to the manifest as it is.
         let id = claim.identity;
+        if claim.shared
+            && let Some(m) = read_manifest(root)
+            && m.identity.as_ref().is_some_and(|old| old.same(&id))
+        {
+            let lock = lock_as(root, true)?;
+            // Read again under the lock: the set-up may have finished meanwhile.
+            let m = read_manifest(root).unwrap_or(m);
+            let mpath = root.join(MANIFEST);
+            let log = OpenOptions::new()
+                .append(true)
+                .open(&mpath)
+                .map_err(|e| FboError::io(&mpath, e))?;
+            return Ok(OutDir {
+                root: root.to_path_buf(),
+                identity: id,
+                _lock: lock,
+                state: Mutex::new(State {
+                    files: m.files,
+                    dirs: m.dirs,
+                    now: BTreeSet::new(),
+                    log,
+                }),
+            });
+        }
+        let lock = lock(root)?;
         let (files, dirs) = match read_manifest(root) {
             Some(m) if m.identity.as_ref().is_some_and(|old| old.same(&id)) => (m.files, m.dirs),
             Some(m) => {
@@ -280,6 +330,15 @@ impl OutDir {
             .append(true)
             .open(&mpath)
             .map_err(|e| FboError::io(&mpath, e))?;
+        // A shard that set the folder up lets the other shards in: the exclusive lock
+        // becomes a shared one (another shard may take the exclusive one in between only to
+        // find the manifest it needs and share too).
+        let lock = if claim.shared {
+            drop(lock);
+            lock_as(root, true)?
+        } else {
+            lock
+        };
         Ok(OutDir {
             root: root.to_path_buf(),
             identity: id,
@@ -497,6 +556,7 @@ mod tests {
                 identity: id(content),
                 planned,
                 overwrite,
+                shared: false,
             },
         )
     }

@@ -19,7 +19,7 @@ use crate::spec::Spec;
 use indicatif::ProgressBar;
 use rand::seq::index::sample as sample_indices;
 use rayon::prelude::*;
-use std::fs;
+use std::fs::{self, File};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,6 +33,37 @@ pub struct RunOptions {
     pub progress: Option<ProgressBar>,
     /// Replace another experiment's results in `out` (only the files fbo wrote).
     pub overwrite: bool,
+    /// All the work, one shard of it, or only the merge of finished shards.
+    pub work: Work,
+}
+
+/// Which part of a spec's work one invocation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    /// Every unfinished run, then the merge.
+    All,
+    /// The unfinished runs of the `index`-th of `count` contiguous blocks of the runs in
+    /// (run, algorithm) order, written as parts and not merged; shards share the output
+    /// folder.
+    Shard { index: usize, count: usize },
+    /// Only the merge, refused while any run is missing.
+    Merge,
+}
+
+impl Work {
+    /// "I/N" with 0 <= I < N.
+    pub fn parse_shard(s: &str) -> std::result::Result<Work, String> {
+        let bad = || format!("expected I/N with 0 <= I < N (say 0/4), got {s:?}");
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count): (usize, usize) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count || count > 1_000_000 {
+            return Err(bad());
+        }
+        Ok(Work::Shard { index, count })
+    }
 }
 
 #[derive(Debug)]
@@ -286,6 +317,96 @@ pub fn run_one_shared(
     })
 }
 
+/// Whether run `r` of algorithm `a` belongs to shard `i` of `n` of a spec with `runs` runs
+/// and `algs` algorithms: contiguous blocks of the units in run-major order, so a shard
+/// holds whole runs where it can and the algorithms of a run share the senders'
+/// simulations and the objective it builds once (and N may exceed the runs).
+fn shard_of(a: usize, r: usize, algs: usize, runs: usize, n: usize) -> usize {
+    let k = r * algs + a;
+    k * n / (runs * algs)
+}
+
+/// A unit's claim file in parts/, locked while a shard computes the unit.
+fn claim_name(alg_index: usize, run: usize) -> String {
+    format!("parts/a{alg_index:03}-r{run:05}.claim")
+}
+
+/// The unit's claim, held; None when another process holds it.
+fn claim_unit(dir: &OutDir, a: usize, r: usize) -> Result<Option<File>> {
+    let path = dir.append_file(&claim_name(a, r))?;
+    let f = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| FboError::io(&path, e))?;
+    match f.try_lock() {
+        Ok(()) => Ok(Some(f)),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => Err(FboError::io(&path, e)),
+    }
+}
+
+/// `fbo run SPEC --status`: which runs are done, running (a shard holds their claim) or
+/// missing in `out`, without touching anything.
+pub fn run_status(spec: &Spec, out: &std::path::Path) -> Result<()> {
+    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    // Parts count for this spec whichever timing option made them.
+    let mut other = spec.clone();
+    other.output.timing = !other.output.timing;
+    let prints = [
+        fingerprint(spec, &canonical),
+        fingerprint(&other, &canonical),
+    ];
+    let current =
+        fs::read_to_string(out.join(PARTS_FINGERPRINT)).is_ok_and(|f| prints.contains(&f));
+    let merged = out.join("trace.csv").exists() && !out.join("parts").exists();
+    let (mut done, mut running, mut missing) = (Vec::new(), Vec::new(), Vec::new());
+    for a in 0..spec.algorithms.len() {
+        for r in 0..spec.runs {
+            let label = format!("{} run {r}", spec.algorithms[a].label);
+            if merged
+                || (current
+                    && out.join(part_name(a, r)).exists()
+                    && out.join(server_part_name(a, r)).exists())
+            {
+                done.push(label);
+            } else if crate::outdir::is_locked(&out.join(claim_name(a, r))) {
+                running.push(label);
+            } else {
+                missing.push(label);
+            }
+        }
+    }
+    // Written, not printed: `--status | head` ends quietly (SIGPIPE stays ignored in fbo, as
+    // its commands' pipes need).
+    use std::io::Write;
+    let mut w = std::io::stdout().lock();
+    let _ = writeln!(
+        w,
+        "{}: {} done, {} running, {} missing{}",
+        out.display(),
+        done.len(),
+        running.len(),
+        missing.len(),
+        if merged {
+            " (merged)"
+        } else if missing.is_empty() && running.is_empty() {
+            " (ready to merge: fbo run SPEC --merge)"
+        } else {
+            ""
+        }
+    );
+    for (what, list) in [("running", &running), ("missing", &missing)] {
+        for l in list {
+            if writeln!(w, "{what}: {l}").is_err() {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
 fn part_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.csv")
 }
@@ -384,15 +505,51 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     }
     let out = &opts.out;
     let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    let shard = match opts.work {
+        Work::Shard { index, count } => Some((index, count)),
+        _ => None,
+    };
+    if shard.is_some() && measured {
+        return Err(FboError::spec(
+            &spec.path,
+            "objective.kind",
+            "runs of a command or external objective cannot be sharded yet (their journal is one file); run them unsharded",
+        ));
+    }
+    if shard.is_some() && opts.overwrite {
+        return Err(FboError::spec(
+            out,
+            "--overwrite",
+            "does not go with --shard: shards share the folder; clear it with an unsharded run or choose another --out",
+        ));
+    }
     let dir = OutDir::claim(
         out,
         Claim {
             identity: Identity::new("run", &spec.path, &canonical),
             planned: &planned,
             overwrite: opts.overwrite,
+            shared: shard.is_some(),
         },
     )?;
-    let (parts, reusable) = dir.parts(&fingerprint(spec, &canonical))?;
+    let print = fingerprint(spec, &canonical);
+    // Parts made with other settings are replaced by a plain run; a shard or a merge must
+    // not throw away what other shards computed.
+    if (shard.is_some() || opts.work == Work::Merge)
+        && dir.owns(PARTS_FINGERPRINT)
+        && fs::read_to_string(dir.path(PARTS_FINGERPRINT)).is_ok_and(|f| f != print)
+    {
+        return Err(FboError::spec(
+            out,
+            if shard.is_some() {
+                "--shard"
+            } else {
+                "--merge"
+            },
+            "parts/ here were made with other settings (the spec, --runs or --no-timing differ); every shard and the merge of one experiment need the same options",
+        ));
+    }
+    let (parts, reusable) = dir.parts(&print)?;
     dir.write(
         "spec.toml",
         crate::spec::portable::portable(&spec.source, &spec.path, out).as_bytes(),
@@ -414,18 +571,58 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     }
     let senders = SenderCache::global();
     // A run is done when both its parts are here (the server part is written first).
+    let done = |a: usize, r: usize| {
+        reusable && dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r))
+    };
+    let in_shard = |a: usize, r: usize, i: usize, n: usize| {
+        shard_of(a, r, spec.algorithms.len(), spec.runs, n) == i
+    };
     let todo: Vec<(usize, usize)> = jobs
         .iter()
         .copied()
-        .filter(|&(a, r)| {
-            !(reusable && dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r)))
-        })
+        .enumerate()
+        .filter(|&(_, (a, r))| shard.is_none_or(|(i, n)| in_shard(a, r, i, n)))
+        .map(|(_, j)| j)
+        .filter(|&(a, r)| !done(a, r))
         .collect();
-    let resumed = jobs.len() - todo.len();
+    let mine = match shard {
+        Some((i, n)) => jobs.iter().filter(|&&(a, r)| in_shard(a, r, i, n)).count(),
+        None => jobs.len(),
+    };
+    let resumed = mine - todo.len();
+    if opts.work == Work::Merge && !todo.is_empty() {
+        let list: Vec<String> = todo
+            .iter()
+            .take(20)
+            .map(|&(a, r)| format!("{} run {r}", spec.algorithms[a].label))
+            .collect();
+        return Err(FboError::Run(format!(
+            "cannot merge: {} of {} runs are missing in {}: {}{} (run the missing shards, or `fbo run` without --merge to compute them here)",
+            todo.len(),
+            jobs.len(),
+            parts.display(),
+            list.join(", "),
+            if todo.len() > 20 { ", ..." } else { "" }
+        )));
+    }
+    // A shard works on a unit only while it holds the unit's claim, so two shards (or a
+    // shard and its rerun) never compute one unit at once; the lock dies with its process.
+    let claims: Vec<Option<File>> = match shard {
+        None => todo.iter().map(|_| None).collect(),
+        Some(_) => todo
+            .iter()
+            .map(|&(a, r)| claim_unit(&dir, a, r))
+            .collect::<Result<_>>()?,
+    };
+    let todo: Vec<(usize, usize)> = todo
+        .into_iter()
+        .zip(&claims)
+        .filter(|(_, c)| shard.is_none() || c.is_some())
+        .map(|(j, _)| j)
+        .collect();
     if resumed > 0 && !opts.quiet {
         eprintln!(
-            "resuming: {resumed} of {} runs already complete in {}",
-            jobs.len(),
+            "resuming: {resumed} of {mine} runs already complete in {}",
             parts.display()
         );
     }
@@ -433,10 +630,10 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let names = landscapes[0].space.names();
     let pb = match &opts.progress {
         Some(bar) => {
-            bar.set_length(jobs.len() as u64);
+            bar.set_length(mine as u64);
             bar.clone()
         }
-        None => progress_bar(jobs.len() as u64, opts.quiet),
+        None => progress_bar(mine as u64, opts.quiet),
     };
     pb.set_position(resumed as u64);
     // A sweep reports for its points itself.
@@ -469,6 +666,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             .collect()
     };
     let results = with_threads(opts.threads, work)?;
+    drop(claims);
     if opts.progress.is_none() {
         pb.finish_and_clear();
     }
@@ -485,6 +683,20 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         .filter(|&&(a, r)| dir.path(&part_name(a, r)).exists())
         .count();
 
+    if shard.is_some() {
+        if !failures.is_empty() {
+            return Err(FboError::Run(format!(
+                "{} runs of this shard failed (rerun the shard to retry them):\n  {}",
+                failures.len(),
+                failures.join("\n  ")
+            )));
+        }
+        return Ok(RunReport {
+            runs_total: jobs.len(),
+            runs_resumed: resumed,
+            wall_s: started.elapsed().as_secs_f64(),
+        });
+    }
     // The privacy curves are computed in parallel too: on the same pool, so --threads holds.
     if let Err(e) = with_threads(opts.threads, || merge(spec, &dir, &jobs, dim, &names))? {
         let mut msg = format!(

@@ -383,6 +383,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             identity: Identity::new("sweep", path, &canonical),
             planned: &planned,
             overwrite: opts.overwrite,
+            shared: false,
         },
     )?;
     dir.write(
@@ -442,6 +443,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                 quiet: true,
                 progress: Some(runs_bar.clone()),
                 overwrite: opts.overwrite,
+                work: crate::runner::Work::All,
             },
         )
         .and_then(|_| {

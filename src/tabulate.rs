@@ -265,6 +265,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             identity: Identity::new("tabulate", config_path, &cfg.source),
             planned: &planned,
             overwrite: opts.overwrite,
+            shared: false,
         },
     )?;
     let fingerprint = format!("{}\n# data sha256 {sha}\n", cfg.source);

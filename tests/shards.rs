@@ -1,0 +1,173 @@
+//! `fbo run --shard I/N`, `--merge` and `--status`: shards share an output folder, and the
+//! merge of any number of them is the unsharded run, byte for byte.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{fbo, fbo_ok, fbo_out, stderr, write};
+
+/// A DP spec (trace, server and privacy files) with 2 algorithms x 3 runs = 6 units.
+fn spec(dir: &Path) -> std::path::PathBuf {
+    write(dir, "dp.toml", common::SMALL_DP)
+}
+
+const OUTPUTS: [&str; 4] = ["trace.csv", "summary.csv", "server.csv", "privacy.csv"];
+
+fn same_outputs(a: &Path, b: &Path) {
+    for f in OUTPUTS {
+        assert!(
+            std::fs::read(a.join(f)).unwrap() == std::fs::read(b.join(f)).unwrap(),
+            "{f} of {} differs from {}",
+            a.display(),
+            b.display()
+        );
+    }
+}
+
+#[test]
+fn any_number_of_shards_merges_to_the_unsharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let full = dir.path().join("full");
+    fbo_ok("run", &spec, &full, &["--no-timing"]);
+    for n in [1usize, 3, 7] {
+        let out = dir.path().join(format!("n{n}"));
+        for i in 0..n {
+            fbo_ok(
+                "run",
+                &spec,
+                &out,
+                &["--no-timing", "--shard", &format!("{i}/{n}")],
+            );
+            assert!(!out.join("trace.csv").exists(), "a shard does not merge");
+        }
+        let status = fbo_out("run", &spec, &out, &["--no-timing", "--status"]);
+        assert!(
+            String::from_utf8_lossy(&status.stdout).contains("6 done, 0 running, 0 missing"),
+            "{}",
+            String::from_utf8_lossy(&status.stdout)
+        );
+        fbo_ok("run", &spec, &out, &["--no-timing", "--merge"]);
+        same_outputs(&out, &full);
+        assert!(!out.join("parts").exists(), "parts are removed once merged");
+    }
+}
+
+#[test]
+fn merging_with_runs_missing_is_refused_with_the_list_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let out = dir.path().join("out");
+    fbo_ok("run", &spec, &out, &["--no-timing", "--shard", "1/2"]);
+    let status = fbo_out("run", &spec, &out, &["--status"]);
+    let text = String::from_utf8_lossy(&status.stdout).into_owned();
+    assert!(text.contains("3 done, 0 running, 3 missing"), "{text}");
+    // Shard 1 of 2 is the second half in (run, algorithm) order: seed 1's DP-FTS-DE and
+    // seed 2's two algorithms.
+    for m in ["TS run 0", "TS run 1", "DP-FTS-DE P=2 q=0.5 z=1 S=3 run 0"] {
+        assert!(text.contains(&format!("missing: {m}\n")), "{m}: {text}");
+    }
+    let o = fbo_out("run", &spec, &out, &["--no-timing", "--merge"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("cannot merge: 3 of 6 runs are missing")
+            && stderr(&o).contains("TS run 0, TS run 1, DP-FTS-DE P=2 q=0.5 z=1 S=3 run 0 "),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(common::finished_parts(&out.join("parts")), 3);
+    // A merge (or a shard) with other options must not discard the shards' work.
+    let o = fbo_out("run", &spec, &out, &["--merge"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("made with other settings"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(common::finished_parts(&out.join("parts")), 3);
+    // An unsharded run computes the rest and merges.
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let full = dir.path().join("full");
+    fbo_ok("run", &spec, &full, &["--no-timing"]);
+    same_outputs(&out, &full);
+}
+
+#[test]
+fn shards_run_at_once_and_a_killed_shard_loses_only_its_unfinished_units() {
+    let dir = tempfile::tempdir().unwrap();
+    // More units, each slower: 2 algorithms x 12 runs.
+    let text = common::SMALL_DP
+        .replace("runs = 3", "runs = 12")
+        .replace("iterations = 8", "iterations = 25");
+    let spec = write(dir.path(), "slow.toml", &text);
+    let out = dir.path().join("out");
+    let parts = out.join("parts");
+    let mut child = fbo()
+        .arg("run")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .args(["--quiet", "--no-timing", "--threads", "1", "--shard", "0/2"])
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while common::finished_parts(&parts) < 3 {
+        assert!(start.elapsed() < Duration::from_secs(120), "too slow");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // The other shard runs meanwhile, in the same folder.
+    fbo_ok("run", &spec, &out, &["--no-timing", "--shard", "1/2"]);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let finished: Vec<(std::path::PathBuf, u64, i64)> = std::fs::read_dir(&parts)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .map(|p| {
+            let m = std::fs::metadata(&p).unwrap();
+            (p, m.ino(), m.mtime_nsec())
+        })
+        .collect();
+    assert!(
+        finished.len() >= 15 && finished.len() < 24,
+        "{} saved",
+        finished.len()
+    );
+    // The rerun of the killed shard leaves every finished unit as it was.
+    fbo_ok("run", &spec, &out, &["--no-timing", "--shard", "0/2"]);
+    for (p, ino, mtime) in &finished {
+        let m = std::fs::metadata(p).unwrap();
+        assert_eq!(
+            (m.ino(), m.mtime_nsec()),
+            (*ino, *mtime),
+            "{} rewritten",
+            p.display()
+        );
+    }
+    fbo_ok("run", &spec, &out, &["--no-timing", "--merge"]);
+    let full = dir.path().join("full");
+    fbo_ok("run", &spec, &full, &["--no-timing"]);
+    same_outputs(&out, &full);
+}
+
+#[test]
+fn shard_arguments_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path());
+    let out = dir.path().join("out");
+    for bad in ["3/3", "1/0", "a/2", "2"] {
+        let o = fbo_out("run", &spec, &out, &["--shard", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(stderr(&o).contains("expected I/N"), "{bad}: {}", stderr(&o));
+    }
+    let o = fbo_out("sweep", &spec, &out, &["--shard", "0/2"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("sweeps are not sharded yet"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "nothing written");
+}
