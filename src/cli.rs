@@ -47,12 +47,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub overwrite: bool,
     /// Compute only shard I of N (0 <= I < N): the I-th of N equal blocks of the runs in
-    /// (seed, algorithm) order, saved in the output folder's parts/ without merging. Shards may
+    /// (sweep point, seed, algorithm) order, saved in parts/ folders without merging. Shards may
     /// run at once, on any machines sharing the folder; `--merge` assembles them.
     #[arg(long, value_parser = crate::runner::Work::parse_shard, conflicts_with_all = ["merge", "status"])]
     pub shard: Option<crate::runner::Work>,
-    /// Only merge the runs saved by shards into trace.csv and summary.csv; refused, with
-    /// the list, while any run is missing.
+    /// Only merge the runs saved by shards (into trace.csv and summary.csv, or a sweep's
+    /// points and sweep.csv); refused, with the list, while any run is missing.
     #[arg(long, conflicts_with = "status")]
     pub merge: bool,
     /// Print which runs are done, running (held by a shard) or missing, and change nothing.
@@ -367,15 +367,16 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             merge,
             status,
         }) => {
-            if shard.is_some() || merge || status {
-                return Err(FboError::spec(
-                    "fbo sweep",
-                    "--shard",
-                    "sweeps are not sharded yet: --shard, --merge and --status work with `fbo run`",
-                ));
-            }
             let base = Spec::load(&spec)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&base.name));
+            if status {
+                return sweep::status(&spec, &out);
+            }
+            let work = match (shard, merge) {
+                (Some(w), _) => w,
+                (None, true) => crate::runner::Work::Merge,
+                (None, false) => crate::runner::Work::All,
+            };
             sweep::run(
                 &spec,
                 &sweep::SweepOptions {
@@ -385,8 +386,17 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     runs: runs.map(|r| r as usize),
                     no_timing,
                     overwrite,
+                    work,
                 },
             )?;
+            if let crate::runner::Work::Shard { index, count } = work {
+                if !quiet {
+                    eprintln!(
+                        "shard {index}/{count} of the sweep done; `fbo sweep SPEC --status` shows what is left, `--merge` assembles sweep.csv"
+                    );
+                }
+                return Ok(());
+            }
             if !quiet {
                 eprintln!("sweep done -> {}", out.join("sweep.csv").display());
             }

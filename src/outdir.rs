@@ -423,7 +423,13 @@ impl OutDir {
                 let q = self.root.join(&acc);
                 if !q.is_dir() {
                     self.note("dir", &acc)?;
-                    fs::create_dir(&q).map_err(|e| FboError::io(&q, e))?;
+                    // Another shard may have made it a moment ago.
+                    match fs::create_dir(&q) {
+                        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                            return Err(FboError::io(&q, e));
+                        }
+                        _ => {}
+                    }
                 }
             }
         }

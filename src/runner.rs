@@ -48,6 +48,14 @@ pub enum Work {
     Shard { index: usize, count: usize },
     /// Only the merge, refused while any run is missing.
     Merge,
+    /// Like a shard, the units lo..hi in (run, algorithm) order (a sweep's shard of this
+    /// point).
+    Units { lo: usize, hi: usize },
+}
+
+/// Shard `i` of `n` of `total` units: the `i`-th of `n` contiguous blocks.
+pub fn block(i: usize, n: usize, total: usize) -> (usize, usize) {
+    (i * total / n, (i + 1) * total / n)
 }
 
 impl Work {
@@ -317,15 +325,6 @@ pub fn run_one_shared(
     })
 }
 
-/// Whether run `r` of algorithm `a` belongs to shard `i` of `n` of a spec with `runs` runs
-/// and `algs` algorithms: contiguous blocks of the units in run-major order, so a shard
-/// holds whole runs where it can and the algorithms of a run share the senders'
-/// simulations and the objective it builds once (and N may exceed the runs).
-fn shard_of(a: usize, r: usize, algs: usize, runs: usize, n: usize) -> usize {
-    let k = r * algs + a;
-    k * n / (runs * algs)
-}
-
 /// A unit's claim file in parts/, locked while a shard computes the unit.
 fn claim_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.claim")
@@ -347,9 +346,16 @@ fn claim_unit(dir: &OutDir, a: usize, r: usize) -> Result<Option<File>> {
     }
 }
 
-/// `fbo run SPEC --status`: which runs are done, running (a shard holds their claim) or
-/// missing in `out`, without touching anything.
-pub fn run_status(spec: &Spec, out: &std::path::Path) -> Result<()> {
+/// Which runs of `spec` are done, running (a shard holds their claim) or missing in `out`,
+/// by label, and whether the folder is already merged. Reads only.
+pub struct Status {
+    pub done: Vec<String>,
+    pub running: Vec<String>,
+    pub missing: Vec<String>,
+    pub merged: bool,
+}
+
+pub fn status(spec: &Spec, out: &std::path::Path) -> Status {
     let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
     // Parts count for this spec whichever timing option made them.
     let mut other = spec.clone();
@@ -361,7 +367,12 @@ pub fn run_status(spec: &Spec, out: &std::path::Path) -> Result<()> {
     let current =
         fs::read_to_string(out.join(PARTS_FINGERPRINT)).is_ok_and(|f| prints.contains(&f));
     let merged = out.join("trace.csv").exists() && !out.join("parts").exists();
-    let (mut done, mut running, mut missing) = (Vec::new(), Vec::new(), Vec::new());
+    let mut st = Status {
+        done: Vec::new(),
+        running: Vec::new(),
+        missing: Vec::new(),
+        merged,
+    };
     for a in 0..spec.algorithms.len() {
         for r in 0..spec.runs {
             let label = format!("{} run {r}", spec.algorithms[a].label);
@@ -370,14 +381,20 @@ pub fn run_status(spec: &Spec, out: &std::path::Path) -> Result<()> {
                     && out.join(part_name(a, r)).exists()
                     && out.join(server_part_name(a, r)).exists())
             {
-                done.push(label);
+                st.done.push(label);
             } else if crate::outdir::is_locked(&out.join(claim_name(a, r))) {
-                running.push(label);
+                st.running.push(label);
             } else {
-                missing.push(label);
+                st.missing.push(label);
             }
         }
     }
+    st
+}
+
+/// `fbo run SPEC --status`: the counts, then every running and missing run.
+pub fn run_status(spec: &Spec, out: &std::path::Path) -> Result<()> {
+    let st = status(spec, out);
     // Written, not printed: `--status | head` ends quietly (SIGPIPE stays ignored in fbo, as
     // its commands' pipes need).
     use std::io::Write;
@@ -386,18 +403,18 @@ pub fn run_status(spec: &Spec, out: &std::path::Path) -> Result<()> {
         w,
         "{}: {} done, {} running, {} missing{}",
         out.display(),
-        done.len(),
-        running.len(),
-        missing.len(),
-        if merged {
+        st.done.len(),
+        st.running.len(),
+        st.missing.len(),
+        if st.merged {
             " (merged)"
-        } else if missing.is_empty() && running.is_empty() {
+        } else if st.missing.is_empty() && st.running.is_empty() {
             " (ready to merge: fbo run SPEC --merge)"
         } else {
             ""
         }
     );
-    for (what, list) in [("running", &running), ("missing", &missing)] {
+    for (what, list) in [("running", &st.running), ("missing", &st.missing)] {
         for l in list {
             if writeln!(w, "{what}: {l}").is_err() {
                 return Ok(());
@@ -505,8 +522,12 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     }
     let out = &opts.out;
     let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    // The units (in (run, algorithm) order, so a shard holds whole seeds where it can and
+    // a seed's algorithms share the senders' simulations) this invocation computes.
+    let units = spec.runs * spec.algorithms.len();
     let shard = match opts.work {
-        Work::Shard { index, count } => Some((index, count)),
+        Work::Shard { index, count } => Some(block(index, count, units)),
+        Work::Units { lo, hi } => Some((lo, hi)),
         _ => None,
     };
     if shard.is_some() && measured {
@@ -574,19 +595,19 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let done = |a: usize, r: usize| {
         reusable && dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r))
     };
-    let in_shard = |a: usize, r: usize, i: usize, n: usize| {
-        shard_of(a, r, spec.algorithms.len(), spec.runs, n) == i
+    let in_shard = |a: usize, r: usize, (lo, hi): (usize, usize)| {
+        (lo..hi).contains(&(r * spec.algorithms.len() + a))
     };
     let todo: Vec<(usize, usize)> = jobs
         .iter()
         .copied()
         .enumerate()
-        .filter(|&(_, (a, r))| shard.is_none_or(|(i, n)| in_shard(a, r, i, n)))
+        .filter(|&(_, (a, r))| shard.is_none_or(|b| in_shard(a, r, b)))
         .map(|(_, j)| j)
         .filter(|&(a, r)| !done(a, r))
         .collect();
     let mine = match shard {
-        Some((i, n)) => jobs.iter().filter(|&&(a, r)| in_shard(a, r, i, n)).count(),
+        Some(b) => jobs.iter().filter(|&&(a, r)| in_shard(a, r, b)).count(),
         None => jobs.len(),
     };
     let resumed = mine - todo.len();

@@ -16,7 +16,7 @@
 use crate::error::{FboError, Result};
 use crate::outdir::{Claim, Identity, OutDir};
 use crate::privacy::Accountant;
-use crate::runner::{RunOptions, progress_bar, run_spec};
+use crate::runner::{RunOptions, Work, progress_bar, run_spec};
 use crate::spec::Spec;
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::fs;
@@ -257,6 +257,8 @@ pub struct SweepOptions {
     pub runs: Option<usize>,
     pub no_timing: bool,
     pub overwrite: bool,
+    /// All points, a shard of the sweep's runs, or only the merge.
+    pub work: Work,
 }
 
 pub(crate) fn csv_escape(s: &str) -> String {
@@ -374,6 +376,26 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         );
     }
     let out = &opts.out;
+    // A shard's share of the sweep: a block of all its units (point, run, algorithm) in
+    // order, cut into each point's own range, so a shard touches few points.
+    let sharded = match opts.work {
+        Work::Shard { index, count } => {
+            if opts.overwrite {
+                return Err(FboError::spec(
+                    out,
+                    "--overwrite",
+                    "does not go with --shard: shards share the folder",
+                ));
+            }
+            let total: usize = sweep
+                .points
+                .iter()
+                .map(|p| p.spec.runs * p.spec.algorithms.len())
+                .sum();
+            Some(crate::runner::block(index, count, total))
+        }
+        _ => None,
+    };
     let text = fs::read_to_string(path).map_err(|e| FboError::io(path, e))?;
     let canonical = crate::spec::portable::canonical(&text, path);
     let planned = vec!["spec.toml".to_string(), "sweep.csv".to_string()];
@@ -383,13 +405,53 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             identity: Identity::new("sweep", path, &canonical),
             planned: &planned,
             overwrite: opts.overwrite,
-            shared: false,
+            shared: sharded.is_some(),
         },
     )?;
     dir.write(
         "spec.toml",
         crate::spec::portable::portable(&text, path, out).as_bytes(),
     )?;
+    if let Some((lo, hi)) = sharded {
+        let mut offset = 0;
+        let mut failures = Vec::new();
+        for point in &sweep.points {
+            let units = point.spec.runs * point.spec.algorithms.len();
+            let (a, b) = (lo.max(offset), hi.min(offset + units));
+            offset += units;
+            if a >= b {
+                continue;
+            }
+            let rel = format!("points/{}", point.name);
+            let pdir = dir.create_dir(&rel)?;
+            let res = run_spec(
+                &point.spec,
+                &RunOptions {
+                    out: pdir,
+                    threads: opts.threads,
+                    quiet: true,
+                    progress: None,
+                    overwrite: false,
+                    work: Work::Units {
+                        lo: a - (offset - units),
+                        hi: b - (offset - units),
+                    },
+                },
+            );
+            if let Err(e) = res {
+                failures.push(format!("{}: {e}", point.name));
+            }
+        }
+        if !failures.is_empty() {
+            return Err(FboError::Run(format!(
+                "{} points of this shard failed (rerun the shard to retry them):\n  {}",
+                failures.len(),
+                failures.join("\n  ")
+            )));
+        }
+        return Ok(());
+    }
+    let merge_only = opts.work == Work::Merge;
     let draw = !opts.quiet && std::io::stderr().is_terminal();
     let multi = MultiProgress::with_draw_target(if draw {
         ProgressDrawTarget::stderr()
@@ -434,6 +496,30 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         if dir.owns(&marker_rel) {
             let _ = fs::remove_file(&marker);
         }
+        // Merging a sharded sweep: each point's runs must all be there.
+        if merge_only && !crate::runner::status(&point.spec, &pdir).missing.is_empty() {
+            let st = crate::runner::status(&point.spec, &pdir);
+            failures.push(format!(
+                "{}: {} of {} runs missing ({}{})",
+                point.name,
+                st.missing.len() + st.running.len(),
+                st.done.len() + st.missing.len() + st.running.len(),
+                st.missing
+                    .iter()
+                    .chain(&st.running)
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if st.missing.len() + st.running.len() > 5 {
+                    ", ..."
+                } else {
+                    ""
+                }
+            ));
+            points_bar.inc(1);
+            continue;
+        }
         let started = Instant::now();
         let res = run_spec(
             &point.spec,
@@ -443,7 +529,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                 quiet: true,
                 progress: Some(runs_bar.clone()),
                 overwrite: opts.overwrite,
-                work: crate::runner::Work::All,
+                work: if merge_only { Work::Merge } else { Work::All },
             },
         )
         .and_then(|_| {
@@ -474,6 +560,14 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             csv += &rows;
         }
     }
+    if merge_only && !failures.is_empty() {
+        return Err(FboError::Run(format!(
+            "cannot merge the sweep: {} of {} points have runs missing (run the missing shards, or `fbo sweep` without --merge):\n  {}",
+            failures.len(),
+            sweep.points.len(),
+            failures.join("\n  ")
+        )));
+    }
     dir.write("sweep.csv", csv.as_bytes())?;
     if !failures.is_empty() {
         return Err(FboError::Run(format!(
@@ -484,6 +578,45 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         )));
     }
     dir.prune()?;
+    Ok(())
+}
+
+/// `fbo sweep SPEC --status`: done, running and missing runs per point.
+pub fn status(path: &Path, out: &Path) -> Result<()> {
+    use std::io::Write;
+    let sweep = load(path)?;
+    let mut w = std::io::stdout().lock();
+    let (mut done, mut running, mut missing) = (0, 0, 0);
+    let mut lines = Vec::new();
+    for point in &sweep.points {
+        let st = crate::runner::status(&point.spec, &out.join("points").join(&point.name));
+        done += st.done.len();
+        running += st.running.len();
+        missing += st.missing.len();
+        lines.push(format!(
+            "{}: {} done, {} running, {} missing",
+            point.name,
+            st.done.len(),
+            st.running.len(),
+            st.missing.len()
+        ));
+    }
+    let _ = writeln!(
+        w,
+        "{}: {} points; runs: {done} done, {running} running, {missing} missing{}",
+        out.display(),
+        sweep.points.len(),
+        if running + missing == 0 {
+            " (ready to merge: fbo sweep SPEC --merge)"
+        } else {
+            ""
+        }
+    );
+    for l in lines {
+        if writeln!(w, "{l}").is_err() {
+            break;
+        }
+    }
     Ok(())
 }
 
