@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The whole test suite: checks the set-up, then runs every unit and integration test
-# (release mode: the statistical and end-to-end tests run real experiments).
+# (release mode: the statistical and end-to-end tests run real experiments), then the
+# cluster test on a real local Slurm (installed and started by ../shared/docs/slurm-local.sh;
+# skipped, saying so, without root or apt-get).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 echo "building and running the tests (a first build takes 5-8 minutes) ..." >&2
 cargo test --release "$@"
+bash scripts/test-slurm.sh

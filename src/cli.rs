@@ -49,13 +49,14 @@ pub struct RunArgs {
     /// Compute only shard I of N (0 <= I < N): the I-th of N equal blocks of the runs in
     /// (sweep point, seed, algorithm) order, saved in parts/ folders without merging. Shards may
     /// run at once, on any machines sharing the folder; `--merge` assembles them.
-    #[arg(long, value_parser = crate::runner::Work::parse_shard, conflicts_with_all = ["merge", "status"])]
+    #[arg(long, value_parser = crate::runner::Work::parse_shard, conflicts_with = "merge")]
     pub shard: Option<crate::runner::Work>,
     /// Only merge the runs saved by shards (into trace.csv and summary.csv, or a sweep's
     /// points and sweep.csv); refused, with the list, while any run is missing.
     #[arg(long, conflicts_with = "status")]
     pub merge: bool,
-    /// Print which runs are done, running (held by a shard) or missing, and change nothing.
+    /// Print which runs are done, running (held by a shard) or missing, and change nothing;
+    /// with --shard, only that shard's runs.
     #[arg(long)]
     pub status: bool,
 }
@@ -314,7 +315,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             let spec = load(&spec, runs, no_timing)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
             if status {
-                return crate::runner::run_status(&spec, &out);
+                return crate::runner::run_status(&spec, &out, shard);
             }
             let work = match (shard, merge) {
                 (Some(w), _) => w,
@@ -370,7 +371,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             let base = Spec::load(&spec)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&base.name));
             if status {
-                return sweep::status(&spec, &out);
+                return sweep::status(&spec, &out, shard);
             }
             let work = match (shard, merge) {
                 (Some(w), _) => w,

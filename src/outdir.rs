@@ -185,6 +185,21 @@ fn lock_as(root: &Path, shared: bool) -> Result<File> {
     }
 }
 
+/// A shard's lock: shards starting together queue for the short set-up of a new folder
+/// (exclusive) instead of failing; an fbo that is not a shard holding the folder for long
+/// still refuses them, after a minute.
+fn lock_waiting(root: &Path, shared: bool) -> Result<File> {
+    let start = std::time::Instant::now();
+    loop {
+        match lock_as(root, shared) {
+            Err(FboError::Spec { .. }) if start.elapsed().as_secs() < 60 => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Whether some process holds the lock of `file` (a unit's claim), without waiting.
 pub fn is_locked(file: &Path) -> bool {
     File::open(file).is_ok_and(|f| matches!(f.try_lock(), Err(fs::TryLockError::WouldBlock)))
@@ -270,7 +285,7 @@ impl OutDir {
             && let Some(m) = read_manifest(root)
             && m.identity.as_ref().is_some_and(|old| old.same(&id))
         {
-            let lock = lock_as(root, true)?;
+            let lock = lock_waiting(root, true)?;
             // Read again under the lock: the set-up may have finished meanwhile.
             let m = read_manifest(root).unwrap_or(m);
             let mpath = root.join(MANIFEST);
@@ -290,7 +305,25 @@ impl OutDir {
                 }),
             });
         }
-        let lock = lock(root)?;
+        let lock = if claim.shared {
+            lock_waiting(root, false)?
+        } else {
+            lock(root)?
+        };
+        // Another shard may have set the folder up while this one waited.
+        if claim.shared
+            && let Some(m) = read_manifest(root)
+            && m.identity.as_ref().is_some_and(|old| old.same(&id))
+        {
+            drop(lock);
+            return OutDir::claim(
+                root,
+                Claim {
+                    identity: id,
+                    ..claim
+                },
+            );
+        }
         let (files, dirs) = match read_manifest(root) {
             Some(m) if m.identity.as_ref().is_some_and(|old| old.same(&id)) => (m.files, m.dirs),
             Some(m) => {
@@ -335,7 +368,7 @@ impl OutDir {
         // find the manifest it needs and share too).
         let lock = if claim.shared {
             drop(lock);
-            lock_as(root, true)?
+            lock_waiting(root, true)?
         } else {
             lock
         };

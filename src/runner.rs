@@ -356,6 +356,11 @@ pub struct Status {
 }
 
 pub fn status(spec: &Spec, out: &std::path::Path) -> Status {
+    status_of(spec, out, (0, usize::MAX))
+}
+
+/// `status` of the units lo..hi (in (run, algorithm) order) only.
+pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -> Status {
     let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
     // Parts count for this spec whichever timing option made them.
     let mut other = spec.clone();
@@ -375,6 +380,9 @@ pub fn status(spec: &Spec, out: &std::path::Path) -> Status {
     };
     for a in 0..spec.algorithms.len() {
         for r in 0..spec.runs {
+            if !(lo..hi).contains(&(r * spec.algorithms.len() + a)) {
+                continue;
+            }
             let label = format!("{} run {r}", spec.algorithms[a].label);
             if merged
                 || (current
@@ -393,8 +401,12 @@ pub fn status(spec: &Spec, out: &std::path::Path) -> Status {
 }
 
 /// `fbo run SPEC --status`: the counts, then every running and missing run.
-pub fn run_status(spec: &Spec, out: &std::path::Path) -> Result<()> {
-    let st = status(spec, out);
+pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Result<()> {
+    let units = spec.runs * spec.algorithms.len();
+    let st = match shard {
+        Some(Work::Shard { index, count }) => status_of(spec, out, block(index, count, units)),
+        _ => status(spec, out),
+    };
     // Written, not printed: `--status | head` ends quietly (SIGPIPE stays ignored in fbo, as
     // its commands' pipes need).
     use std::io::Write;

@@ -582,14 +582,32 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
 }
 
 /// `fbo sweep SPEC --status`: done, running and missing runs per point.
-pub fn status(path: &Path, out: &Path) -> Result<()> {
+pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
     use std::io::Write;
     let sweep = load(path)?;
+    let total: usize = sweep
+        .points
+        .iter()
+        .map(|p| p.spec.runs * p.spec.algorithms.len())
+        .sum();
+    let (lo, hi) = match shard {
+        Some(Work::Shard { index, count }) => crate::runner::block(index, count, total),
+        _ => (0, total),
+    };
     let mut w = std::io::stdout().lock();
     let (mut done, mut running, mut missing) = (0, 0, 0);
     let mut lines = Vec::new();
+    let mut offset = 0;
     for point in &sweep.points {
-        let st = crate::runner::status(&point.spec, &out.join("points").join(&point.name));
+        let units = point.spec.runs * point.spec.algorithms.len();
+        let (a, b) = (lo.max(offset), hi.min(offset + units));
+        offset += units;
+        if a >= b {
+            continue;
+        }
+        let range = (a - (offset - units), b - (offset - units));
+        let st =
+            crate::runner::status_of(&point.spec, &out.join("points").join(&point.name), range);
         done += st.done.len();
         running += st.running.len();
         missing += st.missing.len();
@@ -606,7 +624,9 @@ pub fn status(path: &Path, out: &Path) -> Result<()> {
         "{}: {} points; runs: {done} done, {running} running, {missing} missing{}",
         out.display(),
         sweep.points.len(),
-        if running + missing == 0 {
+        if shard.is_some() {
+            ""
+        } else if running + missing == 0 {
             " (ready to merge: fbo sweep SPEC --merge)"
         } else {
             ""

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Integration test of scripts/slurm-sweep.sh on a real single-node Slurm
+# (../shared/docs/slurm-local.sh installs and starts it: Debian, root). Submits a small
+# sweep as 3 shards, cancels one array task on purpose, checks that the merge job was
+# cancelled and nothing merged, resubmits (only the missing shard may go), waits, and
+# compares sweep.csv with an unsharded sweep. Every step checks that it did something.
+# Skips, saying why, where there is no root or no apt-get.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+fail() { echo "test-slurm: FAILED: $*" >&2; exit 1; }
+
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    echo "test-slurm: skipped: a local Slurm needs root and apt-get (Debian)"
+    exit 0
+fi
+slurm_local=${SLURM_LOCAL:-$root/../shared/docs/slurm-local.sh}
+[ -f "$slurm_local" ] || fail "$slurm_local not found (shared/ beside the repository)"
+bash "$slurm_local" >/tmp/fbo-slurm-local.log 2>&1 || { tail -20 /tmp/fbo-slurm-local.log; fail "slurm-local.sh could not start Slurm"; }
+scontrol ping >/dev/null || fail "Slurm started but scontrol ping fails"
+
+fbo=$root/target/release/fbo
+[ -x "$fbo" ] || cargo build --release --quiet
+work=$(mktemp -d /tmp/fbo-slurm-test.XXXXXX)
+jobs=()
+# On the way out, whatever happened: no job of this test left queued, no folder left.
+cleanup() {
+    [ ${#jobs[@]} -eq 0 ] || scancel "${jobs[@]}" 2>/dev/null || true
+    [ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+# SMALL_DP of tests/common with a 2 x 2 sweep: 4 points x 2 runs x 2 algorithms.
+cat >"$work/sw.toml" <<'EOF'
+name = "slurm-test"
+seed = 5
+runs = 2
+iterations = 30
+initial_points = 3
+[objective]
+kind = "synthetic-dp"
+grid = 120
+functions = 1
+[surrogate]
+features = 16
+[surrogate.own]
+features = 20
+[federation]
+agents = 12
+p_t = "1-1/sqrt(t)"
+p1_equals_p2 = false
+[server]
+subregions = 2
+dp = true
+q = 0.5
+z = 1.0
+clip = 3.0
+[privacy]
+accountants = ["rdp-int", "rdp"]
+[[algorithm]]
+kind = "ts"
+[[algorithm]]
+kind = "dp-fts-de"
+[sweep]
+"server.q" = [0.25, 0.5]
+"server.z" = [1.0, 2.0]
+EOF
+"$fbo" sweep "$work/sw.toml" --out "$work/full" --quiet --no-timing
+
+wait_gone() { # job ids (comma-separated), seconds
+    local t=0
+    while squeue -h -j "$1" 2>/dev/null | grep -q .; do
+        sleep 0.5
+        t=$((t + 1))
+        [ $t -lt $(($2 * 2)) ] || fail "jobs $1 still queued after $2 s"
+    done
+}
+state() { scontrol -o show job "$1" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | sort -u | tr '\n' ' '; }
+
+# 1. Submit, then cancel task 1 before it can finish.
+out=$work/out
+sub=$(scripts/slurm-sweep.sh "$work/sw.toml" --out "$out" --shards 3 --no-timing -- --hold)
+echo "$sub"
+array=$(sed -n 's/.*as job array \([0-9]*\)$/\1/p' <<<"$sub" | head -1)
+merge=$(sed -n 's/.*merge as job \([0-9]*\).*/\1/p' <<<"$sub")
+[ -n "$array" ] && [ -n "$merge" ] || fail "slurm-sweep.sh submitted no array and merge: $sub"
+jobs+=("$array" "$merge")
+grep -q "submitted shards 0,1,2 of 3" <<<"$sub" || fail "the first submission is not all 3 shards"
+scancel "${array}_1"
+scontrol release "$array" "$merge" 2>/dev/null || true
+wait_gone "$array,$merge" 300
+[ ! -f "$out/sweep.csv" ] || fail "sweep.csv was merged although a task was cancelled"
+grep -q CANCELLED <<<"$(state "$merge")" || fail "the merge job was not cancelled: $(state "$merge")"
+left=$("$fbo" sweep "$work/sw.toml" --out "$out" --status --no-timing | head -1)
+grep -q " 0 running, [1-9][0-9]* missing" <<<"$left" || fail "nothing is missing after the cancelled task: $left"
+echo "after the cancelled task: $left"
+
+# 2. Resubmit: only shard 1 is missing, then the merge.
+sub=$(scripts/slurm-sweep.sh "$work/sw.toml" --out "$out" --shards 3 --no-timing)
+echo "$sub"
+grep -q "submitted shards 1 of 3" <<<"$sub" || fail "the resubmission is not shard 1 alone: $sub"
+array=$(sed -n 's/.*as job array \([0-9]*\)$/\1/p' <<<"$sub" | head -1)
+merge=$(sed -n 's/.*merge as job \([0-9]*\).*/\1/p' <<<"$sub")
+jobs+=("$array" "$merge")
+wait_gone "$array,$merge" 300
+[ -f "$out/sweep.csv" ] || fail "no sweep.csv after the resubmission (see $out/slurm/merge.out)"
+cmp -s "$out/sweep.csv" "$work/full/sweep.csv" || fail "the merged sweep.csv differs from the unsharded sweep's"
+
+# 3. A third submission has nothing to do.
+sub=$(scripts/slurm-sweep.sh "$work/sw.toml" --out "$out" --shards 3 --no-timing)
+grep -q "nothing to submit" <<<"$sub" || fail "a finished sweep was submitted again: $sub"
+echo "test-slurm: ok: submit, cancelled task, cancelled merge, resubmission of the missing shard, merge equal to the unsharded sweep, nothing left to submit"
