@@ -9,7 +9,8 @@
 //! TOY_MODE = ok (default) | crash | hang | garbage | nan | flaky (fails on its first try
 //! per request, needs TOY_COUNT); TOY_FAIL_AGENT = an agent for which TOY_MODE applies
 //! (default: every agent); TOY_SLEEP_MS = milliseconds to sleep first; TOY_COUNT = a file
-//! to which each invocation appends a line "scope run agent iteration".
+//! to which each invocation appends a line "scope run agent iteration"; TOY_EVENTS = a file
+//! to which it appends "+" when it starts and "-" when it is done.
 
 use fbo::objective::function::Function;
 use std::io::{Read, Write};
@@ -30,12 +31,26 @@ fn main() {
     if std::env::var("TOY_FAIL_AGENT").is_ok_and(|a| a != agent) {
         mode = "ok".into();
     }
+    // TOY_EVENTS: a file to which "+" is appended on starting and "-" on finishing, so a
+    // test can replay how many evaluations ran at once.
+    let event = |e: &str| {
+        if let Ok(path) = std::env::var("TOY_EVENTS") {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .expect("TOY_EVENTS file");
+            f.write_all(e.as_bytes()).expect("TOY_EVENTS write");
+        }
+    };
+    event("+");
     if let Some(ms) = std::env::var("TOY_SLEEP_MS")
         .ok()
         .and_then(|v| v.parse().ok())
     {
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
+    event("-");
     let mut first_try = true;
     if let Ok(path) = std::env::var("TOY_COUNT") {
         let line = format!(

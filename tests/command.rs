@@ -601,3 +601,36 @@ fn a_relative_command_runs_from_the_specs_folder_whatever_the_current_one() {
         2 * (2 + 2)
     );
 }
+
+#[test]
+fn evaluations_run_in_parallel_up_to_the_concurrency_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    // Six agents in DP-FTS-DE rounds; at most 3 commands at once, each taking 150 ms.
+    let text = std::fs::read_to_string(command_spec(dir.path(), "par", "concurrency = 3", 1, 2))
+        .unwrap()
+        .replace("agents = 3", "agents = 6");
+    let only_dp = text[..text.find("[[algorithm]]").unwrap()].to_string()
+        + "[[algorithm]]\nkind = \"dp-fts-de\"\nfeatures = 20\nserver = { subregions = 2 }\n";
+    let spec = write(dir.path(), "par.toml", &only_dp);
+    let events = dir.path().join("events");
+    let events_s = events.to_str().unwrap().to_string();
+    let o = run(
+        &spec,
+        &dir.path().join("par"),
+        &count,
+        &[("TOY_SLEEP_MS", "150"), ("TOY_EVENTS", &events_s)],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let log = std::fs::read_to_string(&events).unwrap();
+    let (mut now, mut most) = (0i32, 0i32);
+    for c in log.chars() {
+        now += if c == '+' { 1 } else { -1 };
+        most = most.max(now);
+    }
+    assert_eq!(log.len(), 2 * 6 * (2 + 2), "{log}");
+    assert_eq!(
+        most, 3,
+        "at most 3 at once, and a round of 6 fills them: {log}"
+    );
+}
