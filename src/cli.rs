@@ -87,6 +87,13 @@ pub enum Command {
         /// Replace another table's files in the output folder (only files fbo wrote).
         #[arg(long)]
         overwrite: bool,
+        /// Tabulate only shard I of N (0 <= I < N): the I-th of N blocks of the agents,
+        /// saved in parts/ without building the table; shards may run at once.
+        #[arg(long, value_parser = crate::runner::Work::parse_shard, conflicts_with = "merge")]
+        shard: Option<crate::runner::Work>,
+        /// Only build the table from the agents saved by shards; refused while any is missing.
+        #[arg(long)]
+        merge: bool,
     },
     /// Print the queries waiting for results of a spec whose evaluations are done by hand
     /// (objective.kind = "external"): the next query of every agent that has none
@@ -452,8 +459,15 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             threads,
             quiet,
             overwrite,
+            shard,
+            merge,
         } => {
             let cfg = tabulate::TabulateConfig::load(&config)?;
+            let work = match (shard, merge) {
+                (Some(w), _) => w,
+                (None, true) => crate::runner::Work::Merge,
+                (None, false) => crate::runner::Work::All,
+            };
             let out = out.unwrap_or_else(|| Path::new("data").join(&cfg.name));
             tabulate::run(
                 &config,
@@ -463,8 +477,17 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     threads: threads.map(|t| t as usize),
                     quiet,
                     overwrite,
+                    work,
                 },
             )?;
+            if let crate::runner::Work::Shard { index, count } = work {
+                if !quiet {
+                    eprintln!(
+                        "shard {index}/{count} tabulated; build the table with --merge once every shard is done"
+                    );
+                }
+                return Ok(());
+            }
             if !quiet {
                 eprintln!("table -> {}", out.join("table.csv").display());
             }

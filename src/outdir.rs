@@ -433,6 +433,23 @@ impl OutDir {
         Ok(self.root.join(rel))
     }
 
+    /// A unit's claim (`rel`, listed), locked while this process computes the unit; None
+    /// when another process holds it. The lock dies with its process.
+    pub fn claim_unit(&self, rel: &str) -> Result<Option<File>> {
+        let path = self.append_file(rel)?;
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| FboError::io(&path, e))?;
+        match f.try_lock() {
+            Ok(()) => Ok(Some(f)),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(FboError::io(&path, e)),
+        }
+    }
+
     /// Marks a file already here (from an earlier, interrupted invocation) as kept.
     pub fn keep(&self, rel: &str) {
         self.state

@@ -330,22 +330,6 @@ fn claim_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.claim")
 }
 
-/// The unit's claim, held; None when another process holds it.
-fn claim_unit(dir: &OutDir, a: usize, r: usize) -> Result<Option<File>> {
-    let path = dir.append_file(&claim_name(a, r))?;
-    let f = fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| FboError::io(&path, e))?;
-    match f.try_lock() {
-        Ok(()) => Ok(Some(f)),
-        Err(fs::TryLockError::WouldBlock) => Ok(None),
-        Err(fs::TryLockError::Error(e)) => Err(FboError::io(&path, e)),
-    }
-}
-
 /// Which runs of `spec` are done, running (a shard holds their claim) or missing in `out`,
 /// by label, and whether the folder is already merged. Reads only.
 pub struct Status {
@@ -644,7 +628,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         None => todo.iter().map(|_| None).collect(),
         Some(_) => todo
             .iter()
-            .map(|&(a, r)| claim_unit(&dir, a, r))
+            .map(|&(a, r)| dir.claim_unit(&claim_name(a, r)))
             .collect::<Result<_>>()?,
     };
     let todo: Vec<(usize, usize)> = todo

@@ -230,6 +230,8 @@ pub struct TabulateOptions {
     pub threads: Option<usize>,
     pub quiet: bool,
     pub overwrite: bool,
+    /// All agents, a shard of them (parts only), or only the merge into the table.
+    pub work: crate::runner::Work,
 }
 
 const WALL: &str = "parts/wall_seconds";
@@ -249,6 +251,19 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let n_agents = task.agents();
     let out = &opts.out;
     let part = |a: usize| format!("parts/agent-{a:03}.csv");
+    let claim_of = |a: usize| format!("parts/agent-{a:03}.claim");
+    use crate::runner::Work;
+    let shard = match opts.work {
+        Work::Shard { index, count } => Some(crate::runner::block(index, count, n_agents)),
+        _ => None,
+    };
+    if shard.is_some() && opts.overwrite {
+        return Err(FboError::spec(
+            &opts.out,
+            "--overwrite",
+            "does not go with --shard: shards share the folder",
+        ));
+    }
     let mut planned: Vec<String> = [
         "table.csv",
         "table.toml",
@@ -265,10 +280,21 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             identity: Identity::new("tabulate", config_path, &cfg.source),
             planned: &planned,
             overwrite: opts.overwrite,
-            shared: false,
+            shared: shard.is_some(),
         },
     )?;
     let fingerprint = format!("{}\n# data sha256 {sha}\n", cfg.source);
+    // A shard or a merge must not throw away other shards' agents made from other data.
+    if (shard.is_some() || opts.work == Work::Merge)
+        && dir.owns(PARTS_FINGERPRINT)
+        && fs::read_to_string(dir.path(PARTS_FINGERPRINT)).is_ok_and(|f| f != fingerprint)
+    {
+        return Err(FboError::spec(
+            out,
+            "--data",
+            "parts/ here were made from other data or another config; every shard and the merge need the same",
+        ));
+    }
     let (parts, reusable) = dir.parts(&fingerprint)?;
     // Wall time of earlier, interrupted invocations, so build_seconds counts the whole build.
     let before: f64 = if reusable && dir.resume(WALL) {
@@ -281,8 +307,37 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     };
     dir.write("split.csv", split_csv.as_bytes())?;
     let todo: Vec<usize> = (0..n_agents)
+        .filter(|a| shard.is_none_or(|(lo, hi)| (lo..hi).contains(a)))
         .filter(|&a| !(reusable && dir.resume(&part(a))))
         .collect();
+    if opts.work == Work::Merge && !todo.is_empty() {
+        return Err(FboError::Run(format!(
+            "cannot merge: {} of {n_agents} agents are missing in {} (agents {}); run the missing shards, or tabulate without --merge",
+            todo.len(),
+            parts.display(),
+            todo.iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    // A shard computes an agent only while it holds the agent's claim.
+    let claims: Vec<Option<std::fs::File>> = match shard {
+        None => Vec::new(),
+        Some(_) => todo
+            .iter()
+            .map(|&a| dir.claim_unit(&claim_of(a)))
+            .collect::<Result<_>>()?,
+    };
+    let todo: Vec<usize> = match shard {
+        None => todo,
+        Some(_) => todo
+            .into_iter()
+            .zip(&claims)
+            .filter(|(_, c)| c.is_some())
+            .map(|(a, _)| a)
+            .collect(),
+    };
     let n_points = cfg.points();
     if todo.len() < n_agents && !opts.quiet {
         eprintln!(
@@ -309,6 +364,10 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
                 pb.inc(1);
             }
             dir.write(&part(a), rows.as_bytes())?;
+            if shard.is_some() {
+                // Shards at once have no one wall time to add up.
+                return Ok(());
+            }
             let _g = wall_lock.lock().expect("wall lock");
             dir.write(
                 WALL,
@@ -318,6 +377,10 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     };
     with_threads(opts.threads, work)??;
     pb.finish_and_clear();
+    drop(claims);
+    if shard.is_some() {
+        return Ok(());
+    }
     let d = cfg.hyper.len();
     let mut header = vec!["agent".to_string(), "point".to_string()];
     header.extend((0..d).map(|k| format!("x{k}")));

@@ -345,3 +345,61 @@ fn the_documented_table_format_runs_as_written() {
         "{trace}"
     );
 }
+
+#[test]
+fn a_sharded_tabulation_merges_to_the_same_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let full = tabulate(dir.path(), 3);
+    let cfg = dir.path().join("tab.toml");
+    let data = landmine_csv();
+    let out = dir.path().join("sharded");
+    let tab = |extra: &[&str]| {
+        fbo_out(
+            "tabulate",
+            &cfg,
+            &out,
+            &[&["--data", data.to_str().unwrap()], extra].concat(),
+        )
+    };
+    for i in 0..4 {
+        let o = tab(&["--shard", &format!("{i}/4")]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert!(!out.join("table.csv").exists(), "a shard builds no table");
+    let o = tab(&["--merge"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Everything but the measured training seconds (the last column).
+    let cut = |p: &Path| -> Vec<String> {
+        fs::read_to_string(p.join("table.csv"))
+            .unwrap()
+            .lines()
+            .map(|l| l.rsplit_once(',').unwrap().0.to_string())
+            .collect()
+    };
+    assert_eq!(cut(&out), cut(&full));
+    assert_eq!(
+        fs::read(out.join("split.csv")).unwrap(),
+        fs::read(full.join("split.csv")).unwrap()
+    );
+    // A merge with agents missing is refused and names them.
+    let half = dir.path().join("half");
+    let o = fbo_out(
+        "tabulate",
+        &cfg,
+        &half,
+        &["--data", data.to_str().unwrap(), "--shard", "0/2"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = fbo_out(
+        "tabulate",
+        &cfg,
+        &half,
+        &["--data", data.to_str().unwrap(), "--merge"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("cannot merge: 15 of 29 agents are missing"),
+        "{}",
+        stderr(&o)
+    );
+}
