@@ -97,11 +97,7 @@ fn asked(names: &[String], req: &Request, p: &Point, raw: &[f64]) -> Entry {
     Entry {
         request: req.clone(),
         x: p.x.clone(),
-        params: names
-            .iter()
-            .zip(raw)
-            .map(|(n, v)| (n.clone(), serde_json::json!(v)))
-            .collect(),
+        params: crate::journal::params(names, raw),
         status: "asked".into(),
         metric: None,
         cost_s: 0.0,
@@ -134,11 +130,7 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
         let list: Vec<serde_json::Value> = shown
             .iter()
             .map(|(req, raw)| {
-                let params: serde_json::Map<String, serde_json::Value> = names
-                    .iter()
-                    .zip(raw)
-                    .map(|(n, v)| (n.clone(), serde_json::json!(v)))
-                    .collect();
+                let params = crate::journal::params(&names, raw);
                 serde_json::json!({
                     "scope": req.scope,
                     "run": req.run,

@@ -57,6 +57,16 @@ pub struct Entry {
     pub error: Option<String>,
 }
 
+/// Hyperparameter values by name, as JSON: a journal entry's `params`, and what a command
+/// reads on stdin.
+pub fn params(names: &[String], raw: &[f64]) -> serde_json::Map<String, serde_json::Value> {
+    names
+        .iter()
+        .zip(raw)
+        .map(|(n, v)| (n.clone(), serde_json::json!(v)))
+        .collect()
+}
+
 type Key = (Request, Vec<u64>);
 
 fn key(request: &Request, x: &[f64]) -> Key {

@@ -158,21 +158,8 @@ fn lock(root: &Path) -> Result<File> {
 /// The folder's lock: exclusive (one command owns the folder), or shared (shards of one
 /// experiment, each writing only its own units; an exclusive holder keeps them out).
 fn lock_as(root: &Path, shared: bool) -> Result<File> {
-    let path = root.join(LOCK);
-    let f = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| FboError::io(&path, e))?;
-    let got = if shared {
-        f.try_lock_shared()
-    } else {
-        f.try_lock()
-    };
-    match got {
-        Ok(()) => Ok(f),
-        Err(fs::TryLockError::WouldBlock) => Err(FboError::spec(
+    try_lock_file(&root.join(LOCK), shared)?.ok_or_else(|| {
+        FboError::spec(
             root,
             "--out",
             if shared {
@@ -180,9 +167,34 @@ fn lock_as(root: &Path, shared: bool) -> Result<File> {
             } else {
                 "is in use by another fbo process (it holds .fbo-lock there); wait for it to finish, or choose another --out"
             },
-        )),
-        Err(fs::TryLockError::Error(e)) => Err(FboError::io(&path, e)),
+        )
+    })
+}
+
+/// `path` (created if missing, never truncated) locked shared or exclusive; None while
+/// another process holds a lock that excludes it.
+fn try_lock_file(path: &Path, shared: bool) -> Result<Option<File>> {
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map_err(|e| FboError::io(path, e))?;
+    let got = if shared {
+        f.try_lock_shared()
+    } else {
+        f.try_lock()
+    };
+    match got {
+        Ok(()) => Ok(Some(f)),
+        Err(fs::TryLockError::WouldBlock) => Ok(None),
+        Err(fs::TryLockError::Error(e)) => Err(FboError::io(path, e)),
     }
+}
+
+/// The folder's manifest, if it was written for the experiment `id`.
+fn manifest_of(root: &Path, id: &Identity) -> Option<Manifest> {
+    read_manifest(root).filter(|m| m.identity.as_ref().is_some_and(|old| old.same(id)))
 }
 
 /// A shard's lock: shards starting together queue for the short set-up of a new folder
@@ -282,28 +294,12 @@ impl OutDir {
         // and appends to the manifest as it is.
         let id = claim.identity;
         if claim.shared
-            && let Some(m) = read_manifest(root)
-            && m.identity.as_ref().is_some_and(|old| old.same(&id))
+            && let Some(m) = manifest_of(root, &id)
         {
             let lock = lock_waiting(root, true)?;
             // Read again under the lock: the set-up may have finished meanwhile.
             let m = read_manifest(root).unwrap_or(m);
-            let mpath = root.join(MANIFEST);
-            let log = OpenOptions::new()
-                .append(true)
-                .open(&mpath)
-                .map_err(|e| FboError::io(&mpath, e))?;
-            return Ok(OutDir {
-                root: root.to_path_buf(),
-                identity: id,
-                _lock: lock,
-                state: Mutex::new(State {
-                    files: m.files,
-                    dirs: m.dirs,
-                    now: BTreeSet::new(),
-                    log,
-                }),
-            });
+            return OutDir::opened(root, id, lock, m.files, m.dirs);
         }
         let lock = if claim.shared {
             lock_waiting(root, false)?
@@ -311,10 +307,7 @@ impl OutDir {
             lock(root)?
         };
         // Another shard may have set the folder up while this one waited.
-        if claim.shared
-            && let Some(m) = read_manifest(root)
-            && m.identity.as_ref().is_some_and(|old| old.same(&id))
-        {
+        if claim.shared && manifest_of(root, &id).is_some() {
             drop(lock);
             return OutDir::claim(
                 root,
@@ -357,12 +350,10 @@ impl OutDir {
                 (BTreeSet::new(), BTreeSet::new())
             }
         };
-        let mpath = root.join(MANIFEST);
-        write_atomic(&mpath, manifest_text(&id, &files, &dirs).as_bytes())?;
-        let log = OpenOptions::new()
-            .append(true)
-            .open(&mpath)
-            .map_err(|e| FboError::io(&mpath, e))?;
+        write_atomic(
+            &root.join(MANIFEST),
+            manifest_text(&id, &files, &dirs).as_bytes(),
+        )?;
         // A shard that set the folder up lets the other shards in: the exclusive lock
         // becomes a shared one (another shard may take the exclusive one in between only to
         // find the manifest it needs and share too).
@@ -372,9 +363,25 @@ impl OutDir {
         } else {
             lock
         };
+        OutDir::opened(root, id, lock, files, dirs)
+    }
+
+    /// The claimed folder, appending to its manifest as it stands.
+    fn opened(
+        root: &Path,
+        identity: Identity,
+        lock: File,
+        files: BTreeSet<String>,
+        dirs: BTreeSet<String>,
+    ) -> Result<OutDir> {
+        let mpath = root.join(MANIFEST);
+        let log = OpenOptions::new()
+            .append(true)
+            .open(&mpath)
+            .map_err(|e| FboError::io(&mpath, e))?;
         Ok(OutDir {
             root: root.to_path_buf(),
-            identity: id,
+            identity,
             _lock: lock,
             state: Mutex::new(State {
                 files,
@@ -433,21 +440,23 @@ impl OutDir {
         Ok(self.root.join(rel))
     }
 
-    /// A unit's claim (`rel`, listed), locked while this process computes the unit; None
-    /// when another process holds it. The lock dies with its process.
-    pub fn claim_unit(&self, rel: &str) -> Result<Option<File>> {
-        let path = self.append_file(rel)?;
-        let f = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| FboError::io(&path, e))?;
-        match f.try_lock() {
-            Ok(()) => Ok(Some(f)),
-            Err(fs::TryLockError::WouldBlock) => Ok(None),
-            Err(fs::TryLockError::Error(e)) => Err(FboError::io(&path, e)),
+    /// The units of `todo` this process may compute, with the locks that keep them its own
+    /// until they are dropped: each unit's claim file (`claim(unit)`, listed) is locked, and
+    /// a unit whose claim another process holds is left to it. The locks die with their
+    /// process, so a killed shard blocks nothing.
+    pub fn claim_units<T>(
+        &self,
+        todo: Vec<T>,
+        claim: impl Fn(&T) -> String,
+    ) -> Result<(Vec<T>, Vec<File>)> {
+        let (mut mine, mut locks) = (Vec::new(), Vec::new());
+        for unit in todo {
+            if let Some(lock) = try_lock_file(&self.append_file(&claim(&unit))?, false)? {
+                mine.push(unit);
+                locks.push(lock);
+            }
         }
+        Ok((mine, locks))
     }
 
     /// Marks a file already here (from an earlier, interrupted invocation) as kept.
@@ -492,6 +501,13 @@ impl OutDir {
     /// says whether the pieces already there may be resumed: only if they were made with the
     /// same `fingerprint` (spec, options, format). Otherwise fbo's own pieces are removed
     /// first. The fingerprint is then (re)written.
+    /// Whether `parts/` holds pieces fbo made with another fingerprint, which `parts` would
+    /// remove: a shard or a merge must refuse instead, as they are other processes' work.
+    pub fn parts_made_otherwise(&self, fingerprint: &str) -> bool {
+        self.owns(PARTS_FINGERPRINT)
+            && fs::read_to_string(self.path(PARTS_FINGERPRINT)).is_ok_and(|f| f != fingerprint)
+    }
+
     pub fn parts(&self, fingerprint: &str) -> Result<(PathBuf, bool)> {
         let reusable = self.owns(PARTS_FINGERPRINT)
             && fs::read_to_string(self.path(PARTS_FINGERPRINT)).is_ok_and(|s| s == fingerprint);

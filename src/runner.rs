@@ -19,7 +19,7 @@ use crate::spec::Spec;
 use indicatif::ProgressBar;
 use rand::seq::index::sample as sample_indices;
 use rayon::prelude::*;
-use std::fs::{self, File};
+use std::fs;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -552,10 +552,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let print = fingerprint(spec, &canonical);
     // Parts made with other settings are replaced by a plain run; a shard or a merge must
     // not throw away what other shards computed.
-    if (shard.is_some() || opts.work == Work::Merge)
-        && dir.owns(PARTS_FINGERPRINT)
-        && fs::read_to_string(dir.path(PARTS_FINGERPRINT)).is_ok_and(|f| f != print)
-    {
+    if (shard.is_some() || opts.work == Work::Merge) && dir.parts_made_otherwise(&print) {
         return Err(FboError::spec(
             out,
             if shard.is_some() {
@@ -624,19 +621,10 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     }
     // A shard works on a unit only while it holds the unit's claim, so two shards (or a
     // shard and its rerun) never compute one unit at once; the lock dies with its process.
-    let claims: Vec<Option<File>> = match shard {
-        None => todo.iter().map(|_| None).collect(),
-        Some(_) => todo
-            .iter()
-            .map(|&(a, r)| dir.claim_unit(&claim_name(a, r)))
-            .collect::<Result<_>>()?,
+    let (todo, claims) = match shard {
+        None => (todo, Vec::new()),
+        Some(_) => dir.claim_units(todo, |&(a, r)| claim_name(a, r))?,
     };
-    let todo: Vec<(usize, usize)> = todo
-        .into_iter()
-        .zip(&claims)
-        .filter(|(_, c)| shard.is_none() || c.is_some())
-        .map(|(j, _)| j)
-        .collect();
     if resumed > 0 && !opts.quiet {
         eprintln!(
             "resuming: {resumed} of {mine} runs already complete in {}",

@@ -376,26 +376,14 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         );
     }
     let out = &opts.out;
-    // A shard's share of the sweep: a block of all its units (point, run, algorithm) in
-    // order, cut into each point's own range, so a shard touches few points.
-    let sharded = match opts.work {
-        Work::Shard { index, count } => {
-            if opts.overwrite {
-                return Err(FboError::spec(
-                    out,
-                    "--overwrite",
-                    "does not go with --shard: shards share the folder",
-                ));
-            }
-            let total: usize = sweep
-                .points
-                .iter()
-                .map(|p| p.spec.runs * p.spec.algorithms.len())
-                .sum();
-            Some(crate::runner::block(index, count, total))
-        }
-        _ => None,
-    };
+    let sharded = matches!(opts.work, Work::Shard { .. });
+    if sharded && opts.overwrite {
+        return Err(FboError::spec(
+            out,
+            "--overwrite",
+            "does not go with --shard: shards share the folder",
+        ));
+    }
     let text = fs::read_to_string(path).map_err(|e| FboError::io(path, e))?;
     let canonical = crate::spec::portable::canonical(&text, path);
     let planned = vec!["spec.toml".to_string(), "sweep.csv".to_string()];
@@ -405,23 +393,16 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             identity: Identity::new("sweep", path, &canonical),
             planned: &planned,
             overwrite: opts.overwrite,
-            shared: sharded.is_some(),
+            shared: sharded,
         },
     )?;
     dir.write(
         "spec.toml",
         crate::spec::portable::portable(&text, path, out).as_bytes(),
     )?;
-    if let Some((lo, hi)) = sharded {
-        let mut offset = 0;
+    if sharded {
         let mut failures = Vec::new();
-        for point in &sweep.points {
-            let units = point.spec.runs * point.spec.algorithms.len();
-            let (a, b) = (lo.max(offset), hi.min(offset + units));
-            offset += units;
-            if a >= b {
-                continue;
-            }
+        for (point, (lo, hi)) in shard_ranges(&sweep, Some(opts.work)) {
             let rel = format!("points/{}", point.name);
             let pdir = dir.create_dir(&rel)?;
             let res = run_spec(
@@ -432,10 +413,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                     quiet: true,
                     progress: None,
                     overwrite: false,
-                    work: Work::Units {
-                        lo: a - (offset - units),
-                        hi: b - (offset - units),
-                    },
+                    work: Work::Units { lo, hi },
                 },
             );
             if let Err(e) = res {
@@ -497,8 +475,8 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             let _ = fs::remove_file(&marker);
         }
         // Merging a sharded sweep: each point's runs must all be there.
-        if merge_only && !crate::runner::status(&point.spec, &pdir).missing.is_empty() {
-            let st = crate::runner::status(&point.spec, &pdir);
+        let st = merge_only.then(|| crate::runner::status(&point.spec, &pdir));
+        if let Some(st) = st.filter(|st| !st.missing.is_empty()) {
             failures.push(format!(
                 "{}: {} of {} runs missing ({}{})",
                 point.name,
@@ -581,31 +559,38 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     Ok(())
 }
 
-/// `fbo sweep SPEC --status`: done, running and missing runs per point.
-pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
-    use std::io::Write;
-    let sweep = load(path)?;
-    let total: usize = sweep
-        .points
-        .iter()
-        .map(|p| p.spec.runs * p.spec.algorithms.len())
-        .sum();
+/// The points a shard of the sweep touches, each with its share of the point's units
+/// (lo..hi in (run, algorithm) order): shard I of N is the I-th of N blocks of all the
+/// sweep's units in (point, run, algorithm) order, cut at the points, so it touches few
+/// points. Without a shard, every point whole.
+fn shard_ranges(sweep: &Sweep, shard: Option<Work>) -> Vec<(&Point, (usize, usize))> {
+    let units = |p: &Point| p.spec.runs * p.spec.algorithms.len();
+    let total: usize = sweep.points.iter().map(units).sum();
     let (lo, hi) = match shard {
         Some(Work::Shard { index, count }) => crate::runner::block(index, count, total),
         _ => (0, total),
     };
+    let mut offset = 0;
+    let mut out = Vec::new();
+    for p in &sweep.points {
+        let n = units(p);
+        let (a, b) = (lo.max(offset), hi.min(offset + n));
+        if a < b {
+            out.push((p, (a - offset, b - offset)));
+        }
+        offset += n;
+    }
+    out
+}
+
+/// `fbo sweep SPEC --status`: done, running and missing runs per point.
+pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
+    use std::io::Write;
+    let sweep = load(path)?;
     let mut w = std::io::stdout().lock();
     let (mut done, mut running, mut missing) = (0, 0, 0);
     let mut lines = Vec::new();
-    let mut offset = 0;
-    for point in &sweep.points {
-        let units = point.spec.runs * point.spec.algorithms.len();
-        let (a, b) = (lo.max(offset), hi.min(offset + units));
-        offset += units;
-        if a >= b {
-            continue;
-        }
-        let range = (a - (offset - units), b - (offset - units));
+    for (point, range) in shard_ranges(&sweep, shard) {
         let st =
             crate::runner::status_of(&point.spec, &out.join("points").join(&point.name), range);
         done += st.done.len();

@@ -285,10 +285,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     )?;
     let fingerprint = format!("{}\n# data sha256 {sha}\n", cfg.source);
     // A shard or a merge must not throw away other shards' agents made from other data.
-    if (shard.is_some() || opts.work == Work::Merge)
-        && dir.owns(PARTS_FINGERPRINT)
-        && fs::read_to_string(dir.path(PARTS_FINGERPRINT)).is_ok_and(|f| f != fingerprint)
-    {
+    if (shard.is_some() || opts.work == Work::Merge) && dir.parts_made_otherwise(&fingerprint) {
         return Err(FboError::spec(
             out,
             "--data",
@@ -322,21 +319,9 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         )));
     }
     // A shard computes an agent only while it holds the agent's claim.
-    let claims: Vec<Option<std::fs::File>> = match shard {
-        None => Vec::new(),
-        Some(_) => todo
-            .iter()
-            .map(|&a| dir.claim_unit(&claim_of(a)))
-            .collect::<Result<_>>()?,
-    };
-    let todo: Vec<usize> = match shard {
-        None => todo,
-        Some(_) => todo
-            .into_iter()
-            .zip(&claims)
-            .filter(|(_, c)| c.is_some())
-            .map(|(a, _)| a)
-            .collect(),
+    let (todo, claims) = match shard {
+        None => (todo, Vec::new()),
+        Some(_) => dir.claim_units(todo, |&a| claim_of(a))?,
     };
     let n_points = cfg.points();
     if todo.len() < n_agents && !opts.quiet {

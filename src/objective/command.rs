@@ -68,11 +68,7 @@ pub fn describe(names: &[String], raw: &[f64]) -> String {
 
 /// The request as the command reads it on stdin.
 pub fn request_json(names: &[String], req: &Request, point: &Point, raw: &[f64]) -> String {
-    let params: serde_json::Map<String, serde_json::Value> = names
-        .iter()
-        .zip(raw)
-        .map(|(n, v)| (n.clone(), serde_json::json!(v)))
-        .collect();
+    let params = crate::journal::params(names, raw);
     serde_json::json!({
         "agent": req.agent,
         "run": req.run,

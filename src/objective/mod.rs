@@ -281,12 +281,7 @@ impl Landscape {
                 )))
             }
             Some(runner) => {
-                let params = m
-                    .names
-                    .iter()
-                    .zip(&raw)
-                    .map(|(n, v)| (n.clone(), serde_json::json!(v)))
-                    .collect();
+                let params = crate::journal::params(&m.names, &raw);
                 let mut entry = Entry {
                     request: req.clone(),
                     x: p.x.clone(),
