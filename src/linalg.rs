@@ -35,24 +35,28 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Lower Cholesky factor L (A = L L^T) of a symmetric matrix, reading its lower triangle;
-/// None unless positive definite. Row by row (Cholesky-Banachiewicz).
+/// None unless positive definite. Each entry is L_ij = (A_ij - dot(L_i,<j, L_j,<j)) / L_jj,
+/// computed column by column: the entries of a column are independent of each other, so
+/// their dot products overlap in the pipeline (row by row, each waits for the one before).
+/// Same entries, same bits, in either order.
 pub fn cholesky(a: &Array2<f64>) -> Option<Array2<f64>> {
     let n = a.nrows();
     let mut l = Array2::<f64>::zeros((n, n));
     let ls = l.as_slice_mut().expect("fresh arrays are contiguous");
-    for i in 0..n {
-        for j in 0..=i {
-            let (row_i, row_j) = (&ls[i * n..i * n + j], &ls[j * n..j * n + j]);
-            let s = a[[i, j]] - dot(row_i, row_j);
-            if i == j {
-                // Also refuses NaN.
-                if s.is_nan() || s <= 0.0 {
-                    return None;
-                }
-                ls[i * n + i] = s.sqrt();
-            } else {
-                ls[i * n + j] = s / ls[j * n + j];
-            }
+    for j in 0..n {
+        let row_j = &ls[j * n..j * n + j];
+        let s = a[[j, j]] - dot(row_j, row_j);
+        // Also refuses NaN.
+        if s.is_nan() || s <= 0.0 {
+            return None;
+        }
+        let d = s.sqrt();
+        ls[j * n + j] = d;
+        let (done, below) = ls.split_at_mut((j + 1) * n);
+        let row_j = &done[j * n..j * n + j];
+        for (r, row_i) in below.chunks_exact_mut(n).enumerate() {
+            let s = a[[j + 1 + r, j]] - dot(&row_i[..j], row_j);
+            row_i[j] = s / d;
         }
     }
     Some(l)

@@ -9,6 +9,17 @@ use crate::objective::space::{Region, halton};
 /// Objective: returns (value, gradient) or None where it cannot be evaluated (treated as +inf).
 pub trait Objective {
     fn eval(&mut self, x: &[f64]) -> Option<(f64, Vec<f64>)>;
+
+    /// The value alone. `lbfgs` asks this of line-search trials and then `gradient` of the
+    /// accepted one: objectives whose gradient costs much more than their value override
+    /// both (sharing the work between them); these defaults evaluate both every time.
+    fn value(&mut self, x: &[f64]) -> Option<f64> {
+        self.eval(x).map(|(v, _)| v)
+    }
+
+    fn gradient(&mut self, x: &[f64]) -> Option<Vec<f64>> {
+        self.eval(x).map(|(_, g)| g)
+    }
 }
 
 impl<F: FnMut(&[f64]) -> Option<(f64, Vec<f64>)>> Objective for F {
@@ -101,11 +112,13 @@ pub fn lbfgs(obj: &mut impl Objective, x0: &[f64], opts: LbfgsOptions) -> Option
         for _ in 0..30 {
             let xn: Vec<f64> = x.iter().zip(&d).map(|(a, b)| a + step * b).collect();
             evals += 1;
-            if let Some((fn_, gn)) = obj.eval(&xn)
+            if let Some(fn_) = obj.value(&xn)
                 && fn_.is_finite()
                 && fn_ <= f + 1e-4 * step * slope
             {
-                accepted = Some((xn, fn_, gn));
+                if let Some(gn) = obj.gradient(&xn) {
+                    accepted = Some((xn, fn_, gn));
+                }
                 break;
             }
             step *= 0.5;

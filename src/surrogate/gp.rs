@@ -81,6 +81,64 @@ pub fn sq_dists(x: ArrayView2<f64>) -> Array2<f64> {
     d
 }
 
+/// The likelihood's factorisation at one set of hyperparameters: what both its value and its
+/// gradient need.
+struct Factored {
+    /// The noise-free kernel matrix.
+    kf: Array2<f64>,
+    l: Array2<f64>,
+    alpha: Array1<f64>,
+    lml: f64,
+}
+
+impl Factored {
+    /// None if K is not positive definite.
+    fn new(d2: &Array2<f64>, y: ArrayView1<f64>, h: &GpHyper) -> Option<Self> {
+        let n = y.len();
+        let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
+        // K is symmetric: one exp per pair, mirrored.
+        let mut kf = Array2::<f64>::zeros((n, n));
+        for i in 0..n {
+            for j in 0..=i {
+                let v = h.signal_var * libm::exp(-d2[[i, j]] * inv2l2);
+                kf[[i, j]] = v;
+                kf[[j, i]] = v;
+            }
+        }
+        let mut k = kf.clone();
+        for i in 0..n {
+            k[[i, i]] += h.noise_var;
+        }
+        let l = crate::linalg::cholesky(&k)?;
+        let alpha = crate::linalg::cho_solve(l.view(), y);
+        let log_det: f64 = (0..n).map(|i| libm::log(l[[i, i]])).sum::<f64>() * 2.0;
+        let lml = -0.5 * y.dot(&alpha)
+            - 0.5 * log_det
+            - 0.5 * n as f64 * libm::log(2.0 * std::f64::consts::PI);
+        Some(Factored { kf, l, alpha, lml })
+    }
+
+    /// Gradient with respect to (ln length_scale, ln signal_var, ln noise_var):
+    /// 1/2 tr((alpha alpha^T - K^-1) dK/dtheta)  (Rasmussen & Williams 5.9).
+    fn gradient(&self, d2: &Array2<f64>, h: &GpHyper) -> [f64; 3] {
+        let n = self.alpha.len();
+        let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
+        let (alpha, kf) = (&self.alpha, &self.kf);
+        let kinv = crate::linalg::cho_inverse(self.l.view());
+        let (mut g_ls, mut g_sv, mut g_nv) = (0.0, 0.0, 0.0);
+        for i in 0..n {
+            for j in 0..n {
+                let w = alpha[i] * alpha[j] - kinv[[i, j]];
+                let kij = kf[[i, j]];
+                g_ls += w * kij * d2[[i, j]] * 2.0 * inv2l2;
+                g_sv += w * kij;
+            }
+            g_nv += (alpha[i] * alpha[i] - kinv[[i, i]]) * h.noise_var;
+        }
+        [0.5 * g_ls, 0.5 * g_sv, 0.5 * g_nv]
+    }
+}
+
 /// log p(y | X, h) and, if asked, its gradient with respect to
 /// (ln length_scale, ln signal_var, ln noise_var). None if K is not positive definite.
 pub fn log_marginal_likelihood(
@@ -89,43 +147,64 @@ pub fn log_marginal_likelihood(
     h: &GpHyper,
     with_grad: bool,
 ) -> Option<(f64, [f64; 3])> {
-    let n = y.len();
-    let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
-    // K is symmetric: one exp per pair, mirrored.
-    let mut kf = Array2::<f64>::zeros((n, n));
-    for i in 0..n {
-        for j in 0..=i {
-            let v = h.signal_var * libm::exp(-d2[[i, j]] * inv2l2);
-            kf[[i, j]] = v;
-            kf[[j, i]] = v;
+    let f = Factored::new(d2, y, h)?;
+    let g = if with_grad {
+        f.gradient(d2, h)
+    } else {
+        [0.0; 3]
+    };
+    Some((f.lml, g))
+}
+
+/// The negative log likelihood in the fit's coordinates u (ln theta = lo + (hi - lo)
+/// sigmoid(u)), for L-BFGS. It keeps the last factorisation: a line-search trial asks for the
+/// value, and only an accepted one for the gradient, which then reuses the factor (a third of
+/// the trials are rejected, and the gradient's K^-1 is most of an evaluation's work).
+struct NegLikelihood<'a> {
+    d2: &'a Array2<f64>,
+    y: ArrayView1<'a, f64>,
+    lb: [(f64, f64); 3],
+    last: Option<(Vec<f64>, Option<Factored>)>,
+}
+
+impl NegLikelihood<'_> {
+    fn theta(&self, u: &[f64]) -> ([f64; 3], [f64; 3]) {
+        let mut t = [0.0; 3];
+        let mut dt = [0.0; 3];
+        for i in 0..3 {
+            let s = sigmoid(u[i]);
+            t[i] = self.lb[i].0 + (self.lb[i].1 - self.lb[i].0) * s;
+            dt[i] = (self.lb[i].1 - self.lb[i].0) * s * (1.0 - s);
         }
+        (t, dt)
     }
-    let mut k = kf.clone();
-    for i in 0..n {
-        k[[i, i]] += h.noise_var;
-    }
-    let l = crate::linalg::cholesky(&k)?;
-    let alpha = crate::linalg::cho_solve(l.view(), y);
-    let log_det: f64 = (0..n).map(|i| libm::log(l[[i, i]])).sum::<f64>() * 2.0;
-    let lml = -0.5 * y.dot(&alpha)
-        - 0.5 * log_det
-        - 0.5 * n as f64 * libm::log(2.0 * std::f64::consts::PI);
-    if !with_grad {
-        return Some((lml, [0.0; 3]));
-    }
-    // d lml / d theta = 1/2 tr((alpha alpha^T - K^-1) dK/dtheta)  (Rasmussen & Williams 5.9)
-    let kinv = crate::linalg::cho_inverse(l.view());
-    let (mut g_ls, mut g_sv, mut g_nv) = (0.0, 0.0, 0.0);
-    for i in 0..n {
-        for j in 0..n {
-            let w = alpha[i] * alpha[j] - kinv[[i, j]];
-            let kij = kf[[i, j]];
-            g_ls += w * kij * d2[[i, j]] * 2.0 * inv2l2;
-            g_sv += w * kij;
+
+    fn factored(&mut self, u: &[f64]) -> Option<&Factored> {
+        if self.last.as_ref().is_none_or(|(lu, _)| lu.as_slice() != u) {
+            let h = GpHyper::from_log(&self.theta(u).0);
+            self.last = Some((u.to_vec(), Factored::new(self.d2, self.y, &h)));
         }
-        g_nv += (alpha[i] * alpha[i] - kinv[[i, i]]) * h.noise_var;
+        self.last.as_ref().and_then(|(_, f)| f.as_ref())
     }
-    Some((lml, [0.5 * g_ls, 0.5 * g_sv, 0.5 * g_nv]))
+}
+
+impl crate::optim::Objective for NegLikelihood<'_> {
+    fn eval(&mut self, u: &[f64]) -> Option<(f64, Vec<f64>)> {
+        let v = self.value(u)?;
+        Some((v, self.gradient(u)?))
+    }
+
+    fn value(&mut self, u: &[f64]) -> Option<f64> {
+        self.factored(u).map(|f| -f.lml)
+    }
+
+    fn gradient(&mut self, u: &[f64]) -> Option<Vec<f64>> {
+        let (t, dt) = self.theta(u);
+        let h = GpHyper::from_log(&t);
+        let d2 = self.d2;
+        let g = self.factored(u)?.gradient(d2, &h);
+        Some((0..3).map(|i| -g[i] * dt[i]).collect())
+    }
 }
 
 fn sigmoid(u: f64) -> f64 {
@@ -160,20 +239,11 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
 ) -> Option<GpHyper> {
     let d2 = sq_dists(x);
     let lb = bounds.log_box();
-    let to_theta = |u: &[f64]| -> ([f64; 3], [f64; 3]) {
-        let mut t = [0.0; 3];
-        let mut dt = [0.0; 3];
-        for i in 0..3 {
-            let s = sigmoid(u[i]);
-            t[i] = lb[i].0 + (lb[i].1 - lb[i].0) * s;
-            dt[i] = (lb[i].1 - lb[i].0) * s * (1.0 - s);
-        }
-        (t, dt)
-    };
-    let mut objective = |u: &[f64]| -> Option<(f64, Vec<f64>)> {
-        let (t, dt) = to_theta(u);
-        let (v, g) = log_marginal_likelihood(&d2, y, &GpHyper::from_log(&t), true)?;
-        Some((-v, (0..3).map(|i| -g[i] * dt[i]).collect()))
+    let mut objective = NegLikelihood {
+        d2: &d2,
+        y,
+        lb,
+        last: None,
     };
     let mut initial: Vec<Vec<f64>> = Vec::with_capacity(budget.restarts + 1);
     if let Some(w) = warm {
@@ -192,8 +262,8 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
             let u: Vec<f64> = (0..3)
                 .map(|_| logit(rng.random::<f64>().clamp(1e-6, 1.0 - 1e-6)))
                 .collect();
-            let lml = log_marginal_likelihood(&d2, y, &GpHyper::from_log(&to_theta(&u).0), false)
-                .map_or(f64::NEG_INFINITY, |(v, _)| v);
+            let lml = Factored::new(&d2, y, &GpHyper::from_log(&objective.theta(&u).0))
+                .map_or(f64::NEG_INFINITY, |f| f.lml);
             (lml, u)
         })
         .collect();
@@ -217,7 +287,7 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
             best = Some((m.value, m.x));
         }
     }
-    best.map(|(_, u)| GpHyper::from_log(&to_theta(&u).0))
+    best.map(|(_, u)| GpHyper::from_log(&objective.theta(&u).0))
 }
 
 /// GP posterior mean and variance at test points from explicit kernel blocks:
