@@ -25,6 +25,7 @@ pub mod progress;
 pub mod rng;
 pub mod runner;
 pub mod server;
+pub mod simd;
 pub mod spec;
 pub mod surrogate;
 pub mod sweep;

@@ -34,32 +34,70 @@ pub fn dot(a: &[f64], b: &[f64]) -> f64 {
     s
 }
 
-/// Lower Cholesky factor L (A = L L^T) of a symmetric matrix, reading its lower triangle;
-/// None unless positive definite. Each entry is L_ij = (A_ij - dot(L_i,<j, L_j,<j)) / L_jj,
-/// computed column by column: the entries of a column are independent of each other, so
-/// their dot products overlap in the pipeline (row by row, each waits for the one before).
-/// Same entries, same bits, in either order.
-pub fn cholesky(a: &Array2<f64>) -> Option<Array2<f64>> {
-    let n = a.nrows();
-    let mut l = Array2::<f64>::zeros((n, n));
-    let ls = l.as_slice_mut().expect("fresh arrays are contiguous");
-    for j in 0..n {
-        let row_j = &ls[j * n..j * n + j];
-        let s = a[[j, j]] - dot(row_j, row_j);
-        // Also refuses NaN.
-        if s.is_nan() || s <= 0.0 {
-            return None;
-        }
-        let d = s.sqrt();
-        ls[j * n + j] = d;
-        let (done, below) = ls.split_at_mut((j + 1) * n);
-        let row_j = &done[j * n..j * n + j];
-        for (r, row_i) in below.chunks_exact_mut(n).enumerate() {
-            let s = a[[j + 1 + r, j]] - dot(&row_i[..j], row_j);
-            row_i[j] = s / d;
+/// `(dot(a1, b), dot(a2, b))` with the bits of two calls to [`dot`], in one pass over `b`:
+/// the two chains of sums interleave, and `b` is loaded once.
+#[inline]
+pub fn dot2(a1: &[f64], a2: &[f64], b: &[f64]) -> (f64, f64) {
+    debug_assert!(a1.len() == b.len() && a2.len() == b.len());
+    let n4 = b.len() / 4 * 4;
+    let (mut acc1, mut acc2) = ([0.0f64; 4], [0.0f64; 4]);
+    for ((c1, c2), cb) in a1[..n4]
+        .chunks_exact(4)
+        .zip(a2[..n4].chunks_exact(4))
+        .zip(b[..n4].chunks_exact(4))
+    {
+        for l in 0..4 {
+            acc1[l] += c1[l] * cb[l];
+            acc2[l] += c2[l] * cb[l];
         }
     }
-    Some(l)
+    let mut s1 = (acc1[0] + acc1[1]) + (acc1[2] + acc1[3]);
+    let mut s2 = (acc2[0] + acc2[1]) + (acc2[2] + acc2[3]);
+    for k in n4..b.len() {
+        s1 += a1[k] * b[k];
+        s2 += a2[k] * b[k];
+    }
+    (s1, s2)
+}
+
+crate::multiversion! {
+    /// Lower Cholesky factor L (A = L L^T) of a symmetric matrix, reading its lower triangle;
+    /// None unless positive definite. Each entry is L_ij = (A_ij - dot(L_i,<j, L_j,<j)) / L_jj,
+    /// computed column by column: the entries of a column are independent of each other, so
+    /// their dot products overlap in the pipeline (row by row, each waits for the one before).
+    /// Same entries, same bits, in either order.
+    pub fn cholesky(a: &Array2<f64>) -> Option<Array2<f64>> {
+        let n = a.nrows();
+        let mut l = Array2::<f64>::zeros((n, n));
+        let ls = l.as_slice_mut().expect("fresh arrays are contiguous");
+        for j in 0..n {
+            let row_j = &ls[j * n..j * n + j];
+            let s = a[[j, j]] - dot(row_j, row_j);
+            // Also refuses NaN.
+            if s.is_nan() || s <= 0.0 {
+                return None;
+            }
+            let d = s.sqrt();
+            ls[j * n + j] = d;
+            let (done, below) = ls.split_at_mut((j + 1) * n);
+            let row_j = &done[j * n..j * n + j];
+            // Two rows at a time (dot2), then the odd one out.
+            let mut pairs = below.chunks_exact_mut(2 * n);
+            for (p, pair) in pairs.by_ref().enumerate() {
+                let (r1, r2) = pair.split_at_mut(n);
+                let (s1, s2) = dot2(&r1[..j], &r2[..j], row_j);
+                let i = j + 1 + 2 * p;
+                r1[j] = (a[[i, j]] - s1) / d;
+                r2[j] = (a[[i + 1, j]] - s2) / d;
+            }
+            let odd = pairs.into_remainder();
+            if !odd.is_empty() {
+                let s = a[[n - 1, j]] - dot(&odd[..j], row_j);
+                odd[j] = s / d;
+            }
+        }
+        Some(l)
+    }
 }
 
 /// Lower Cholesky factor of a symmetric positive-definite matrix. When rounding makes the
@@ -110,74 +148,80 @@ pub fn cho_solve(l: ArrayView2<f64>, b: ArrayView1<f64>) -> Array1<f64> {
     solve_lower_t(l, z.view())
 }
 
-/// (L L^T)^-1 given the Cholesky factor L, as L^-T L^-1.
-pub fn cho_inverse(l: ArrayView2<f64>) -> Array2<f64> {
-    let linv = lower_inverse(l);
-    // gram(L^-1) over its lower triangle, mirrored: row r of L^-1 is zero past column r and
-    // those zeros add nothing, and c_ij, c_ji sum the same products (ri rj = rj ri exactly)
-    // in the same order, so this gives the bits of the full computation.
-    let n = linv.nrows();
-    let mut c = Array2::<f64>::zeros((n, n));
-    {
-        let cs = c.as_slice_mut().expect("fresh arrays are contiguous");
-        for (r, row) in linv.rows().into_iter().enumerate() {
-            let row = row.as_slice().expect("contiguous rows");
-            for i in 0..=r {
-                let ri = row[i];
-                if ri != 0.0 {
-                    for (cij, &rj) in cs[i * n..i * n + i + 1].iter_mut().zip(&row[..=i]) {
-                        *cij += ri * rj;
+crate::multiversion! {
+    /// (L L^T)^-1 given the Cholesky factor L, as L^-T L^-1.
+    pub fn cho_inverse(l: ArrayView2<f64>) -> Array2<f64> {
+        let linv = lower_inverse(l);
+        // gram(L^-1) over its lower triangle, mirrored: row r of L^-1 is zero past column r and
+        // those zeros add nothing, and c_ij, c_ji sum the same products (ri rj = rj ri exactly)
+        // in the same order, so this gives the bits of the full computation.
+        let n = linv.nrows();
+        let mut c = Array2::<f64>::zeros((n, n));
+        {
+            let cs = c.as_slice_mut().expect("fresh arrays are contiguous");
+            for (r, row) in linv.rows().into_iter().enumerate() {
+                let row = row.as_slice().expect("contiguous rows");
+                for i in 0..=r {
+                    let ri = row[i];
+                    if ri != 0.0 {
+                        for (cij, &rj) in cs[i * n..i * n + i + 1].iter_mut().zip(&row[..=i]) {
+                            *cij += ri * rj;
+                        }
                     }
                 }
             }
         }
-    }
-    for i in 0..n {
-        for j in 0..i {
-            c[[j, i]] = c[[i, j]];
+        for i in 0..n {
+            for j in 0..i {
+                c[[j, i]] = c[[i, j]];
+            }
         }
+        c
     }
-    c
 }
 
-/// L^-1 for lower-triangular L, row by row as `solve_lower_mat(l, I)` computes it, touching
-/// only the lower triangle (the rest stays exactly zero there too).
-pub fn lower_inverse(l: ArrayView2<f64>) -> Array2<f64> {
-    let n = l.nrows();
-    let mut x = Array2::<f64>::eye(n);
-    let xs = x.as_slice_mut().expect("fresh arrays are contiguous");
-    for i in 0..n {
-        for k in 0..i {
-            let lik = l[[i, k]];
-            if lik != 0.0 {
-                let (done, rest) = xs.split_at_mut(i * n);
-                let xk = &done[k * n..k * n + k + 1];
-                for (v, &u) in rest[..=k].iter_mut().zip(xk) {
-                    *v += -lik * u;
+crate::multiversion! {
+    /// L^-1 for lower-triangular L, row by row as `solve_lower_mat(l, I)` computes it, touching
+    /// only the lower triangle (the rest stays exactly zero there too).
+    pub fn lower_inverse(l: ArrayView2<f64>) -> Array2<f64> {
+        let n = l.nrows();
+        let mut x = Array2::<f64>::eye(n);
+        let xs = x.as_slice_mut().expect("fresh arrays are contiguous");
+        for i in 0..n {
+            for k in 0..i {
+                let lik = l[[i, k]];
+                if lik != 0.0 {
+                    let (done, rest) = xs.split_at_mut(i * n);
+                    let xk = &done[k * n..k * n + k + 1];
+                    for (v, &u) in rest[..=k].iter_mut().zip(xk) {
+                        *v += -lik * u;
+                    }
+                }
+            }
+            let d = l[[i, i]];
+            for v in &mut xs[i * n..i * n + i + 1] {
+                *v /= d;
+            }
+        }
+        x
+    }
+}
+
+crate::multiversion! {
+    /// A^T A, summed over the rows of A in order.
+    pub fn gram(a: ArrayView2<f64>) -> Array2<f64> {
+        let m = a.ncols();
+        let mut c = Array2::<f64>::zeros((m, m));
+        for row in a.rows() {
+            for i in 0..m {
+                let ri = row[i];
+                if ri != 0.0 {
+                    c.row_mut(i).scaled_add(ri, &row);
                 }
             }
         }
-        let d = l[[i, i]];
-        for v in &mut xs[i * n..i * n + i + 1] {
-            *v /= d;
-        }
+        c
     }
-    x
-}
-
-/// A^T A, summed over the rows of A in order.
-pub fn gram(a: ArrayView2<f64>) -> Array2<f64> {
-    let m = a.ncols();
-    let mut c = Array2::<f64>::zeros((m, m));
-    for row in a.rows() {
-        for i in 0..m {
-            let ri = row[i];
-            if ri != 0.0 {
-                c.row_mut(i).scaled_add(ri, &row);
-            }
-        }
-    }
-    c
 }
 
 /// A L for lower-triangular L, as `matmul(a, l)` computes it (C[i, :] += A[i, k] L[k, :] in
@@ -369,6 +413,20 @@ mod tests {
         let a = array![[1.0, 1.0], [1.0, 1.0]];
         let (_, jitter) = cholesky_jittered(&a).expect("jitter should rescue");
         assert!(jitter > 0.0);
+    }
+
+    #[test]
+    fn dot2_gives_the_bits_of_two_dots() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        for len in 0..23 {
+            let v: Vec<Vec<f64>> = (0..3)
+                .map(|_| (0..len).map(|_| rng.random::<f64>() - 0.3).collect())
+                .collect();
+            let (s1, s2) = dot2(&v[0], &v[1], &v[2]);
+            assert_eq!(s1.to_bits(), dot(&v[0], &v[2]).to_bits());
+            assert_eq!(s2.to_bits(), dot(&v[1], &v[2]).to_bits());
+        }
     }
 
     #[test]

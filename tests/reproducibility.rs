@@ -69,42 +69,85 @@ fn fig1_configs_give_the_readmes_numbers_on_any_machine() {
 
 /// glibc dispatches exp, log, sin, cos and pow to FMA or non-FMA builds by the CPU it sees, and
 /// those may differ in the last bit. fbo's numerical code calls the pure-Rust libm instead, so
-/// hiding FMA, AVX and AVX2 from glibc must not change a byte. (OpenBLAS and matrixmultiply,
+/// hiding FMA, AVX and AVX2 from glibc must not change a byte; nor must running fbo's own
+/// loops without their AVX2 copies. (OpenBLAS and matrixmultiply,
 /// which chose kernels the same way, are no longer linked.)
 #[test]
 fn output_does_not_depend_on_the_cpu_features_glibc_sees() {
     let dir = tempfile::tempdir().unwrap();
-    let text = SMALL.replace(
+    let small = SMALL.replace(
         "[[algorithm]]\nkind = \"fts\"",
         "[[algorithm]]\nkind = \"fts\"\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nserver = { subregions = 2, dp = true, q = 0.5, z = 1.0 }",
     );
-    let spec = write(dir.path(), "small.toml", &text);
-    let mut traces = Vec::new();
-    for (name, tunables) in [
-        ("plain", None),
-        ("no-fma", Some("glibc.cpu.hwcaps=-AVX2,-FMA,-AVX")),
-    ] {
-        let out = dir.path().join(name);
-        let mut cmd = fbo();
-        cmd.args([
-            "run",
-            spec.to_str().unwrap(),
-            "--quiet",
-            "--no-timing",
-            "--out",
-        ])
-        .arg(&out);
-        if let Some(t) = tunables {
-            cmd.env("GLIBC_TUNABLES", t);
+    // A 2-D tensor grid, where own samples take the per-axis path (RandomFeatures::argmax_tensor).
+    let grid = r#"
+name = "grid"
+seed = 7
+runs = 2
+iterations = 15
+initial_points = 3
+
+[objective]
+kind = "function"
+function = "branin"
+grid = 21
+
+[surrogate]
+features = 20
+
+[surrogate.own]
+features = 30
+refit_every = 3
+
+[federation]
+agents = 3
+observations = 4
+
+[[algorithm]]
+kind = "ts"
+
+[[algorithm]]
+kind = "dp-fts-de"
+server = { subregions = 2, dp = true, q = 0.5, z = 1.0 }
+"#;
+    for (spec_name, text) in [("small", small.as_str()), ("grid", grid)] {
+        let spec = write(dir.path(), &format!("{spec_name}.toml"), text);
+        let mut traces = Vec::new();
+        for (name, env) in [
+            ("plain", None),
+            (
+                "no-fma",
+                Some(("GLIBC_TUNABLES", "glibc.cpu.hwcaps=-AVX2,-FMA,-AVX")),
+            ),
+            // fbo's own AVX2 copies of its hot loops (src/simd.rs) turned off.
+            ("baseline-simd", Some(("FBO_SIMD", "baseline"))),
+        ] {
+            let out = dir.path().join(format!("{spec_name}-{name}"));
+            let mut cmd = fbo();
+            cmd.args([
+                "run",
+                spec.to_str().unwrap(),
+                "--quiet",
+                "--no-timing",
+                "--out",
+            ])
+            .arg(&out);
+            if let Some((k, v)) = env {
+                cmd.env(k, v);
+            }
+            let o = cmd.output().unwrap();
+            assert!(o.status.success(), "{spec_name} {name}: {}", stderr(&o));
+            traces.push(fs::read(out.join("trace.csv")).unwrap());
         }
-        let o = cmd.output().unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        traces.push(fs::read(out.join("trace.csv")).unwrap());
+        assert!(
+            traces[0] == traces[1],
+            "{spec_name}: trace.csv changed when glibc saw no FMA/AVX"
+        );
+        assert!(
+            traces[0] == traces[2],
+            "{spec_name}: trace.csv changed with FBO_SIMD=baseline"
+        );
     }
-    assert!(
-        traces[0] == traces[1],
-        "trace.csv changed when glibc saw no FMA/AVX"
-    );
 }
 
 /// Table configs keep their queries when the query path moved from grid indices to points:

@@ -2,6 +2,7 @@
 //! multi-start maximisation over (length scale, signal variance, noise variance), and the
 //! closed-form posterior used to check the random-feature posterior.
 
+use crate::fastmath::fast_exp;
 use crate::optim::{LbfgsOptions, lbfgs};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
@@ -96,13 +97,19 @@ impl Factored {
     fn new(d2: &Array2<f64>, y: ArrayView1<f64>, h: &GpHyper) -> Option<Self> {
         let n = y.len();
         let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
-        // K is symmetric: one exp per pair, mirrored.
+        // K is symmetric: one exp per pair, over the lower triangle row by row (a loop that
+        // vectorises), then mirrored.
         let mut kf = Array2::<f64>::zeros((n, n));
+        kernel_lower(
+            kf.as_slice_mut().expect("fresh arrays are contiguous"),
+            d2.as_standard_layout().as_slice().expect("standard layout"),
+            n,
+            h.signal_var,
+            inv2l2,
+        );
         for i in 0..n {
-            for j in 0..=i {
-                let v = h.signal_var * libm::exp(-d2[[i, j]] * inv2l2);
-                kf[[i, j]] = v;
-                kf[[j, i]] = v;
+            for j in 0..i {
+                kf[[j, i]] = kf[[i, j]];
             }
         }
         let mut k = kf.clone();
@@ -136,6 +143,18 @@ impl Factored {
             g_nv += (alpha[i] * alpha[i] - kinv[[i, i]]) * h.noise_var;
         }
         [0.5 * g_ls, 0.5 * g_sv, 0.5 * g_nv]
+    }
+}
+
+crate::multiversion! {
+    /// The lower triangle of signal_var exp(-d2 inv2l2), row by row (n x n, row-major).
+    fn kernel_lower(ks: &mut [f64], ds: &[f64], n: usize, signal_var: f64, inv2l2: f64) {
+        for i in 0..n {
+            let row = i * n..i * n + i + 1;
+            for (k, &d) in ks[row.clone()].iter_mut().zip(&ds[row]) {
+                *k = signal_var * fast_exp(-d * inv2l2);
+            }
+        }
     }
 }
 

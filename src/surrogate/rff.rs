@@ -18,7 +18,7 @@ const LANES: usize = 8;
 /// For the LANES last-axis points i0.. of one prefix row: (sum_j c_j w_j, sum_j c_j^2) with
 /// c_j = rc_j tc[j][i] - rs_j ts[j][i] (the cosine of a sum by angle addition), each summed
 /// over j in order. `tc`/`ts` are the last axis's tables, feature-major with row length `last`.
-#[inline]
+#[inline(always)]
 fn combine_block(
     rc: &[f64],
     rs: &[f64],
@@ -44,6 +44,57 @@ fn combine_block(
         }
     }
     (d, q)
+}
+
+crate::multiversion! {
+    /// angle <- sin(angle) and cos <- cos(angle), element-wise.
+    fn cos_sin_in_place(angle: &mut [f64], cos: &mut [f64]) {
+        for (c, a) in cos.iter_mut().zip(angle.iter()) {
+            *c = fast_cos(*a);
+        }
+        for a in angle.iter_mut() {
+            *a = fast_sin(*a);
+        }
+    }
+}
+
+crate::multiversion! {
+    /// For every prefix row r (of `pc`/`ps`, M values each) and last-axis point i (of the
+    /// feature-major `tc`/`ts`): dots[r last + i] = sum_j c_j w_j and sumsqs[..] = sum_j c_j^2,
+    /// with c_j = pc_rj tc_ji - ps_rj ts_ji, each summed over j in order.
+    #[allow(clippy::too_many_arguments)]
+    fn tensor_sums(
+        pc: &[f64],
+        ps: &[f64],
+        tc: &[f64],
+        ts: &[f64],
+        w: &[f64],
+        last: usize,
+        dots: &mut [f64],
+        sumsqs: &mut [f64],
+    ) {
+        let m = w.len();
+        for r in 0..pc.len() / m {
+            let (rc, rs) = (&pc[r * m..(r + 1) * m], &ps[r * m..(r + 1) * m]);
+            let mut i0 = 0;
+            while i0 + LANES <= last {
+                let (d, q) = combine_block(rc, rs, tc, ts, w, last, i0);
+                dots[r * last + i0..r * last + i0 + LANES].copy_from_slice(&d);
+                sumsqs[r * last + i0..r * last + i0 + LANES].copy_from_slice(&q);
+                i0 += LANES;
+            }
+            for i in i0..last {
+                let (mut dot, mut sumsq) = (0.0, 0.0);
+                for j in 0..m {
+                    let v = rc[j] * tc[j * last + i] - rs[j] * ts[j * last + i];
+                    dot += v * w[j];
+                    sumsq += v * v;
+                }
+                dots[r * last + i] = dot;
+                sumsqs[r * last + i] = sumsq;
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -243,13 +294,8 @@ impl RandomFeatures {
                     angle.extend(self.freq[k].iter().map(|s| s * x));
                 }
             }
-            let mut c = angle.clone();
-            for v in c.iter_mut() {
-                *v = fast_cos(*v);
-            }
-            for v in angle.iter_mut() {
-                *v = fast_sin(*v);
-            }
+            let mut c = vec![0.0; angle.len()];
+            cos_sin_in_place(&mut angle, &mut c);
             (c, angle)
         };
         // Prefix over axes 0..d-1: cos and sin of s_0 x_0 + ... + s_{d-2} x_{d-2} + b.
@@ -288,31 +334,14 @@ impl RandomFeatures {
             o
         };
         let (tc, ts) = (transpose(&lc), transpose(&ls));
+        let points = pc.len() / m * last;
+        let (mut dots, mut sumsqs) = (vec![0.0; points], vec![0.0; points]);
+        tensor_sums(&pc, &ps, &tc, &ts, w, last, &mut dots, &mut sumsqs);
         let mut best = (0usize, f64::NEG_INFINITY);
-        let mut consider = |idx: usize, dot: f64, sumsq: f64| {
+        for (idx, (&dot, &sumsq)) in dots.iter().zip(&sumsqs).enumerate() {
             let v = dot * self.scale(sumsq) + offset.map_or(0.0, |o| o[idx]);
             if v > best.1 {
                 best = (idx, v);
-            }
-        };
-        for r in 0..pc.len() / m {
-            let (rc, rs) = (&pc[r * m..(r + 1) * m], &ps[r * m..(r + 1) * m]);
-            let mut i0 = 0;
-            while i0 + LANES <= last {
-                let (dot, sumsq) = combine_block(rc, rs, &tc, &ts, w, last, i0);
-                for l in 0..LANES {
-                    consider(r * last + i0 + l, dot[l], sumsq[l]);
-                }
-                i0 += LANES;
-            }
-            for i in i0..last {
-                let (mut dot, mut sumsq) = (0.0, 0.0);
-                for j in 0..m {
-                    let v = rc[j] * tc[j * last + i] - rs[j] * ts[j * last + i];
-                    dot += v * w[j];
-                    sumsq += v * v;
-                }
-                consider(r * last + i, dot, sumsq);
             }
         }
         best.0
