@@ -123,23 +123,25 @@ pub fn cholesky_jittered(a: &Array2<f64>) -> Option<(Array2<f64>, f64)> {
     None
 }
 
-/// X = L^-1 B for lower-triangular L and a matrix B (all columns at once, row by row).
-pub fn solve_lower_mat(l: ArrayView2<f64>, b: ArrayView2<f64>) -> Array2<f64> {
-    let n = l.nrows();
-    let mut x = b.to_owned();
-    for i in 0..n {
-        for k in 0..i {
-            let lik = l[[i, k]];
-            if lik != 0.0 {
-                let (done, rest) = x.view_mut().split_at(Axis(0), i);
-                let mut xi = rest.index_axis_move(Axis(0), 0);
-                xi.scaled_add(-lik, &done.row(k));
+crate::multiversion! {
+    /// X = L^-1 B for lower-triangular L and a matrix B (all columns at once, row by row).
+    pub fn solve_lower_mat(l: ArrayView2<f64>, b: ArrayView2<f64>) -> Array2<f64> {
+        let n = l.nrows();
+        let mut x = b.to_owned();
+        for i in 0..n {
+            for k in 0..i {
+                let lik = l[[i, k]];
+                if lik != 0.0 {
+                    let (done, rest) = x.view_mut().split_at(Axis(0), i);
+                    let mut xi = rest.index_axis_move(Axis(0), 0);
+                    xi.scaled_add(-lik, &done.row(k));
+                }
             }
+            let d = l[[i, i]];
+            x.row_mut(i).mapv_inplace(|v| v / d);
         }
-        let d = l[[i, i]];
-        x.row_mut(i).mapv_inplace(|v| v / d);
+        x
     }
-    x
 }
 
 /// x = (L L^T)^-1 b given the Cholesky factor L.
@@ -224,42 +226,71 @@ crate::multiversion! {
     }
 }
 
-/// A L for lower-triangular L, as `matmul(a, l)` computes it (C[i, :] += A[i, k] L[k, :] in
-/// order of k) but only over L's triangle: row k of L is zero past column k, and those zeros
-/// add nothing, so the bits are the same at about half the work.
-pub fn matmul_lower(a: ArrayView2<f64>, l: ArrayView2<f64>) -> Array2<f64> {
-    assert_eq!(
-        a.ncols(),
-        l.nrows(),
-        "matmul_lower: inner dimensions differ"
-    );
-    let m = l.ncols();
-    let l = l.as_standard_layout();
-    let ls = l.as_slice().expect("standard layout");
-    let mut c = Array2::<f64>::zeros((a.nrows(), m));
-    for (arow, mut crow) in a.rows().into_iter().zip(c.rows_mut()) {
-        let crow = crow.as_slice_mut().expect("fresh arrays are contiguous");
-        for (k, &aik) in arow.iter().enumerate() {
-            let top = (k + 1).min(m);
-            // Slices of equal length: the loop vectorises without bounds checks.
-            for (cj, &lkj) in crow[..top].iter_mut().zip(&ls[k * m..k * m + top]) {
-                *cj += aik * lkj;
+crate::multiversion! {
+    /// A L for lower-triangular L, as `matmul(a, l)` computes it (C[i, :] += A[i, k] L[k, :] in
+    /// order of k) but only over L's triangle: row k of L is zero past column k, and those zeros
+    /// add nothing, so the bits are the same at about half the work.
+    pub fn matmul_lower(a: ArrayView2<f64>, l: ArrayView2<f64>) -> Array2<f64> {
+        assert_eq!(
+            a.ncols(),
+            l.nrows(),
+            "matmul_lower: inner dimensions differ"
+        );
+        let m = l.ncols();
+        let l = l.as_standard_layout();
+        let ls = l.as_slice().expect("standard layout");
+        let mut c = Array2::<f64>::zeros((a.nrows(), m));
+        for (arow, mut crow) in a.rows().into_iter().zip(c.rows_mut()) {
+            let crow = crow.as_slice_mut().expect("fresh arrays are contiguous");
+            for (k, &aik) in arow.iter().enumerate() {
+                let top = (k + 1).min(m);
+                // Slices of equal length: the loop vectorises without bounds checks.
+                for (cj, &lkj) in crow[..top].iter_mut().zip(&ls[k * m..k * m + top]) {
+                    *cj += aik * lkj;
+                }
             }
         }
+        c
     }
-    c
 }
 
-/// A B, each entry summed over k in order (C[i, :] += A[i, k] B[k, :]).
-pub fn matmul(a: ArrayView2<f64>, b: ArrayView2<f64>) -> Array2<f64> {
-    assert_eq!(a.ncols(), b.nrows(), "matmul: inner dimensions differ");
-    let mut c = Array2::<f64>::zeros((a.nrows(), b.ncols()));
-    for (arow, mut crow) in a.rows().into_iter().zip(c.rows_mut()) {
-        for (k, &aik) in arow.iter().enumerate() {
-            crow.scaled_add(aik, &b.row(k));
+crate::multiversion! {
+    /// A U for upper-triangular U, as `matmul(a, u)` computes it (C[i, :] += A[i, k] U[k, :]
+    /// in order of k) but only over U's triangle, where row k is zero before column k.
+    pub fn matmul_upper(a: ArrayView2<f64>, u: ArrayView2<f64>) -> Array2<f64> {
+        assert_eq!(
+            a.ncols(),
+            u.nrows(),
+            "matmul_upper: inner dimensions differ"
+        );
+        let m = u.ncols();
+        let u = u.as_standard_layout();
+        let us = u.as_slice().expect("standard layout");
+        let mut c = Array2::<f64>::zeros((a.nrows(), m));
+        for (arow, mut crow) in a.rows().into_iter().zip(c.rows_mut()) {
+            let crow = crow.as_slice_mut().expect("fresh arrays are contiguous");
+            for (k, &aik) in arow.iter().enumerate().take(m) {
+                for (cj, &ukj) in crow[k..].iter_mut().zip(&us[k * m + k..(k + 1) * m]) {
+                    *cj += aik * ukj;
+                }
+            }
         }
+        c
     }
-    c
+}
+
+crate::multiversion! {
+    /// A B, each entry summed over k in order (C[i, :] += A[i, k] B[k, :]).
+    pub fn matmul(a: ArrayView2<f64>, b: ArrayView2<f64>) -> Array2<f64> {
+        assert_eq!(a.ncols(), b.nrows(), "matmul: inner dimensions differ");
+        let mut c = Array2::<f64>::zeros((a.nrows(), b.ncols()));
+        for (arow, mut crow) in a.rows().into_iter().zip(c.rows_mut()) {
+            for (k, &aik) in arow.iter().enumerate() {
+                crow.scaled_add(aik, &b.row(k));
+            }
+        }
+        c
+    }
 }
 
 /// In place: L <- chol(L L^T + v v^T). Classic Givens-style update; `v` is consumed.
@@ -433,6 +464,24 @@ mod tests {
     fn argmax_prefers_first_of_ties_and_skips_nan() {
         assert_eq!(argmax(array![1.0, 3.0, 3.0].view()), 1);
         assert_eq!(argmax(array![f64::NAN, 0.5, 0.1].view()), 1);
+    }
+
+    #[test]
+    fn matmul_upper_gives_the_bits_of_matmul() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+        let a = Array2::from_shape_fn((7, 5), |_| rng.random::<f64>() - 0.5);
+        let u = Array2::from_shape_fn((5, 5), |(i, j)| {
+            if j >= i {
+                rng.random::<f64>() - 0.5
+            } else {
+                0.0
+            }
+        });
+        let (x, y) = (matmul_upper(a.view(), u.view()), matmul(a.view(), u.view()));
+        for (p, q) in x.iter().zip(&y) {
+            assert_eq!(p.to_bits(), q.to_bits());
+        }
     }
 
     #[test]

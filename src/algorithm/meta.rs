@@ -158,16 +158,20 @@ fn decode(msg: &Message, lambda: f64, grid_phi: Option<&Array2<f64>>) -> Option<
 
 /// Ordered pairs (j, k), j != k, that `f` and `y` rank differently.
 pub fn discordant_pairs(f: ArrayView1<f64>, y: ArrayView1<f64>) -> usize {
-    let n = y.len();
-    let mut count = 0;
-    for j in 0..n {
-        for k in 0..n {
-            if j != k && ((f[j] < f[k]) != (y[j] < y[k])) {
-                count += 1;
-            }
-        }
+    let (f, y) = (f.to_vec(), y.to_vec());
+    (0..y.len()).map(|j| discordant_with(&f, &y, j)).sum()
+}
+
+crate::multiversion! {
+    /// Points k that `f` and `y` rank differently against point j. The pair (j, j) compares
+    /// equal on both sides, so it needs no test: the count runs without branches.
+    fn discordant_with(f: &[f64], y: &[f64], j: usize) -> usize {
+        let (fj, yj) = (f[j], y[j]);
+        f.iter()
+            .zip(y)
+            .map(|(&fk, &yk)| ((fj < fk) != (yj < yk)) as usize)
+            .sum()
     }
-    count
 }
 
 /// Epanechnikov kernel 0.75 (1 - u^2) on |u| <= 1.
@@ -242,19 +246,23 @@ fn target_losses(
     let n = y.len();
     let kf = se_kernel(x.view(), x.view(), hyper);
     let mut losses = vec![0.0; samples];
-    let mut eps = Array1::<f64>::zeros(n);
     for j in 0..n {
         let rest: Vec<usize> = (0..n).filter(|&i| i != j).collect();
         let x_rest = x.select(Axis(0), &rest);
         let post = GpPosterior::fit(x_rest.view(), y.select(Axis(0), &rest).view(), *hyper)?;
         let (mean, cov) = post.predict_joint(x.view(), &kf);
         let (root, _) = cholesky_jittered(&cov)?;
-        for loss in losses.iter_mut() {
-            eps.mapv_inplace(|_| StandardNormal.sample(rng));
-            let f = &mean + &root.dot(&eps);
-            *loss += (0..n)
-                .filter(|&k| k != j && ((f[j] < f[k]) != (y[j] < y[k])))
-                .count() as f64;
+        // All samples at once: row s of eps holds sample s's normals, drawn in the order one
+        // sample at a time would draw them, and row s of eps root^T is its draw of f - mean.
+        let eps = Array2::from_shape_fn((samples, n), |_| StandardNormal.sample(rng));
+        let draws = crate::linalg::matmul_upper(eps.view(), root.t());
+        for (loss, d) in losses.iter_mut().zip(draws.rows()) {
+            let f = &mean + &d;
+            *loss += discordant_with(
+                f.as_slice().expect("fresh arrays are contiguous"),
+                y.as_slice().expect("contiguous targets"),
+                j,
+            ) as f64;
         }
     }
     Some(losses)

@@ -349,15 +349,43 @@ pub fn standardize(y: &[f64]) -> Array1<f64> {
 /// SE kernel k(a_i, b_j) = s^2 exp(-|a_i - b_j|^2 / (2 l^2)) between the rows of a and b.
 pub fn se_kernel(a: ArrayView2<f64>, b: ArrayView2<f64>, h: &GpHyper) -> Array2<f64> {
     let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
-    Array2::from_shape_fn((a.nrows(), b.nrows()), |(i, j)| {
-        let r2: f64 = a
-            .row(i)
-            .iter()
-            .zip(b.row(j))
-            .map(|(u, v)| (u - v) * (u - v))
-            .sum();
-        h.signal_var * libm::exp(-r2 * inv2l2)
-    })
+    // Squared distances first, then the exponentials in a loop of their own (vectorised).
+    let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
+    let (ad, bd) = (
+        a.as_slice().expect("standard layout"),
+        b.as_slice().expect("standard layout"),
+    );
+    let d = a.ncols();
+    let mut k = Array2::<f64>::zeros((a.nrows(), b.nrows()));
+    for (krow, ai) in k
+        .as_slice_mut()
+        .expect("fresh arrays are contiguous")
+        .chunks_exact_mut(b.nrows().max(1))
+        .zip(ad.chunks_exact(d.max(1)))
+    {
+        for (kij, bj) in krow.iter_mut().zip(bd.chunks_exact(d.max(1))) {
+            let mut r2 = 0.0;
+            for (u, v) in ai.iter().zip(bj) {
+                r2 += (u - v) * (u - v);
+            }
+            *kij = r2;
+        }
+    }
+    scaled_exp(
+        k.as_slice_mut().expect("fresh arrays are contiguous"),
+        h.signal_var,
+        inv2l2,
+    );
+    k
+}
+
+crate::multiversion! {
+    /// v <- scale exp(-v c), element-wise.
+    fn scaled_exp(v: &mut [f64], scale: f64, c: f64) {
+        for x in v.iter_mut() {
+            *x = scale * fast_exp(-*x * c);
+        }
+    }
 }
 
 /// An exact GP posterior conditioned on (x, y): the Cholesky factor of K + noise I and
@@ -390,11 +418,13 @@ impl GpPosterior {
     /// Mean and variance of the latent f at each row of `xs` (variances floored at 1e-12).
     pub fn predict(&self, xs: ArrayView2<f64>) -> (Array1<f64>, Array1<f64>) {
         let (mean, v) = self.mean_and_whitened(xs);
-        let var = Array1::from_iter(
-            v.columns()
-                .into_iter()
-                .map(|c| (self.hyper.signal_var - c.dot(&c)).max(1e-12)),
-        );
+        // Each column's sum of squares, summed over rows in order (as a column dot product
+        // sums), a row at a time so the loop runs along contiguous memory.
+        let mut sumsq = Array1::<f64>::zeros(v.ncols());
+        for row in v.rows() {
+            sumsq.zip_mut_with(&row, |s, &x| *s += x * x);
+        }
+        let var = sumsq.mapv(|s| (self.hyper.signal_var - s).max(1e-12));
         (mean, var)
     }
 
@@ -449,7 +479,12 @@ impl GpPosterior {
     /// products are what conditioning removes from the prior covariance.
     fn mean_and_whitened(&self, xs: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
         let kx = se_kernel(self.x.view(), xs, &self.hyper);
-        let mean = kx.t().dot(&self.alpha);
+        // kx^T alpha, each entry summed over the training points in order, a row of kx at a
+        // time (contiguous; the strided column dot products summed in the same order).
+        let mut mean = Array1::<f64>::zeros(kx.ncols());
+        for (row, &a) in kx.rows().into_iter().zip(&self.alpha) {
+            mean.scaled_add(a, &row);
+        }
         let v = crate::linalg::solve_lower_mat(self.chol.view(), kx.view());
         (mean, v)
     }
