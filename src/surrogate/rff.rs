@@ -276,7 +276,8 @@ impl RandomFeatures {
     /// ties to the lowest index. cos(sum_d s_d x_d + b)
     /// is built by angle addition from per-axis cosines and sines, so a grid of n_1 x ... x
     /// n_D points costs (n_1 + ... + n_D) M transcendental evaluations instead of
-    /// n_1 ... n_D M, and the sums run in four lanes. The values differ from `argmax`'s in
+    /// n_1 ... n_D M, and blocks of grid points share each feature's loads (`tensor_sums`,
+    /// each point's sums over the features in order). The values differ from `argmax`'s in
     /// the last bits (about 1e-14), so the two agree except on near-exact ties.
     pub fn argmax_tensor(&self, axes: &[Vec<f64>], w: &[f64], offset: Option<&[f64]>) -> usize {
         let m = self.len();
