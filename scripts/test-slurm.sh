@@ -29,37 +29,17 @@ cleanup() {
     [ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
-# SMALL_DP of tests/common with a 2 x 2 sweep: 4 points x 2 runs x 2 algorithms.
-cat >"$work/sw.toml" <<'EOF'
-name = "slurm-test"
-seed = 5
-runs = 2
-iterations = 30
-initial_points = 3
-[objective]
-kind = "synthetic-dp"
-grid = 120
-functions = 1
-[surrogate]
-features = 16
-[surrogate.own]
-features = 20
-[federation]
-agents = 12
-p_t = "1-1/sqrt(t)"
-p1_equals_p2 = false
-[server]
-subregions = 2
-dp = true
-q = 0.5
-z = 1.0
-clip = 3.0
-[privacy]
-accountants = ["rdp-int", "rdp"]
-[[algorithm]]
-kind = "ts"
-[[algorithm]]
-kind = "dp-fts-de"
+# SMALL_DP of tests/common (tests/fixtures/small-dp.toml) with 2 runs of 30 iterations and a
+# 2 x 2 sweep: 4 points x 2 runs x 2 algorithms.
+sed -e 's/^name = "small-dp"$/name = "slurm-test"/' -e 's/^runs = 3$/runs = 2/' \
+    -e 's/^iterations = 8$/iterations = 30/' tests/fixtures/small-dp.toml >"$work/sw.toml"
+for want in 'name = "slurm-test"' 'runs = 2' 'iterations = 30'; do
+    grep -qx "$want" "$work/sw.toml" || {
+        echo "test-slurm: tests/fixtures/small-dp.toml changed; '$want' not set" >&2
+        exit 1
+    }
+done
+cat >>"$work/sw.toml" <<'EOF'
 [sweep]
 "server.q" = [0.25, 0.5]
 "server.z" = [1.0, 2.0]

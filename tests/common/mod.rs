@@ -114,43 +114,6 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A small DP-family spec: 12 agents, 2 sub-regions, DP on.
-pub const SMALL_DP: &str = r#"
-name = "small-dp"
-seed = 5
-runs = 3
-iterations = 8
-initial_points = 3
-
-[objective]
-kind = "synthetic-dp"
-grid = 120
-functions = 1
-
-[surrogate]
-features = 16
-
-[surrogate.own]
-features = 20
-
-[federation]
-agents = 12
-p_t = "1-1/sqrt(t)"
-p1_equals_p2 = false
-
-[server]
-subregions = 2
-dp = true
-q = 0.5
-z = 1.0
-clip = 3.0
-
-[privacy]
-accountants = ["rdp-int", "rdp"]
-
-[[algorithm]]
-kind = "ts"
-
-[[algorithm]]
-kind = "dp-fts-de"
-"#;
+/// A small DP-family spec: 12 agents, 2 sub-regions, DP on. A file of its own, because
+/// scripts/test-slurm.sh sweeps the same spec on a real Slurm.
+pub const SMALL_DP: &str = include_str!("../fixtures/small-dp.toml");
