@@ -22,10 +22,14 @@ spec=$1
 shift
 out="" shards=4 cmd=sweep fbo_args=()
 sbatch_args=()
+# An option that takes a value, given without one, is a usage error (not "unbound variable").
+need_value() {
+    [ $# -ge 2 ] && [ -n "$2" ] || { echo "slurm-sweep.sh: $1 needs a value" >&2; exit 2; }
+}
 while [ $# -gt 0 ]; do
     case $1 in
-        --out) out=$2; shift 2 ;;
-        --shards) shards=$2; shift 2 ;;
+        --out) need_value "$@"; out=$2; shift 2 ;;
+        --shards) need_value "$@"; shards=$2; shift 2 ;;
         --run) cmd=run; shift ;;
         --no-timing) fbo_args+=(--no-timing); shift ;;
         --) shift; sbatch_args=("$@"); break ;;
@@ -42,8 +46,8 @@ fbo=${FBO:-$here/target/release/fbo}
 [ -x "$fbo" ] || { echo "slurm-sweep.sh: $fbo is not built (cargo build --release)" >&2; exit 2; }
 fbo=$(cd "$(dirname "$fbo")" && pwd)/$(basename "$fbo")
 spec=$(cd "$(dirname "$spec")" && pwd)/$(basename "$spec")
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+# Absolute, without creating it: a refused submission leaves nothing behind.
+out=$(realpath -m "$out")
 
 # Checks the spec (exit 2 with the reason) before anything is submitted.
 "$fbo" validate "$spec" >/dev/null

@@ -29,6 +29,7 @@ pub struct TellOptions {
     pub value: Option<f64>,
     pub run: Option<usize>,
     pub scope: Option<String>,
+    pub iteration: Option<i64>,
     pub cost_s: f64,
     /// A CSV of results: the columns `fbo ask` prints plus `metric`.
     pub results: Option<PathBuf>,
@@ -58,8 +59,20 @@ fn open_state(spec: &Spec, state: &Path) -> Result<(OutDir, Arc<Journal>)> {
             overwrite: false,
             shared: false,
         },
-    )?;
-    let journal = Arc::new(Journal::open(&dir.append_file(JOURNAL)?)?);
+    )
+    // The folder is given as --state here: say so in the refusal.
+    .map_err(|e| match e {
+        FboError::Spec { file, key, message } if key == "--out" => FboError::Spec {
+            file,
+            key: "--state".into(),
+            message: message
+                .replace("another --out", "another --state")
+                .replace("pass --overwrite to replace them", "move them away"),
+        },
+        other => other,
+    })?;
+    let origin = crate::objective::journal_origin(spec).expect("a measured objective");
+    let journal = Arc::new(Journal::open(&dir.append_file(JOURNAL)?, &origin)?);
     Ok((dir, journal))
 }
 
@@ -93,6 +106,12 @@ fn frontier(spec: &Spec, journal: &Arc<Journal>) -> Result<(Vec<(Request, Point)
     Ok((waiting, complete))
 }
 
+/// A value typed back from a printed query: equal to 15 significant digits (what a
+/// spreadsheet keeps of a number it saves).
+fn close(given: f64, asked: f64) -> bool {
+    given == asked || (given - asked).abs() <= 1e-13 * asked.abs()
+}
+
 fn asked(names: &[String], req: &Request, p: &Point, raw: &[f64]) -> Entry {
     Entry {
         request: req.clone(),
@@ -116,7 +135,7 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
     let mut outstanding = 0;
     for (req, p) in &waiting {
         let raw = space.raw(p);
-        if journal.was_asked(req, &p.x) {
+        if journal.was_asked(req, &raw) {
             outstanding += 1;
             if !opts.all {
                 continue;
@@ -207,10 +226,28 @@ fn report_privacy(spec: &Spec, waiting: &[(Request, Point)], complete: bool) -> 
 
 pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
     measured(spec)?;
+    let cli = |key: &str, msg: String| FboError::spec(&spec.path, key, msg);
+    // What can be refused is refused before the state folder is touched.
+    if let Some(value) = opts.value
+        && !value.is_finite()
+    {
+        return Err(cli(
+            "--value",
+            format!("must be a finite number, got {value}"),
+        ));
+    }
+    if !(opts.cost_s.is_finite() && opts.cost_s >= 0.0) {
+        return Err(cli(
+            "--cost",
+            format!(
+                "must be a finite number of seconds >= 0, got {}",
+                opts.cost_s
+            ),
+        ));
+    }
     let (_dir, journal) = open_state(spec, &opts.state)?;
     let waiting = journal.outstanding();
     let names = spec.objective.space().names();
-    let cli = |key: &str, msg: String| FboError::spec(&spec.path, key, msg);
     let mut results: Vec<(Entry, f64, f64)> = Vec::new();
     match (&opts.results, opts.agent, opts.value) {
         (Some(file), None, None) => {
@@ -237,6 +274,8 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                 col("metric")?,
             );
             let cc = headers.iter().position(|h| h == "cost_s");
+            // Which outstanding query each line answered, so one query told twice is seen.
+            let mut told: Vec<(usize, usize, f64)> = Vec::new();
             for (n, rec) in rd.records().enumerate() {
                 let rec = rec.map_err(|e| FboError::spec(file, "", e.to_string()))?;
                 let line = n + 2;
@@ -252,13 +291,30 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                             )
                         })
                 };
+                // Counts are whole numbers: 0.7 or -1 is a mistake to report, not to round.
+                let int = |i: usize, what: &str, min: i64| -> Result<i64> {
+                    rec.get(i)
+                        .and_then(|v| v.trim().parse::<i64>().ok())
+                        .filter(|&v| v >= min)
+                        .ok_or_else(|| {
+                            FboError::spec(
+                                file,
+                                what,
+                                format!(
+                                    "line {line}: not a whole number >= {min}: {:?}",
+                                    rec.get(i).unwrap_or_default()
+                                ),
+                            )
+                        })
+                };
                 let req = Request::new(
                     rec.get(cs).unwrap_or_default(),
-                    num(cr, "run")? as usize,
-                    num(ca, "agent")? as usize,
-                    num(ci, "iteration")? as i64,
+                    int(cr, "run", 0)? as usize,
+                    int(ca, "agent", 0)? as usize,
+                    int(ci, "iteration", i64::MIN)?,
                 );
-                // The hyperparameter columns, where given, must be the query's.
+                // The hyperparameter columns, where given, must be the query's: to the
+                // 15 significant digits a spreadsheet keeps, at least.
                 let same_point = |e: &Entry| {
                     names
                         .iter()
@@ -266,42 +322,86 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                             None => true,
                             Some(i) => {
                                 let given = rec.get(i).and_then(|v| v.trim().parse::<f64>().ok());
-                                given.is_some() && given == e.params.get(n).and_then(|v| v.as_f64())
+                                let asked = e.params.get(n).and_then(|v| v.as_f64());
+                                match (given, asked) {
+                                    (Some(g), Some(a)) => close(g, a),
+                                    _ => false,
+                                }
                             }
                         })
                 };
-                let e = waiting
+                let found: Vec<usize> = waiting
                     .iter()
-                    .find(|e| e.request == req && same_point(e))
-                    .ok_or_else(|| {
-                        FboError::spec(
+                    .enumerate()
+                    .filter(|(_, e)| e.request == req && same_point(e))
+                    .map(|(i, _)| i)
+                    .collect();
+                let idx = match found.as_slice() {
+                    [i] => *i,
+                    [] => {
+                        return Err(FboError::spec(
                             file,
                             "",
                             format!(
-                                "line {line}: no outstanding query for {} run {} agent {} iteration {} (see `fbo ask --all`)",
-                                req.scope, req.run, req.agent, req.iteration
+                                "line {line}: no outstanding query for {} run {} agent {} iteration {}{} (see `fbo ask --all`)",
+                                req.scope,
+                                req.run,
+                                req.agent,
+                                req.iteration,
+                                if names.iter().any(|n| headers.iter().any(|h| h == n)) {
+                                    " at these hyperparameter values"
+                                } else {
+                                    ""
+                                }
                             ),
-                        )
-                    })?;
+                        ));
+                    }
+                    _ => {
+                        return Err(FboError::spec(
+                            file,
+                            "",
+                            format!(
+                                "line {line}: {} outstanding queries match {} run {} agent {} iteration {}; give the hyperparameter columns as `fbo ask` prints them",
+                                found.len(),
+                                req.scope,
+                                req.run,
+                                req.agent,
+                                req.iteration
+                            ),
+                        ));
+                    }
+                };
                 let cost = match cc {
                     Some(i) if !rec.get(i).unwrap_or("").trim().is_empty() => num(i, "cost_s")?,
                     _ => 0.0,
                 };
-                results.push((e.clone(), num(cm, "metric")?, cost));
+                let metric = num(cm, "metric")?;
+                crate::journal::check_values(Some(metric), cost)
+                    .map_err(|m| FboError::spec(file, "", format!("line {line}: {m}")))?;
+                if let Some(&(first, _, m)) = told.iter().find(|t| t.1 == idx) {
+                    if m.to_bits() != metric.to_bits() {
+                        return Err(FboError::spec(
+                            file,
+                            "",
+                            format!(
+                                "lines {first} and {line} report one query ({} run {} agent {} iteration {}) with two values, {m} and {metric}; keep one",
+                                req.scope, req.run, req.agent, req.iteration
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                told.push((line, idx, metric));
+                results.push((waiting[idx].clone(), metric, cost));
             }
         }
         (None, Some(agent), Some(value)) => {
-            if !value.is_finite() {
-                return Err(cli(
-                    "--value",
-                    format!("must be a finite number, got {value}"),
-                ));
-            }
             let matching: Vec<&Entry> = waiting
                 .iter()
                 .filter(|e| e.request.agent == agent)
                 .filter(|e| opts.run.is_none_or(|r| e.request.run == r))
                 .filter(|e| opts.scope.as_ref().is_none_or(|s| e.request.scope == *s))
+                .filter(|e| opts.iteration.is_none_or(|i| e.request.iteration == i))
                 .collect();
             match matching.as_slice() {
                 [e] => results.push(((*e).clone(), value, opts.cost_s)),
@@ -329,7 +429,7 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                     return Err(cli(
                         "--agent",
                         format!(
-                            "agent {agent} has {} outstanding queries ({}); choose one with --run and --scope, or report them all with --results",
+                            "agent {agent} has {} outstanding queries ({}); choose one with --run, --scope and --iteration, or report them all with --results",
                             many.len(),
                             many.iter()
                                 .map(|e| format!(

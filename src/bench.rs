@@ -294,6 +294,7 @@ pub fn command_overhead(n: usize) -> Result<()> {
         concurrency: 1,
         on_failure: OnFailure::Stop,
     };
+    let settings_argv = settings.argv.clone();
     let space = std::sync::Arc::new(Space::Box(vec![Param::linear("x", 0.0, 1.0)]));
     let names = vec!["x".to_string()];
     let land = Landscape::measured(
@@ -305,7 +306,15 @@ pub fn command_overhead(n: usize) -> Result<()> {
     );
     let dir = tempfile_dir()?;
     let path = dir.join("evaluations.jsonl");
-    land.attach_journal(std::sync::Arc::new(crate::journal::Journal::open(&path)?));
+    let origin = crate::journal::Origin {
+        command: settings_argv,
+        metric: "metric".into(),
+        direction: "maximize".into(),
+        params: vec!["x".into()],
+    };
+    land.attach_journal(std::sync::Arc::new(crate::journal::Journal::open(
+        &path, &origin,
+    )?));
     let (mut fbo_ms, mut bare_ms) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         let t0 = Instant::now();

@@ -96,8 +96,10 @@ pub enum Command {
         merge: bool,
     },
     /// Print the queries waiting for results of a spec whose evaluations are done by hand
-    /// (objective.kind = "external"): the next query of every agent that has none
-    /// outstanding, with raw hyperparameter values. The state folder holds the journal of
+    /// (objective.kind = "external"): every query the runs wait on that was not handed out
+    /// before (an agent starting from initial points waits on all of them at once), with
+    /// scope, run, agent and iteration, which together name it for `fbo tell`, and raw
+    /// hyperparameter values. The state folder holds the journal of
     /// results; `fbo run SPEC --out STATE` writes the trace once every run is complete.
     Ask {
         /// The experiment spec (TOML).
@@ -133,8 +135,12 @@ pub enum Command {
         /// The scope (as `fbo ask` prints it), where the agent has several outstanding.
         #[arg(long)]
         scope: Option<String>,
-        /// What the evaluation cost, in seconds (recorded as the trace's train_s).
-        #[arg(long, default_value_t = 0.0)]
+        /// The iteration (as `fbo ask` prints it), where the agent has several outstanding
+        /// in one run and scope (its initial points).
+        #[arg(long, allow_negative_numbers = true)]
+        iteration: Option<i64>,
+        /// What the evaluation cost, in seconds >= 0 (recorded as the trace's train_s).
+        #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
         cost: f64,
         /// A CSV of results: scope, run, agent, iteration, metric [, cost_s].
         #[arg(long)]
@@ -509,6 +515,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             value,
             run,
             scope,
+            iteration,
             cost,
             results,
         } => crate::asktell::tell(
@@ -519,6 +526,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 value,
                 run,
                 scope,
+                iteration,
                 cost_s: cost,
                 results,
             },

@@ -69,8 +69,63 @@ pub fn params(names: &[String], raw: &[f64]) -> serde_json::Map<String, serde_js
 
 type Key = (Request, Vec<u64>);
 
-fn key(request: &Request, x: &[f64]) -> Key {
-    (request.clone(), x.iter().map(|v| v.to_bits()).collect())
+/// An evaluation is identified by who asked (the request) and the raw hyperparameter values
+/// it was measured at: unit coordinates mean other raw values once a range changes.
+fn key(request: &Request, raw: &[f64]) -> Key {
+    (request.clone(), raw.iter().map(|v| v.to_bits()).collect())
+}
+
+/// How the first line of a journal begins: the objective its values were measured with.
+const HEADER_TAG: &str = "fbo_journal";
+
+/// The objective a journal's values belong to: its entries may be replayed only for the
+/// same program (or hand evaluation), the same metric and the same hyperparameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Origin {
+    /// argv of the command; None for results reported by hand.
+    pub command: Option<Vec<String>>,
+    pub metric: String,
+    /// "maximize" or "minimize".
+    pub direction: String,
+    /// The hyperparameters' names, in the spec's order.
+    pub params: Vec<String>,
+}
+
+impl Origin {
+    /// What differs from `other`, for a refusal ("the command was [..], is now [..]").
+    fn changes(&self, now: &Origin) -> Vec<String> {
+        let mut out = Vec::new();
+        let show = |c: &Option<Vec<String>>| match c {
+            None => "evaluation by hand (external)".to_string(),
+            Some(a) => format!("{a:?}"),
+        };
+        if self.command != now.command {
+            out.push(format!(
+                "the command was {}, is now {}",
+                show(&self.command),
+                show(&now.command)
+            ));
+        }
+        if self.metric != now.metric || self.direction != now.direction {
+            out.push(format!(
+                "the metric was {:?} ({}), is now {:?} ({})",
+                self.metric, self.direction, now.metric, now.direction
+            ));
+        }
+        if self.params != now.params {
+            out.push(format!(
+                "the hyperparameters were {:?}, are now {:?}",
+                self.params, now.params
+            ));
+        }
+        out
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    fbo_journal: u32,
+    objective: Origin,
 }
 
 /// What the journal knows of one evaluation.
@@ -82,22 +137,67 @@ pub enum Outcome {
     Failed(String),
 }
 
+impl Outcome {
+    /// The same evaluation told twice: the same value (bit for bit) or the same failure.
+    fn agrees(&self, other: &Outcome) -> bool {
+        match (self, other) {
+            (Outcome::Done(a, _), Outcome::Done(b, _)) => a.to_bits() == b.to_bits(),
+            (Outcome::Failed(_), Outcome::Failed(_)) => true,
+            _ => false,
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Outcome::Done(m, _) => format!("metric {m}"),
+            Outcome::Failed(_) => "a failure".into(),
+        }
+    }
+}
+
+/// Checks what an entry would record before it is written: a value that JSON cannot hold, or
+/// a cost that is not a duration, would make the journal unreadable or wrong.
+pub fn check_values(metric: Option<f64>, cost_s: f64) -> std::result::Result<(), String> {
+    if let Some(m) = metric
+        && !m.is_finite()
+    {
+        return Err(format!("the metric must be a finite number, got {m}"));
+    }
+    if !(cost_s.is_finite() && cost_s >= 0.0) {
+        return Err(format!(
+            "the cost must be a finite number of seconds >= 0, got {cost_s}"
+        ));
+    }
+    Ok(())
+}
+
 struct State {
-    done: HashMap<Key, Outcome>,
+    /// Each finished evaluation and the journal line it came from (0: this process).
+    done: HashMap<Key, (Outcome, usize)>,
     asked: HashMap<Key, Entry>,
     file: Option<File>,
 }
 
 pub struct Journal {
     path: Option<PathBuf>,
+    names: Vec<String>,
     state: Mutex<State>,
+}
+
+/// The raw values of an entry, in `names` order, from its `params`.
+fn raw_of(e: &Entry, names: &[String]) -> Option<Vec<f64>> {
+    names
+        .iter()
+        .map(|n| e.params.get(n).and_then(|v| v.as_f64()))
+        .collect()
 }
 
 impl Journal {
     /// A journal kept in memory only (library use, tests).
-    pub fn in_memory() -> Self {
+    pub fn in_memory(names: Vec<String>) -> Self {
         Journal {
             path: None,
+            names,
             state: Mutex::new(State {
                 done: HashMap::new(),
                 asked: HashMap::new(),
@@ -106,45 +206,105 @@ impl Journal {
         }
     }
 
-    /// Opens (or creates) the journal at `path` and reads what it holds. A last line cut
-    /// short by a kill is an evaluation that never finished: it is dropped from the file so
-    /// that appends start on a line of their own.
-    pub fn open(path: &Path) -> Result<Self> {
+    /// Opens (or creates) the journal at `path` for the objective `origin` and reads what it
+    /// holds. A journal written for another objective is refused, saying what changed; so is
+    /// one that records two different outcomes of one evaluation. A last line cut short by a
+    /// kill is an evaluation that never finished: it is dropped from the file so that appends
+    /// start on a line of their own; a complete last line that only lacks its newline is kept.
+    pub fn open(path: &Path, origin: &Origin) -> Result<Self> {
         let io = |e| FboError::io(path, e);
-        let mut done = HashMap::new();
+        let names = origin.params.clone();
+        let mut done: HashMap<Key, (Outcome, usize)> = HashMap::new();
         let mut asked = HashMap::new();
+        let mut header_seen = false;
+        let mut needs_newline = false;
+        let bad = |n: usize, msg: String| {
+            FboError::spec(
+                path,
+                "",
+                format!(
+                    "line {n}: {msg}; the file is fbo's record of finished evaluations (move it away, or choose another folder, to start anew)"
+                ),
+            )
+        };
         if path.exists() {
             let text = std::fs::read(path).map_err(io)?;
-            let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            for (n, line) in BufReader::new(&text[..complete]).lines().enumerate() {
+            let mut complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+            // A last line without its newline: complete if it parses as an entry.
+            if complete < text.len() {
+                let tail = String::from_utf8_lossy(&text[complete..]);
+                if serde_json::from_str::<Entry>(tail.trim()).is_ok() {
+                    complete = text.len();
+                    needs_newline = true;
+                }
+            }
+            for (i, line) in BufReader::new(&text[..complete]).lines().enumerate() {
+                let n = i + 1;
                 let line = line.map_err(io)?;
                 if line.trim().is_empty() {
                     continue;
                 }
-                let e: Entry = serde_json::from_str(&line).map_err(|err| {
-                    FboError::Run(format!(
-                        "{}: line {}: not a journal entry ({err}); the file is fbo's record of finished evaluations and must not be edited",
-                        path.display(),
-                        n + 1
-                    ))
+                if line.contains(HEADER_TAG)
+                    && let Ok(h) = serde_json::from_str::<Header>(&line)
+                {
+                    if h.objective != *origin {
+                        return Err(FboError::spec(
+                            path,
+                            "",
+                            format!(
+                                "holds evaluations of another objective ({}); its values cannot be replayed for this spec: move the file away or choose another folder (`fbo run --overwrite` sets it aside)",
+                                h.objective.changes(origin).join("; ")
+                            ),
+                        ));
+                    }
+                    header_seen = true;
+                    continue;
+                }
+                let e: Entry = serde_json::from_str(&line)
+                    .map_err(|err| bad(n, format!("not a journal entry ({err})")))?;
+                let raw = raw_of(&e, &names).ok_or_else(|| {
+                    bad(
+                        n,
+                        format!(
+                            "its params do not give every hyperparameter of this spec ({})",
+                            names.join(", ")
+                        ),
+                    )
                 })?;
-                let k = key(&e.request, &e.x);
-                match e.status.as_str() {
+                let k = key(&e.request, &raw);
+                let outcome = match e.status.as_str() {
                     "ok" => {
-                        let metric = e.metric.ok_or_else(|| {
-                            FboError::Run(format!(
-                                "{}: line {}: an \"ok\" entry without a metric",
-                                path.display(),
-                                n + 1
-                            ))
-                        })?;
-                        done.insert(k, Outcome::Done(metric, e.cost_s));
+                        let metric = e
+                            .metric
+                            .ok_or_else(|| bad(n, "an \"ok\" entry without a metric".into()))?;
+                        check_values(Some(metric), e.cost_s).map_err(|m| bad(n, m))?;
+                        Outcome::Done(metric, e.cost_s)
                     }
-                    "failed" => {
-                        done.insert(k, Outcome::Failed(e.error.unwrap_or_default()));
-                    }
-                    _ => {
+                    "failed" => Outcome::Failed(e.error.clone().unwrap_or_default()),
+                    "asked" => {
                         asked.insert(k, e);
+                        continue;
+                    }
+                    other => return Err(bad(n, format!("unknown status {other:?}"))),
+                };
+                match done.get(&k) {
+                    Some((old, line)) if !old.agrees(&outcome) => {
+                        return Err(bad(
+                            n,
+                            format!(
+                                "records {} for agent {} ({}, run {}, iteration {}), which line {line} recorded as {}: one evaluation with two outcomes",
+                                outcome.describe(),
+                                e.request.agent,
+                                e.request.scope,
+                                e.request.run,
+                                e.request.iteration,
+                                old.describe()
+                            ),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => {
+                        done.insert(k, (outcome, n));
                     }
                 }
             }
@@ -153,13 +313,33 @@ impl Journal {
                 f.set_len(complete as u64).map_err(io)?;
             }
         }
-        let file = OpenOptions::new()
+        let mut file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)
             .map_err(io)?;
+        let mut prefix = String::new();
+        if needs_newline {
+            prefix.push('\n');
+        }
+        // A new journal says whose values it holds; an older one (without) is taken as is.
+        if !header_seen && done.is_empty() && asked.is_empty() {
+            let h = Header {
+                fbo_journal: 1,
+                objective: origin.clone(),
+            };
+            prefix += &serde_json::to_string(&h)
+                .map_err(|e| FboError::Run(format!("journal header: {e}")))?;
+            prefix.push('\n');
+        }
+        if !prefix.is_empty() {
+            file.write_all(prefix.as_bytes())
+                .and_then(|_| file.sync_data())
+                .map_err(io)?;
+        }
         Ok(Journal {
             path: Some(path.to_path_buf()),
+            names,
             state: Mutex::new(State {
                 done,
                 asked,
@@ -172,14 +352,24 @@ impl Journal {
         self.path.as_deref()
     }
 
-    pub fn get(&self, request: &Request, x: &[f64]) -> Option<Outcome> {
-        let s = self.state.lock().expect("journal lock");
-        s.done.get(&key(request, x)).cloned()
+    /// The objective named by the header of the journal at `path` (None without one).
+    pub fn origin_of(path: &Path) -> Option<Origin> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let first = text.lines().find(|l| !l.trim().is_empty())?;
+        serde_json::from_str::<Header>(first)
+            .ok()
+            .map(|h| h.objective)
     }
 
-    pub fn was_asked(&self, request: &Request, x: &[f64]) -> bool {
+    /// The outcome of the request's evaluation at the raw values `raw`, if it finished.
+    pub fn get(&self, request: &Request, raw: &[f64]) -> Option<Outcome> {
         let s = self.state.lock().expect("journal lock");
-        s.asked.contains_key(&key(request, x))
+        s.done.get(&key(request, raw)).map(|(o, _)| o.clone())
+    }
+
+    pub fn was_asked(&self, request: &Request, raw: &[f64]) -> bool {
+        let s = self.state.lock().expect("journal lock");
+        s.asked.contains_key(&key(request, raw))
     }
 
     /// Queries handed out by `fbo ask` with no result yet, in (scope, run, agent,
@@ -220,18 +410,47 @@ impl Journal {
     }
 
     /// Appends `entry` (flushed and synced to disk before this returns) and remembers it.
-    /// An evaluation already recorded is not written twice.
+    /// An evaluation already recorded with the same outcome is not written twice; one
+    /// recorded with another outcome is refused, as are values the journal cannot hold.
     pub fn record(&self, entry: &Entry) -> Result<()> {
-        let k = key(&entry.request, &entry.x);
+        let fail = |msg: String| {
+            FboError::Run(format!(
+                "{}: {msg}",
+                self.path
+                    .as_deref()
+                    .map_or("evaluations journal".into(), |p| p.display().to_string())
+            ))
+        };
+        check_values(entry.metric, entry.cost_s).map_err(|m| fail(format!("not recorded: {m}")))?;
+        let raw = raw_of(entry, &self.names)
+            .ok_or_else(|| fail("an entry without every hyperparameter".into()))?;
+        let k = key(&entry.request, &raw);
         let mut s = self.state.lock().expect("journal lock");
         let outcome = match (entry.status.as_str(), entry.metric) {
             ("ok", Some(m)) => Some(Outcome::Done(m, entry.cost_s)),
             ("failed", _) => Some(Outcome::Failed(entry.error.clone().unwrap_or_default())),
-            _ => None,
+            ("asked", None) => None,
+            (st, _) => return Err(fail(format!("an entry with status {st:?} and no metric"))),
         };
-        match &outcome {
-            Some(_) if s.done.contains_key(&k) => return Ok(()),
-            None if s.asked.contains_key(&k) || s.done.contains_key(&k) => return Ok(()),
+        match (&outcome, s.done.get(&k)) {
+            (Some(new), Some((old, line))) if !old.agrees(new) => {
+                return Err(fail(format!(
+                    "agent {} ({}, run {}, iteration {}) already has {}{}; {} was not recorded",
+                    entry.request.agent,
+                    entry.request.scope,
+                    entry.request.run,
+                    entry.request.iteration,
+                    old.describe(),
+                    if *line > 0 {
+                        format!(" (line {line})")
+                    } else {
+                        String::new()
+                    },
+                    new.describe()
+                )));
+            }
+            (Some(_), Some(_)) => return Ok(()),
+            (None, _) if s.asked.contains_key(&k) || s.done.contains_key(&k) => return Ok(()),
             _ => {}
         }
         if let Some(f) = s.file.as_mut() {
@@ -246,7 +465,7 @@ impl Journal {
         }
         match outcome {
             Some(o) => {
-                s.done.insert(k, o);
+                s.done.insert(k, (o, 0));
             }
             None => {
                 s.asked.insert(k, entry.clone());
@@ -260,11 +479,22 @@ impl Journal {
 mod tests {
     use super::*;
 
+    fn origin() -> Origin {
+        Origin {
+            command: Some(vec!["./train".into()]),
+            metric: "accuracy".into(),
+            direction: "maximize".into(),
+            params: vec!["a".into(), "b".into()],
+        }
+    }
+
+    const RAW: [f64; 2] = [0.1, 1.0 / 3.0];
+
     fn entry(iteration: i64, status: &str, metric: Option<f64>) -> Entry {
         Entry {
             request: Request::new("TS", 0, 1, iteration),
-            x: vec![0.1, 1.0 / 3.0],
-            params: serde_json::Map::new(),
+            x: vec![0.5, 0.25],
+            params: params(&origin().params, &RAW),
             status: status.into(),
             metric,
             cost_s: 0.5,
@@ -276,29 +506,116 @@ mod tests {
     fn entries_survive_reopening_and_a_torn_last_line_is_dropped() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("evaluations.jsonl");
-        let j = Journal::open(&path).unwrap();
+        let j = Journal::open(&path, &origin()).unwrap();
         j.record(&entry(1, "ok", Some(0.25))).unwrap();
         j.record(&entry(2, "asked", None)).unwrap();
-        j.record(&entry(1, "ok", Some(0.99))).unwrap(); // already recorded: ignored
+        j.record(&entry(1, "ok", Some(0.25))).unwrap(); // already recorded: not written again
         drop(j);
         // A kill in the middle of a write leaves part of a line.
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(b"{\"scope\":\"TS\",\"ru").unwrap();
         drop(f);
-        let j = Journal::open(&path).unwrap();
-        let x = [0.1, 1.0 / 3.0];
+        let j = Journal::open(&path, &origin()).unwrap();
+        let x = RAW;
         assert_eq!(
             j.get(&Request::new("TS", 0, 1, 1), &x),
             Some(Outcome::Done(0.25, 0.5))
         );
         assert!(j.was_asked(&Request::new("TS", 0, 1, 2), &x));
         assert_eq!(j.get(&Request::new("TS", 0, 1, 2), &x), None);
-        // Another point of the same request is another evaluation.
+        // Other raw values of the same request are another evaluation.
         assert_eq!(j.get(&Request::new("TS", 0, 1, 1), &[0.1, 0.3]), None);
         j.record(&entry(2, "ok", Some(0.5))).unwrap();
         drop(j);
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), 3, "{text}");
+        // The header and three entries.
+        assert_eq!(text.lines().count(), 4, "{text}");
         assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn a_complete_last_line_without_its_newline_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("evaluations.jsonl");
+        let j = Journal::open(&path, &origin()).unwrap();
+        j.record(&entry(1, "ok", Some(0.25))).unwrap();
+        drop(j);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.trim_end_matches('\n')).unwrap();
+        let j = Journal::open(&path, &origin()).unwrap();
+        assert_eq!(
+            j.get(&Request::new("TS", 0, 1, 1), &RAW),
+            Some(Outcome::Done(0.25, 0.5))
+        );
+        j.record(&entry(2, "ok", Some(0.5))).unwrap();
+        drop(j);
+        let j = Journal::open(&path, &origin()).unwrap();
+        assert_eq!(j.len(), 2);
+    }
+
+    #[test]
+    fn values_a_journal_cannot_hold_are_refused_before_they_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("evaluations.jsonl");
+        let j = Journal::open(&path, &origin()).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        let mut e = entry(1, "ok", Some(0.25));
+        e.cost_s = f64::NAN;
+        assert!(j.record(&e).is_err());
+        e.cost_s = -1.0;
+        assert!(j.record(&e).is_err());
+        e.cost_s = 1.0;
+        e.metric = Some(f64::INFINITY);
+        assert!(j.record(&e).is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert!(j.is_empty());
+    }
+
+    #[test]
+    fn two_outcomes_of_one_evaluation_are_refused_naming_the_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("evaluations.jsonl");
+        let j = Journal::open(&path, &origin()).unwrap();
+        j.record(&entry(1, "ok", Some(0.25))).unwrap();
+        let e = j
+            .record(&entry(1, "ok", Some(0.75)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("already has metric 0.25") && e.contains("0.75"),
+            "{e}"
+        );
+        drop(j);
+        // Appended by hand: the journal no longer says one thing.
+        let line = serde_json::to_string(&entry(1, "ok", Some(0.75))).unwrap();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        writeln!(f, "{line}").unwrap();
+        drop(f);
+        let e = Journal::open(&path, &origin()).err().unwrap();
+        assert_eq!(e.exit_code(), 2);
+        let e = e.to_string();
+        assert!(
+            e.contains("line 3") && e.contains("line 2 recorded as metric 0.25"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_journal_of_another_objective_is_refused_saying_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("evaluations.jsonl");
+        Journal::open(&path, &origin())
+            .unwrap()
+            .record(&entry(1, "ok", Some(0.25)))
+            .unwrap();
+        let mut other = origin();
+        other.command = Some(vec!["./other".into()]);
+        other.params.push("c".into());
+        let e = Journal::open(&path, &other).err().unwrap().to_string();
+        assert!(
+            e.contains("the command was [\"./train\"], is now [\"./other\"]"),
+            "{e}"
+        );
+        assert!(e.contains("hyperparameters were"), "{e}");
     }
 }

@@ -197,6 +197,47 @@ fn manifest_of(root: &Path, id: &Identity) -> Option<Manifest> {
     read_manifest(root).filter(|m| m.identity.as_ref().is_some_and(|old| old.same(id)))
 }
 
+/// Refuses (exit 2) a folder that holds results fbo did not write for the experiment `id`:
+/// another experiment's (per its manifest), or result files without a manifest. What
+/// `--status` checks before it reports, so that it never calls someone else's files done.
+pub fn check_owner(root: &Path, id: &Identity) -> Result<()> {
+    if !root.exists() {
+        return Ok(());
+    }
+    match read_manifest(root) {
+        Some(m) if m.identity.as_ref().is_some_and(|old| old.same(id)) => Ok(()),
+        Some(m) => Err(FboError::spec(
+            root,
+            "--out",
+            format!(
+                "holds the results of another experiment ({}, per its {MANIFEST}), not of this spec; choose the --out this spec was run with",
+                m.identity
+                    .as_ref()
+                    .map(|o| format!("the {} of {}", o.kind, o.path))
+                    .unwrap_or_else(|| "an unreadable experiment".into())
+            ),
+        )),
+        None => {
+            let found: Vec<&str> = ["trace.csv", "summary.csv", "sweep.csv", "parts", "points"]
+                .into_iter()
+                .filter(|f| root.join(f).exists())
+                .collect();
+            if found.is_empty() {
+                Ok(())
+            } else {
+                Err(FboError::spec(
+                    root,
+                    "--out",
+                    format!(
+                        "has {} but no {MANIFEST}: these are not results fbo wrote for this spec; choose the --out this spec was run with",
+                        found.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+}
+
 /// A shard's lock: shards starting together queue for the short set-up of a new folder
 /// (exclusive) instead of failing; an fbo that is not a shard holding the folder for long
 /// still refuses them, after a minute.
@@ -282,10 +323,14 @@ impl OutDir {
             ));
         }
         let created = !root.exists();
+        let had_lock = root.join(LOCK).exists();
         fs::create_dir_all(root).map_err(|e| FboError::io(root, e))?;
+        // A refusal leaves the folder as it found it: no lock file of ours behind.
         let refuse = |msg: String| -> Result<OutDir> {
-            if created {
+            if !had_lock {
                 let _ = fs::remove_file(root.join(LOCK));
+            }
+            if created {
                 let _ = fs::remove_dir(root);
             }
             Err(FboError::spec(root, "--out", msg))

@@ -135,6 +135,8 @@ pub fn install_interrupt_handler() {
                 None => "interrupted: what was finished is saved; rerun the same command to resume"
                     .to_string(),
             };
+            // No evaluation of the user's program outlives fbo.
+            crate::objective::command::kill_running();
             eprintln!("\n{msg}");
             std::process::exit(130);
         });

@@ -325,6 +325,34 @@ pub fn run_one_shared(
     })
 }
 
+/// The output folder's evaluations journal for `spec`'s objective. With `overwrite`, a
+/// journal fbo did not write there, or one of another objective, is set aside (renamed,
+/// never deleted) and a new one begun; without, the latter is refused.
+fn open_journal(spec: &Spec, dir: &OutDir, overwrite: bool, quiet: bool) -> Result<Arc<Journal>> {
+    let origin = objective::journal_origin(spec).expect("a measured objective");
+    let path = dir.path(JOURNAL);
+    if overwrite
+        && path.exists()
+        && (!dir.owns(JOURNAL) || Journal::origin_of(&path).is_some_and(|o| o != origin))
+    {
+        let aside = (1..)
+            .map(|n| dir.path(&format!("{JOURNAL}.set-aside-{n}")))
+            .find(|p| !p.exists())
+            .expect("a free name");
+        fs::rename(&path, &aside).map_err(|e| FboError::io(&path, e))?;
+        if !quiet {
+            eprintln!(
+                "--overwrite: the journal that was there is kept as {}; evaluations start anew",
+                aside.display()
+            );
+        }
+    }
+    Ok(Arc::new(Journal::open(
+        &dir.append_file(JOURNAL)?,
+        &origin,
+    )?))
+}
+
 /// A unit's claim file in parts/, locked while a shard computes the unit.
 fn claim_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.claim")
@@ -368,11 +396,7 @@ pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -
                 continue;
             }
             let label = format!("{} run {r}", spec.algorithms[a].label);
-            if merged
-                || (current
-                    && out.join(part_name(a, r)).exists()
-                    && out.join(server_part_name(a, r)).exists())
-            {
+            if merged || (current && check_part(spec, out, a, r, None).is_ok()) {
                 st.done.push(label);
             } else if crate::outdir::is_locked(&out.join(claim_name(a, r))) {
                 st.running.push(label);
@@ -386,6 +410,11 @@ pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -
 
 /// `fbo run SPEC --status`: the counts, then every running and missing run.
 pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Result<()> {
+    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    crate::outdir::check_owner(out, &Identity::new("run", &spec.path, &canonical))?;
+    if shard.is_some() {
+        refuse_measured_shards(spec)?;
+    }
     let units = spec.runs * spec.algorithms.len();
     let st = match shard {
         Some(Work::Shard { index, count }) => status_of(spec, out, block(index, count, units)),
@@ -422,6 +451,133 @@ pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Re
 
 fn part_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.csv")
+}
+
+/// Shards of a command or external objective are refused (their journal is one file):
+/// by the shard itself and by `--status --shard`, which a scheduler script asks first.
+pub fn refuse_measured_shards(spec: &Spec) -> Result<()> {
+    if matches!(spec.objective.kind, crate::spec::ObjectiveKind::Command(_)) {
+        return Err(FboError::spec(
+            &spec.path,
+            "objective.kind",
+            "runs of a command or external objective cannot be sharded yet (their journal is one file); run them unsharded",
+        ));
+    }
+    Ok(())
+}
+
+/// How many trace rows (agents x queries) one run of algorithm `a` writes.
+fn rows_per_run(spec: &Spec, a: usize) -> usize {
+    let agents = match spec.algorithms[a].kind {
+        // Every agent acts and is traced.
+        crate::spec::AlgorithmKind::DpFtsDe => spec.total_agents(),
+        _ => spec.targets().len(),
+    };
+    agents * (spec.initial_points + spec.iterations)
+}
+
+/// Whether the parts of run `r` of algorithm `a` are whole: the trace part has the trace's
+/// header (`header`, where known), the row count a run writes and only rows of this unit;
+/// the server part only rows of this unit, one per round where the algorithm has a server.
+/// The reason otherwise.
+fn check_part(
+    spec: &Spec,
+    out: &std::path::Path,
+    a: usize,
+    r: usize,
+    header: Option<&str>,
+) -> std::result::Result<(), String> {
+    let label = &spec.algorithms[a].label;
+    let trace = out.join(part_name(a, r));
+    let text = fs::read(&trace).map_err(|e| format!("cannot be read ({e})"))?;
+    let Some(end) = text.iter().position(|&b| b == b'\n') else {
+        return Err(if text.is_empty() {
+            "is empty".into()
+        } else {
+            "has no complete line".into()
+        });
+    };
+    let head = String::from_utf8_lossy(&text[..end]);
+    match header {
+        Some(h) if head != h => return Err("does not begin with the trace's header".into()),
+        None if !head.starts_with("algorithm,run,agent,iteration,") => {
+            return Err("does not begin with a trace header".into());
+        }
+        _ => {}
+    }
+    if text.last() != Some(&b'\n') {
+        return Err("ends in the middle of a line".into());
+    }
+    let columns = head.split(',').count();
+    let mut rd = csv::ReaderBuilder::new()
+        .has_headers(true)
+        .flexible(true)
+        .from_reader(&text[..]);
+    let mut rows = 0;
+    for (i, rec) in rd.records().enumerate() {
+        let rec = rec.map_err(|e| format!("line {}: {e}", i + 2))?;
+        if rec.len() != columns || rec.get(0) != Some(label) || rec.get(1) != Some(&r.to_string()) {
+            return Err(format!(
+                "line {}: not a row of {label} run {r} with {columns} columns",
+                i + 2
+            ));
+        }
+        rows += 1;
+    }
+    let want = rows_per_run(spec, a);
+    if rows != want {
+        return Err(format!("has {rows} rows where a run writes {want}"));
+    }
+    let server = out.join(server_part_name(a, r));
+    let text = fs::read_to_string(&server)
+        .map_err(|e| format!("its server part {} cannot be read ({e})", server.display()))?;
+    let prefix = format!("{label},{r},");
+    let lines = text.lines().count();
+    let want = if spec.algorithms[a].server.is_some() {
+        spec.iterations
+    } else {
+        0
+    };
+    if !text.is_empty() && !text.ends_with('\n')
+        || text.lines().any(|l| !l.starts_with(&prefix))
+        || lines != want
+    {
+        return Err(format!(
+            "its server part {} is not {want} rounds of {label} run {r}",
+            server.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Where damaged parts are moved, out of parts/ (kept for a look, never merged).
+const DAMAGED: &str = "damaged-parts";
+
+/// Moves the parts of a unit aside into DAMAGED (renamed, not deleted); the new names.
+fn set_aside(dir: &OutDir, a: usize, r: usize) -> Result<Vec<PathBuf>> {
+    let folder = dir.path(DAMAGED);
+    fs::create_dir_all(&folder).map_err(|e| FboError::io(&folder, e))?;
+    let mut moved = Vec::new();
+    for rel in [part_name(a, r), server_part_name(a, r)] {
+        let from = dir.path(&rel);
+        if !from.exists() {
+            continue;
+        }
+        let base = rel.trim_start_matches("parts/");
+        let to = (0..)
+            .map(|n| {
+                folder.join(if n == 0 {
+                    base.to_string()
+                } else {
+                    format!("{base}.{n}")
+                })
+            })
+            .find(|p| !p.exists())
+            .expect("a free name");
+        fs::rename(&from, &to).map_err(|e| FboError::io(&from, e))?;
+        moved.push(to);
+    }
+    Ok(moved)
 }
 
 /// The server's rounds of a run; written before the trace part, whose presence marks the run
@@ -526,12 +682,8 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         Work::Units { lo, hi } => Some((lo, hi)),
         _ => None,
     };
-    if shard.is_some() && measured {
-        return Err(FboError::spec(
-            &spec.path,
-            "objective.kind",
-            "runs of a command or external objective cannot be sharded yet (their journal is one file); run them unsharded",
-        ));
+    if shard.is_some() {
+        refuse_measured_shards(spec)?;
     }
     if shard.is_some() && opts.overwrite {
         return Err(FboError::spec(
@@ -563,15 +715,21 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             "parts/ here were made with other settings (the spec, --runs or --no-timing differ); every shard and the merge of one experiment need the same options",
         ));
     }
+    // Every evaluation lands in the journal before the algorithm sees it; a rerun replays
+    // them. It is opened (and a journal of another objective refused) before parts/ is
+    // touched.
+    let journal = if measured {
+        Some(open_journal(spec, &dir, opts.overwrite, opts.quiet)?)
+    } else {
+        None
+    };
     let (parts, reusable) = dir.parts(&print)?;
     dir.write(
         "spec.toml",
         crate::spec::portable::portable(&spec.source, &spec.path, out).as_bytes(),
     )?;
 
-    if measured {
-        // Every evaluation lands here before the algorithm sees it; a rerun replays them.
-        let journal = Arc::new(Journal::open(&dir.append_file(JOURNAL)?)?);
+    if let Some(journal) = journal {
         if !journal.is_empty() && !opts.quiet {
             eprintln!(
                 "replaying {} finished evaluations from {}",
@@ -584,21 +742,54 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         }
     }
     let senders = SenderCache::global();
-    // A run is done when both its parts are here (the server part is written first).
-    let done = |a: usize, r: usize| {
-        reusable && dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r))
+    let dim = landscapes[0].dim();
+    let names = landscapes[0].space.names();
+    let header = output::trace_header(dim, &names).join(",");
+    // A run is done when both its parts are here (the server part is written first) and
+    // whole. A damaged part is moved aside and its run redone, never merged.
+    let damaged = std::sync::Mutex::new(Vec::<String>::new());
+    let done = |a: usize, r: usize| -> Result<bool> {
+        if !(reusable && dir.owns(&part_name(a, r)) && dir.path(&part_name(a, r)).exists()) {
+            return Ok(false);
+        }
+        if let Err(why) = check_part(spec, out, a, r, Some(&header)) {
+            let moved = set_aside(&dir, a, r)?;
+            let note = format!(
+                "{} {why}: moved to {}; {} run {r} is computed again{}",
+                dir.path(&part_name(a, r)).display(),
+                moved
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                spec.algorithms[a].label,
+                if opts.work == Work::Merge {
+                    " by the next run or shard"
+                } else {
+                    ""
+                }
+            );
+            damaged.lock().expect("damaged").push(note);
+            return Ok(false);
+        }
+        Ok(dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r)))
     };
     let in_shard = |a: usize, r: usize, (lo, hi): (usize, usize)| {
         (lo..hi).contains(&(r * spec.algorithms.len() + a))
     };
-    let todo: Vec<(usize, usize)> = jobs
+    let mut todo: Vec<(usize, usize)> = Vec::new();
+    for &(a, r) in jobs
         .iter()
-        .copied()
-        .enumerate()
-        .filter(|&(_, (a, r))| shard.is_none_or(|b| in_shard(a, r, b)))
-        .map(|(_, j)| j)
-        .filter(|&(a, r)| !done(a, r))
-        .collect();
+        .filter(|&&(a, r)| shard.is_none_or(|b| in_shard(a, r, b)))
+    {
+        if !done(a, r)? {
+            todo.push((a, r));
+        }
+    }
+    let damaged = damaged.into_inner().expect("damaged");
+    for note in &damaged {
+        eprintln!("damaged part: {note}");
+    }
     let mine = match shard {
         Some(b) => jobs.iter().filter(|&&(a, r)| in_shard(a, r, b)).count(),
         None => jobs.len(),
@@ -611,12 +802,21 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             .map(|&(a, r)| format!("{} run {r}", spec.algorithms[a].label))
             .collect();
         return Err(FboError::Run(format!(
-            "cannot merge: {} of {} runs are missing in {}: {}{} (run the missing shards, or `fbo run` without --merge to compute them here)",
+            "cannot merge: {} of {} runs are missing in {}: {}{}{} (run the missing shards, or `fbo run` without --merge to compute them here); nothing was merged or removed",
             todo.len(),
             jobs.len(),
             parts.display(),
             list.join(", "),
-            if todo.len() > 20 { ", ..." } else { "" }
+            if todo.len() > 20 { ", ..." } else { "" },
+            if damaged.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} of them had damaged parts, moved aside:\n  {}\n",
+                    damaged.len(),
+                    damaged.join("\n  ")
+                )
+            }
         )));
     }
     // A shard works on a unit only while it holds the unit's claim, so two shards (or a
@@ -631,8 +831,6 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             parts.display()
         );
     }
-    let dim = landscapes[0].dim();
-    let names = landscapes[0].space.names();
     let pb = match &opts.progress {
         Some(bar) => {
             bar.set_length(mine as u64);

@@ -353,6 +353,20 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
     Ok(out)
 }
 
+fn refuse_measured_shards(sweep: &Sweep) -> Result<()> {
+    sweep
+        .points
+        .iter()
+        .try_for_each(|p| crate::runner::refuse_measured_shards(&p.spec))
+}
+
+/// Refuses a folder that does not hold this sweep's results (see `outdir::check_owner`).
+fn check_owner(path: &Path, out: &Path) -> Result<()> {
+    let text = fs::read_to_string(path).map_err(|e| FboError::io(path, e))?;
+    let canonical = crate::spec::portable::canonical(&text, path);
+    crate::outdir::check_owner(out, &Identity::new("sweep", path, &canonical))
+}
+
 pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     let mut sweep = load(path)?;
     for p in &mut sweep.points {
@@ -377,6 +391,10 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     }
     let out = &opts.out;
     let sharded = matches!(opts.work, Work::Shard { .. });
+    // Refused here, before any folder is written, as `fbo run --shard` refuses it.
+    if sharded {
+        refuse_measured_shards(&sweep)?;
+    }
     if sharded && opts.overwrite {
         return Err(FboError::spec(
             out,
@@ -587,6 +605,10 @@ fn shard_ranges(sweep: &Sweep, shard: Option<Work>) -> Vec<(&Point, (usize, usiz
 pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
     use std::io::Write;
     let sweep = load(path)?;
+    check_owner(path, out)?;
+    if shard.is_some() {
+        refuse_measured_shards(&sweep)?;
+    }
     let mut w = std::io::stdout().lock();
     let (mut done, mut running, mut missing) = (0, 0, 0);
     let mut lines = Vec::new();

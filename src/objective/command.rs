@@ -114,14 +114,144 @@ pub fn parse_output(stdout: &str) -> std::result::Result<(f64, Option<f64>), Str
     Ok((metric, cost))
 }
 
+/// The last `n` lines of `text` for an error message, each cut to LINE_CHARS characters.
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.len().saturating_sub(n);
     lines[start..]
         .iter()
-        .map(|l| format!("  | {l}"))
+        .map(|l| {
+            let count = l.chars().count();
+            if count > LINE_CHARS {
+                let kept: String = l.chars().skip(count - LINE_CHARS).collect();
+                format!("  | ...{kept}")
+            } else {
+                format!("  | {l}")
+            }
+        })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The characters of one stderr line an error quotes (its end, where messages conclude).
+const LINE_CHARS: usize = 300;
+
+/// Bytes kept of each of a command's output streams: its end, where the metric line and the
+/// last error are. A program that prints without end costs this much memory, not all it
+/// printed.
+const KEEP_BYTES: usize = 64 * 1024;
+
+/// The end of one output stream, read on a thread of its own.
+struct Tail {
+    buf: std::sync::Arc<Mutex<(Vec<u8>, bool)>>,
+    done: std::sync::mpsc::Receiver<()>,
+}
+
+impl Tail {
+    fn read(mut r: Box<dyn Read + Send>) -> Tail {
+        let buf = std::sync::Arc::new(Mutex::new((Vec::new(), false)));
+        let (tx, done) = std::sync::mpsc::channel();
+        let shared = buf.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 8192];
+            loop {
+                match r.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let mut b = shared.lock().expect("output tail");
+                        b.0.extend_from_slice(&chunk[..n]);
+                        if b.0.len() > 2 * KEEP_BYTES {
+                            let cut = b.0.len() - KEEP_BYTES;
+                            b.0.drain(..cut);
+                            b.1 = true;
+                        }
+                    }
+                }
+            }
+            let _ = tx.send(());
+        });
+        Tail { buf, done }
+    }
+
+    /// What was read, waiting for the end of the stream until `deadline` at most.
+    fn finish(self, deadline: Instant) -> String {
+        let _ = self
+            .done
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        let b = self.buf.lock().expect("output tail");
+        let start = b.0.len().saturating_sub(KEEP_BYTES);
+        let text = String::from_utf8_lossy(&b.0[start..]).into_owned();
+        if b.1 || start > 0 {
+            // The first line may be cut: the kept end starts on a line of its own.
+            match text.find('\n') {
+                Some(i) => text[i + 1..].to_string(),
+                None => text,
+            }
+        } else {
+            text
+        }
+    }
+}
+
+/// Whether process `pid` (our child) has ended, without reaping it.
+fn exited(pid: i32) -> std::io::Result<bool> {
+    // SAFETY: waitid on our own child with WNOWAIT only looks; `info` is zeroed plain data.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let r = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(info.si_pid() != 0)
+    }
+}
+
+/// SIGKILL to the process group `pgid` (a command's: it leads its own group).
+fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) with a negated process-group id of a child we have not reaped.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// The process groups of the commands running now, for an interrupt to stop.
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// A command's process group, listed while it runs.
+struct Running(i32);
+
+impl Running {
+    fn register(pgid: i32) -> Running {
+        RUNNING.lock().expect("running commands").push(pgid);
+        Running(pgid)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING
+            .lock()
+            .expect("running commands")
+            .retain(|&p| p != self.0);
+    }
+}
+
+/// Stops every command evaluation running now, with whatever it started: fbo's interrupt
+/// handler calls it before fbo exits, so no evaluation outlives fbo.
+pub fn kill_running() {
+    // A poisoned lock still holds the list: an interrupt must stop them all the same.
+    let list = match RUNNING.lock() {
+        Ok(l) => l.clone(),
+        Err(p) => p.into_inner().clone(),
+    };
+    for pgid in list {
+        kill_group(pgid);
+    }
 }
 
 fn status_text(s: ExitStatus) -> String {
@@ -219,6 +349,14 @@ impl CommandRunner {
             .env("FBO_SCOPE", &req.scope)
             // Its own process group, so a timeout stops whatever it started too.
             .process_group(0);
+        // SAFETY: prctl is async-signal-safe; run in the child between fork and exec. If fbo
+        // itself is killed (kill -9, where no handler runs), the program is killed too.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
         for (n, v) in self.names.iter().zip(raw) {
             cmd.env(param_var(n), v.to_string());
         }
@@ -229,6 +367,9 @@ impl CommandRunner {
                 self.settings.workdir.display()
             )
         })?;
+        let pid = child.id() as i32;
+        // Registered while it runs, so an interrupt of fbo stops it and its group too.
+        let _running = Running::register(pid);
         let input = request_json(&self.names, req, point, raw);
         let mut stdin = child.stdin.take().expect("piped stdin");
         // A command that does not read its stdin closes the pipe: not an error.
@@ -236,52 +377,45 @@ impl CommandRunner {
             let _ = stdin.write_all(input.as_bytes());
             let _ = stdin.write_all(b"\n");
         });
-        let read = |mut r: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut buf = Vec::new();
-                let _ = r.read_to_end(&mut buf);
-                String::from_utf8_lossy(&buf).into_owned()
-            })
-        };
-        let out = read(Box::new(child.stdout.take().expect("piped stdout")));
-        let err = read(Box::new(child.stderr.take().expect("piped stderr")));
+        let out = Tail::read(Box::new(child.stdout.take().expect("piped stdout")));
+        let err = Tail::read(Box::new(child.stderr.take().expect("piped stderr")));
         let timeout = Duration::from_secs_f64(self.settings.timeout_s);
         let mut pause = Duration::from_micros(50);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(s)) => break Some(s),
-                Ok(None) if start.elapsed() >= timeout => break None,
-                Ok(None) => {
+        let exited = loop {
+            match exited(pid) {
+                Ok(true) => break true,
+                Ok(false) if start.elapsed() >= timeout => break false,
+                Ok(false) => {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
                 }
                 Err(e) => return Err(format!("waiting for the command failed: {e}")),
             }
         };
-        let status = match status {
-            Some(s) => s,
-            None => {
-                // SAFETY: kill(2) with the negated process-group id of our own child.
-                unsafe {
-                    libc::kill(-(child.id() as i32), libc::SIGKILL);
-                }
-                let _ = child.wait();
-                let _ = writer.join();
-                let stderr = err.join().unwrap_or_default();
-                return Err(format!(
-                    "timed out after {} s (objective.timeout_s) and was killed{}",
-                    self.settings.timeout_s,
-                    if stderr.trim().is_empty() {
-                        String::new()
-                    } else {
-                        format!("; stderr ends with:\n{}", tail(&stderr, STDERR_LINES))
-                    }
-                ));
-            }
-        };
+        // The program has ended (or its time is up) but is not reaped yet, so its process
+        // group id cannot have been reused: whatever it left running in the group (a
+        // background child holding stdout open) is stopped with it.
+        kill_group(pid);
+        let status = child.wait();
+        drop(_running);
         let _ = writer.join();
-        let stdout = out.join().unwrap_or_default();
-        let stderr = err.join().unwrap_or_default();
+        // What the program wrote is read to its end, unless something that left its group
+        // still holds the pipes: then what arrived by the deadline is what it said.
+        let grace = Instant::now() + Duration::from_secs(2);
+        let stdout = out.finish(grace);
+        let stderr = err.finish(grace);
+        if !exited {
+            return Err(format!(
+                "timed out after {} s (objective.timeout_s) and was killed with its process group{}",
+                self.settings.timeout_s,
+                if stderr.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!("; stderr ends with:\n{}", tail(&stderr, STDERR_LINES))
+                }
+            ));
+        }
+        let status = status.map_err(|e| format!("waiting for the command failed: {e}"))?;
         let seconds = start.elapsed().as_secs_f64();
         let with_stderr = |msg: String| {
             if stderr.trim().is_empty() {

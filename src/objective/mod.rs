@@ -169,9 +169,9 @@ impl Landscape {
             agents,
             values: Values::Measured(Box::new(Measured {
                 runner,
+                journal: Mutex::new(Arc::new(Journal::in_memory(names.clone()))),
                 names,
                 on_failure,
-                journal: Mutex::new(Arc::new(Journal::in_memory())),
                 in_flight: Mutex::new(HashSet::new()),
                 landed: Condvar::new(),
                 pending: Mutex::new(Vec::new()),
@@ -241,9 +241,11 @@ impl Landscape {
     }
 
     fn measure(&self, m: &Measured, req: &Request, p: &Point) -> Result<(f64, f64)> {
+        // The journal knows evaluations by their raw values (what the program was given).
+        let raw = self.space.raw(p);
         let key = (
             req.clone(),
-            p.x.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            raw.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
         );
         let journal = m.journal.lock().expect("journal slot").clone();
         let as_f = |o: Outcome| match o {
@@ -254,7 +256,7 @@ impl Landscape {
         {
             let mut flying = m.in_flight.lock().expect("in flight");
             loop {
-                if let Some(o) = journal.get(req, &p.x) {
+                if let Some(o) = journal.get(req, &raw) {
                     return Ok(as_f(o));
                 }
                 if !flying.contains(&key) {
@@ -264,7 +266,6 @@ impl Landscape {
                 flying = m.landed.wait(flying).expect("in flight");
             }
         }
-        let raw = self.space.raw(p);
         let result = match &m.runner {
             None => {
                 m.pending
@@ -350,6 +351,29 @@ impl Landscape {
         let eps: f64 = StandardNormal.sample(rng);
         f + self.noise_sd * eps
     }
+}
+
+/// The objective a command or external spec's journal belongs to (None for the others).
+pub fn journal_origin(spec: &Spec) -> Option<crate::journal::Origin> {
+    let ObjectiveKind::Command(settings) = &spec.objective.kind else {
+        return None;
+    };
+    Some(crate::journal::Origin {
+        command: settings.argv.clone(),
+        metric: settings.metric_name.clone(),
+        direction: if settings.sign > 0.0 {
+            "maximize"
+        } else {
+            "minimize"
+        }
+        .into(),
+        params: spec
+            .objective
+            .params
+            .iter()
+            .map(|p| p.name.clone())
+            .collect(),
+    })
 }
 
 /// The landscapes of a spec; run r uses `landscapes[r % len]`.
