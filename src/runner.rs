@@ -787,8 +787,10 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         }
     }
     let damaged = damaged.into_inner().expect("damaged");
-    for note in &damaged {
-        eprintln!("damaged part: {note}");
+    if opts.work != Work::Merge {
+        for note in &damaged {
+            eprintln!("damaged part: {note}");
+        }
     }
     let mine = match shard {
         Some(b) => jobs.iter().filter(|&&(a, r)| in_shard(a, r, b)).count(),

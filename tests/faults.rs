@@ -1,0 +1,460 @@
+//! The fault catalogue of issue 23, as tests: nothing completed is lost (damaged parts,
+//! journals), no number is other than it says (a journal replayed at other points, one
+//! evaluation told twice), no process outlives its limit, and bad input is refused with
+//! exit 2 before anything is written.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{SMALL, fbo, fbo_ok, fbo_out, stderr, write};
+
+/// A shell script `name` in `dir`, executable.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = write(dir, name, &format!("#!/bin/sh\n{body}\n"));
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// A one-agent TS spec whose objective is the program `argv`, with `extra` objective lines
+/// and the hyperparameter `a` on [low, high].
+fn command_spec(dir: &Path, name: &str, argv: &str, extra: &str, bounds: (f64, f64)) -> PathBuf {
+    let text = format!(
+        "name = \"{name}\"\nseed = 1\nruns = 1\niterations = 2\ninitial_points = 2\n\n[acquisition]\ncandidates = 50\nstarts = 1\n\n[objective]\nkind = \"command\"\ncommand = [{argv:?}]\ndirection = \"maximize\"\n{extra}\n\n[[objective.hyperparameters]]\nname = \"a\"\nlow = {:?}\nhigh = {:?}\n\n[federation]\nagents = 1\n\n[[algorithm]]\nkind = \"ts\"\n",
+        bounds.0, bounds.1
+    );
+    write(dir, &format!("{name}.toml"), &text)
+}
+
+/// A program reporting metric = a (so a trace's metric must equal its raw `a`), counting its
+/// calls in `count`.
+fn echo_program(dir: &Path, count: &Path) -> PathBuf {
+    script(
+        dir,
+        "echo-a.sh",
+        &format!(
+            "echo x >> {}\necho \"{{\\\"metric\\\": $FBO_PARAM_A}}\"",
+            count.display()
+        ),
+    )
+}
+
+fn calls(count: &Path) -> usize {
+    std::fs::read_to_string(count)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// (raw a, metric) of every row of a trace.
+fn raw_and_metric(out: &Path) -> Vec<(f64, f64)> {
+    let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let (ca, cm) = (col("a"), col("metric"));
+    lines
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[ca].parse().unwrap(), f[cm].parse().unwrap())
+        })
+        .collect()
+}
+
+fn processes_matching(pattern: &str) -> usize {
+    let o = Command::new("pgrep")
+        .args(["-f", pattern])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().count()
+}
+
+#[test]
+fn a_damaged_part_is_named_set_aside_and_its_run_redone() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "small.toml", SMALL);
+    let whole = dir.path().join("whole");
+    fbo_ok("run", &spec, &whole, &["--no-timing"]);
+    for damage in ["empty", "truncated", "foreign rows"] {
+        let out = dir.path().join(damage.replace(' ', "-"));
+        for i in 0..2 {
+            fbo_ok(
+                "run",
+                &spec,
+                &out,
+                &["--no-timing", "--shard", &format!("{i}/2")],
+            );
+        }
+        let part = out.join("parts/a001-r00002.csv");
+        let text = std::fs::read_to_string(&part).unwrap();
+        match damage {
+            "empty" => std::fs::write(&part, "").unwrap(),
+            "truncated" => std::fs::write(&part, &text[..text.len() * 2 / 3]).unwrap(),
+            _ => std::fs::write(&part, text.replace("M=20,2,", "M=20,3,")).unwrap(),
+        }
+        let o = fbo_out("run", &spec, &out, &["--no-timing", "--merge"]);
+        assert!(!o.status.success(), "{damage}: a merge with a damaged part");
+        let e = stderr(&o);
+        assert!(
+            e.contains("a001-r00002.csv") && e.contains("FTS M=20 run 2"),
+            "{e}"
+        );
+        assert!(!e.contains("CSV error"), "{e}");
+        // Nothing merged, nothing removed but the damaged part, moved aside.
+        assert!(!out.join("trace.csv").exists());
+        assert!(out.join("parts/a000-r00002.csv").exists());
+        assert!(out.join("damaged-parts/a001-r00002.csv").exists());
+        let st = fbo_ok("run", &spec, &out, &["--status", "--no-timing"]);
+        let st = String::from_utf8_lossy(&st.stdout).to_string();
+        assert!(st.contains("7 done, 0 running, 1 missing"), "{st}");
+        // The next shard redoes it, and the merge equals an undisturbed run.
+        fbo_ok("run", &spec, &out, &["--no-timing", "--shard", "1/2"]);
+        fbo_ok("run", &spec, &out, &["--no-timing", "--merge"]);
+        for f in ["trace.csv", "summary.csv"] {
+            assert_eq!(
+                std::fs::read(out.join(f)).unwrap(),
+                std::fs::read(whole.join(f)).unwrap(),
+                "{damage}: {f}"
+            );
+        }
+    }
+    // A plain rerun checks what it resumes too.
+    let out = dir.path().join("resume");
+    fbo_ok("run", &spec, &out, &["--no-timing", "--shard", "0/2"]);
+    std::fs::write(out.join("parts/a000-r00000.csv"), "").unwrap();
+    let o = fbo_ok("run", &spec, &out, &["--no-timing"]);
+    assert!(stderr(&o).contains("damaged part"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(out.join("trace.csv")).unwrap(),
+        std::fs::read(whole.join("trace.csv")).unwrap()
+    );
+}
+
+#[test]
+fn a_journal_is_replayed_only_at_the_raw_values_it_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let prog = echo_program(dir.path(), &count);
+    let argv = prog.display().to_string();
+    let out = dir.path().join("out");
+    let spec = command_spec(dir.path(), "c", &argv, "", (0.0, 1.0));
+    fbo_ok("run", &spec, &out, &[]);
+    let first = calls(&count);
+    assert_eq!(first, 4);
+    for (a, m) in raw_and_metric(&out) {
+        assert_eq!(a, m);
+    }
+    // Same spec file, other bounds: the same unit points are other raw values.
+    command_spec(dir.path(), "c", &argv, "", (10.0, 20.0));
+    fbo_ok("run", &spec, &out, &[]);
+    assert_eq!(calls(&count), 2 * first, "every evaluation is new");
+    for (a, m) in raw_and_metric(&out) {
+        assert!((10.0..=20.0).contains(&a));
+        assert_eq!(a, m, "a traced metric measured at another point");
+    }
+    // Another objective's journal, copied in, is refused saying what changed...
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let journal = std::fs::read_to_string(out.join("evaluations.jsonl")).unwrap();
+    std::fs::write(
+        other.join("evaluations.jsonl"),
+        journal.replace(&argv, "/bin/elsewhere"),
+    )
+    .unwrap();
+    let o = fbo_out("run", &spec, &other, &["--overwrite"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // ... and --overwrite set it aside (kept, renamed) instead of replaying it.
+    assert!(other.join("evaluations.jsonl.set-aside-1").exists());
+    assert_eq!(calls(&count), 3 * first);
+    // In a folder of ours, a journal edited to another objective is refused (exit 2).
+    let edited = std::fs::read_to_string(out.join("evaluations.jsonl"))
+        .unwrap()
+        .replace(&argv, "/bin/elsewhere");
+    std::fs::write(out.join("evaluations.jsonl"), edited).unwrap();
+    let o = fbo_out("run", &spec, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the command was [\"/bin/elsewhere\"]"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn journal_lines_are_whole_entries_and_one_evaluation_has_one_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let prog = echo_program(dir.path(), &count);
+    let spec = command_spec(dir.path(), "c", &prog.display().to_string(), "", (0.0, 1.0));
+    let out = dir.path().join("out");
+    fbo_ok("run", &spec, &out, &[]);
+    let journal = out.join("evaluations.jsonl");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    // The last line without its newline is still a whole entry: nothing is run again.
+    std::fs::write(&journal, text.trim_end()).unwrap();
+    std::fs::remove_file(out.join("trace.csv")).unwrap();
+    fbo_ok("run", &spec, &out, &[]);
+    assert_eq!(calls(&count), 4);
+    // One evaluation recorded twice with two values is refused, naming file and lines.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let last = text.lines().last().unwrap().to_string();
+    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+    let changed = last.replace(&format!("\"metric\":{}", v["metric"]), "\"metric\":123.5");
+    assert_ne!(changed, last);
+    std::fs::write(&journal, format!("{text}{changed}\n")).unwrap();
+    let o = fbo_out("run", &spec, &out, &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("evaluations.jsonl") && e.contains("line 6") && e.contains("123.5"),
+        "{e}"
+    );
+}
+
+/// An external (ask/tell) spec: two agents, two initial points each.
+fn external_spec(dir: &Path) -> PathBuf {
+    write(
+        dir,
+        "ext.toml",
+        "name = \"ext\"\nseed = 2\nruns = 1\niterations = 1\ninitial_points = 2\n\n[acquisition]\ncandidates = 50\nstarts = 1\n\n[objective]\nkind = \"external\"\ndirection = \"maximize\"\n\n[[objective.hyperparameters]]\nname = \"a\"\nlow = 0.0\nhigh = 3.0\n\n[federation]\nagents = 2\n\n[[algorithm]]\nkind = \"ts\"\n",
+    )
+}
+
+fn tell(spec: &Path, state: &Path, args: &[&str]) -> std::process::Output {
+    fbo()
+        .arg("tell")
+        .arg(spec)
+        .arg("--state")
+        .arg(state)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn tell_refuses_what_it_would_coerce_or_keep_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = external_spec(dir.path());
+    let state = dir.path().join("state");
+    let o = fbo()
+        .arg("ask")
+        .arg(&spec)
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let asked = String::from_utf8_lossy(&o.stdout).to_string();
+    let rows: Vec<&str> = asked.lines().skip(1).collect();
+    assert_eq!(rows.len(), 4, "{asked}");
+    let journal = state.join("evaluations.jsonl");
+    let before = std::fs::read(&journal).unwrap();
+    let refused = |args: &[&str], says: &str| {
+        let o = tell(&spec, &state, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read(&journal).unwrap(), before, "{args:?} wrote");
+    };
+    refused(&["--agent", "0", "--value", "1", "--cost", "nan"], "--cost");
+    refused(&["--agent", "0", "--value", "1", "--cost", "-1"], "--cost");
+    // Agent 0 waits on two initial points of one run and scope: --iteration tells them apart.
+    refused(&["--agent", "0", "--value", "1"], "--iteration");
+    let results = |name: &str, body: &str| {
+        let p = write(
+            dir.path(),
+            name,
+            &format!("scope,run,agent,iteration,a,metric\n{body}"),
+        );
+        p.display().to_string()
+    };
+    let field = |row: &str, i: usize| row.split(',').nth(i).unwrap().to_string();
+    let r0 = rows[0];
+    let bad_run = results(
+        "neg.csv",
+        &format!(
+            "init,-1,{},{},{},0.5\n",
+            field(r0, 2),
+            field(r0, 3),
+            field(r0, 4)
+        ),
+    );
+    refused(&["--results", &bad_run], "whole number");
+    let frac_run = results(
+        "frac.csv",
+        &format!(
+            "init,0.7,{},{},{},0.5\n",
+            field(r0, 2),
+            field(r0, 3),
+            field(r0, 4)
+        ),
+    );
+    refused(&["--results", &frac_run], "whole number");
+    let twice = results("twice.csv", &format!("{r0},0.5\n{r0},0.25\n"));
+    refused(&["--results", &twice], "lines 2 and 3");
+    // A spreadsheet's copy: x rounded to 15 significant digits still names its query.
+    let a: f64 = field(r0, 4).parse().unwrap();
+    let rounded = format!("{:.14e}", a).parse::<f64>().unwrap();
+    let sheet = results(
+        "sheet.csv",
+        &format!(
+            "{},{},{},{},{rounded},0.5\n",
+            field(r0, 0),
+            field(r0, 1),
+            field(r0, 2),
+            field(r0, 3)
+        ),
+    );
+    let o = tell(&spec, &state, &["--results", &sheet]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The other initial point of agent 0, by its iteration.
+    let r1 = rows
+        .iter()
+        .find(|r| field(r, 2) == "0" && **r != r0)
+        .unwrap();
+    let o = tell(
+        &spec,
+        &state,
+        &[
+            "--agent",
+            "0",
+            "--iteration",
+            &field(r1, 3),
+            "--value",
+            "0.75",
+            "--cost",
+            "2",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn status_does_not_call_another_experiments_folder_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "small.toml", SMALL);
+    let other = write(
+        dir.path(),
+        "other.toml",
+        &SMALL.replace("seed = 3", "seed = 4"),
+    );
+    let out = dir.path().join("out");
+    fbo_ok("run", &other, &out, &["--no-timing"]);
+    let o = fbo_out("run", &spec, &out, &["--status"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(stderr(&o).contains("another experiment"), "{}", stderr(&o));
+    // A user's own trace.csv is not results of this spec either.
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).unwrap();
+    std::fs::write(mine.join("trace.csv"), "my own\n").unwrap();
+    let o = fbo_out("run", &spec, &mine, &["--status"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no .fbo-manifest"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_command_ends_with_its_process_group_and_its_output_is_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    // Exits at once but leaves a background child holding stdout open.
+    let tag = format!("fbo-fault-{}", std::process::id());
+    let bg = script(
+        dir.path(),
+        "bg.sh",
+        &format!("sh -c 'sleep 30; echo {tag}' &\necho '{{\"metric\": 0.5}}'"),
+    );
+    let spec = command_spec(
+        dir.path(),
+        "bg",
+        &bg.display().to_string(),
+        "timeout_s = 20",
+        (0.0, 1.0),
+    );
+    let t0 = Instant::now();
+    fbo_ok("run", &spec, &dir.path().join("bg"), &[]);
+    assert!(
+        t0.elapsed() < Duration::from_secs(15),
+        "waited for the background child"
+    );
+    assert_eq!(
+        processes_matching(&tag),
+        0,
+        "a background child outlived fbo"
+    );
+    // Prints without end: killed at its timeout, with a bounded message.
+    let forever = script(dir.path(), "forever.sh", "yes 0123456789abcdef");
+    let spec = command_spec(
+        dir.path(),
+        "forever",
+        &forever.display().to_string(),
+        "timeout_s = 1",
+        (0.0, 1.0),
+    );
+    let o = fbo_out("run", &spec, &dir.path().join("forever"), &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("timed out after 1 s"), "{}", stderr(&o));
+    // A 5 MB stderr line is quoted by its end, a few hundred characters.
+    let loud = script(
+        dir.path(),
+        "loud.sh",
+        "head -c 5000000 /dev/zero | tr '\\0' e >&2\nexit 3",
+    );
+    let spec = command_spec(
+        dir.path(),
+        "loud",
+        &loud.display().to_string(),
+        "",
+        (0.0, 1.0),
+    );
+    let o = fbo_out("run", &spec, &dir.path().join("loud"), &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stderr.len() < 8000, "{} bytes of error", o.stderr.len());
+}
+
+#[test]
+fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let tag = format!("fbo-interrupt-{}", std::process::id());
+    let slow = script(
+        dir.path(),
+        "slow.sh",
+        &format!(
+            "sh -c 'sleep 60; echo {tag}' &\nsh -c 'sleep 60; echo {tag}'\necho '{{\"metric\": 1}}'"
+        ),
+    );
+    let spec = command_spec(
+        dir.path(),
+        "slow",
+        &slow.display().to_string(),
+        "timeout_s = 100",
+        (0.0, 1.0),
+    );
+    let mut child = fbo()
+        .arg("run")
+        .arg(&spec)
+        .arg("--out")
+        .arg(dir.path().join("slow"))
+        .arg("--quiet")
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while processes_matching(&tag) < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the command did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(processes_matching(&tag), 0, "an evaluation outlived fbo");
+}
