@@ -268,14 +268,30 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
     Ok(out)
 }
 
-/// Mean and standard error (sample standard deviation / sqrt(n); 0 for n = 1).
+/// Mean and standard error (sample standard deviation / sqrt(n); 0 for n = 1). Finite
+/// values near f64's limits (a metric of 1e308) would overflow the sums: those are summed
+/// scaled by the largest magnitude, so the mean of finite values is finite.
 pub fn mean_se(v: &[f64]) -> (f64, f64) {
+    let plain = mean_se_scaled(v, 1.0);
+    if plain.0.is_finite() && plain.1.is_finite() || v.iter().any(|x| !x.is_finite()) {
+        return plain;
+    }
+    let scale = v.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let (m, se) = mean_se_scaled(v, scale);
+    (m * scale, se * scale)
+}
+
+fn mean_se_scaled(v: &[f64], scale: f64) -> (f64, f64) {
     let n = v.len() as f64;
-    let mean = v.iter().sum::<f64>() / n;
+    let mean = v.iter().map(|x| x / scale).sum::<f64>() / n;
     if v.len() < 2 {
         return (mean, 0.0);
     }
-    let var = v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0);
+    let var = v
+        .iter()
+        .map(|x| (x / scale - mean) * (x / scale - mean))
+        .sum::<f64>()
+        / (n - 1.0);
     (mean, (var / n).sqrt())
 }
 
@@ -372,6 +388,13 @@ mod tests {
         // sd = sqrt(5/3), se = sd / 2
         assert!((se - (5.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-15);
         assert_eq!(mean_se(&[7.0]), (7.0, 0.0));
+        // Near f64's limit the plain sum overflows; the mean of finite values stays finite.
+        let (m, se) = mean_se(&[1.7e308, 1.7e308, 1.5e308]);
+        assert!(
+            (m / (1.7e308 / 3.0 * 2.0 + 1.5e308 / 3.0) - 1.0).abs() < 1e-15,
+            "{m}"
+        );
+        assert!(se.is_finite() && se > 0.0);
     }
 
     #[test]

@@ -52,7 +52,12 @@ impl Param {
         } else {
             v
         };
-        if self.integer { v.round() } else { v }
+        if self.integer {
+            // The nearest integer inside the range: [0.5, 3.5] holds 1, 2 and 3, never 4.
+            v.round().clamp(self.low.ceil(), self.high.floor())
+        } else {
+            v
+        }
     }
 }
 
@@ -359,6 +364,14 @@ mod tests {
         };
         assert_eq!(b.value(0.51), 40.0);
         assert_eq!(b.value(-3.0), 20.0);
+        // Bounds between integers: rounding never leaves them.
+        let h = Param {
+            integer: true,
+            ..Param::linear("h", 0.5, 3.5)
+        };
+        let values: Vec<f64> = (0..=100).map(|i| h.value(i as f64 / 100.0)).collect();
+        assert!(values.iter().all(|v| (1.0..=3.0).contains(v)), "{values:?}");
+        assert_eq!((h.value(0.0), h.value(1.0)), (1.0, 3.0));
     }
 
     #[test]

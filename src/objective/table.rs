@@ -165,6 +165,14 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         seen[i][p] = true;
         for k in 0..d {
             let x = num(f[2 + k], "coordinate")?;
+            // Algorithms search the unit cube: a coordinate outside it is a point no
+            // proposal can reach and no sub-region holds.
+            if !(0.0..=1.0).contains(&x) {
+                return Err(err(
+                    ln,
+                    format!("coordinate x{k} = {x} is outside [0, 1] (unit coordinates)"),
+                ));
+            }
             if points[[p, k]].is_nan() {
                 points[[p, k]] = x;
             } else if points[[p, k]] != x {
@@ -259,6 +267,8 @@ mod tests {
             ("0,0,0,1,0.3,0.1\n", "agent 0 has no row for point 1"),
             ("0,0,0,1,0.3,0.1\n0,0,0,1,0.3,0.1\n", "appears twice"),
             ("0,0,0,1,0.3\n", "has 5 fields"),
+            ("0,0,1.5,1,0.3,0.1\n0,1,1,2,0.1,0.1\n", "outside [0, 1]"),
+            ("0,0,0,1,0.3,0.1\n0,1,-0.25,2,0.1,0.1\n", "line 3"),
         ] {
             let meta = write_table(dir.path(), rows, "minimize");
             let m = read_meta(&meta).unwrap();
