@@ -195,6 +195,16 @@ pub fn compare(opts: &CompareOptions) -> Result<Report> {
         opts.input.clone()
     };
     let t = read_trace(&path, opts.metric)?;
+    if t.algorithms.len() < 2 {
+        return Err(FboError::spec(
+            &path,
+            "",
+            format!(
+                "holds one algorithm ({}): there is nothing to compare it with; run a spec with two or more algorithms",
+                t.algorithms[0]
+            ),
+        ));
+    }
     let base = match &opts.baseline {
         None => 0,
         Some(b) => t.algorithms.iter().position(|a| a == b).ok_or_else(|| {
@@ -232,6 +242,84 @@ fn adjust(rows: &mut [Comparison]) {
     }
 }
 
+/// What makes `others` and `base` paired at the iterations `at`: the same (run, agent) units,
+/// the same initial points unit by unit (unless `allow_init_differences`), and a finite value
+/// for every unit (an agent whose every evaluation failed has none). `compare`, `plot
+/// difference` and `plot ranks` refuse the same inputs.
+fn check_paired(
+    t: &Trace,
+    base: usize,
+    others: &[usize],
+    at: &[i64],
+    allow_init_differences: bool,
+    path: &Path,
+) -> Result<()> {
+    // Pairing: the same units, and the same initial points unit by unit, as the baseline.
+    let units = |a: usize, it: i64| -> BTreeSet<Unit> {
+        t.values
+            .get(&(a, it))
+            .map(|m| m.keys().copied().collect())
+            .unwrap_or_default()
+    };
+    for &a in others {
+        for &it in at {
+            let (ub, ua) = (units(base, it), units(a, it));
+            if ub != ua {
+                let only: Vec<String> = ub
+                    .symmetric_difference(&ua)
+                    .take(5)
+                    .map(|(r, g)| format!("run {r} agent {g}"))
+                    .collect();
+                return Err(FboError::spec(
+                    path,
+                    "",
+                    format!(
+                        "unpaired input: {} and {} do not cover the same (run, agent) units at iteration {it} (e.g. {})",
+                        t.algorithms[a],
+                        t.algorithms[base],
+                        only.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some((unit, _)) = t.init[base]
+            .iter()
+            .find(|(u, x)| t.init[a].get(u).is_some_and(|y| y != *x))
+            .filter(|_| !allow_init_differences)
+        {
+            return Err(FboError::spec(
+                path,
+                "",
+                format!(
+                    "unpaired input: {} and {} start run {} agent {} from different initial points, so their differences are not paired (if the algorithm chooses its own initial points by design, as DP-FTS-DE's sub-region initialisation does, pass --allow-init-differences: units then stay paired by seed and objective)",
+                    t.algorithms[a], t.algorithms[base], unit.0, unit.1
+                ),
+            ));
+        }
+    }
+    for &a in std::iter::once(&base).chain(others) {
+        for &it in at {
+            let Some(values) = t.values.get(&(a, it)) else {
+                continue;
+            };
+            if let Some(((r, g), _)) = values
+                .iter()
+                .find(|(_, (v, f))| !v.is_finite() || !f.is_finite())
+            {
+                return Err(FboError::spec(
+                    path,
+                    "",
+                    format!(
+                        "{} run {r} agent {g} has no finite value at iteration {it} (did every evaluation of that agent fail?); statistics over it would be NaN: rerun the failed evaluations, or compare at an iteration where every unit has a value",
+                        t.algorithms[a]
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Every series of `t` against series `base`: pairing checks, then the statistics (Holm is
 /// applied by the caller, over everything it shows).
 fn compare_trace(
@@ -257,49 +345,8 @@ fn compare_trace(
             ));
         }
     }
-    // Pairing: the same units, and the same initial points unit by unit, as the baseline.
-    let units = |a: usize, it: i64| -> BTreeSet<Unit> {
-        t.values
-            .get(&(a, it))
-            .map(|m| m.keys().copied().collect())
-            .unwrap_or_default()
-    };
-    for a in (0..t.algorithms.len()).filter(|&a| a != base) {
-        for &it in &at {
-            let (ub, ua) = (units(base, it), units(a, it));
-            if ub != ua {
-                let only: Vec<String> = ub
-                    .symmetric_difference(&ua)
-                    .take(5)
-                    .map(|(r, g)| format!("run {r} agent {g}"))
-                    .collect();
-                return Err(FboError::spec(
-                    path,
-                    "",
-                    format!(
-                        "unpaired input: {} and {} do not cover the same (run, agent) units at iteration {it} (e.g. {})",
-                        t.algorithms[a],
-                        t.algorithms[base],
-                        only.join(", ")
-                    ),
-                ));
-            }
-        }
-        if let Some((unit, _)) = t.init[base]
-            .iter()
-            .find(|(u, x)| t.init[a].get(u).is_some_and(|y| y != *x))
-            .filter(|_| !opts.allow_init_differences)
-        {
-            return Err(FboError::spec(
-                path,
-                "",
-                format!(
-                    "unpaired input: {} and {} start run {} agent {} from different initial points, so their differences are not paired (if the algorithm chooses its own initial points by design, as DP-FTS-DE's sub-region initialisation does, pass --allow-init-differences: units then stay paired by seed and objective)",
-                    t.algorithms[a], t.algorithms[base], unit.0, unit.1
-                ),
-            ));
-        }
-    }
+    let others: Vec<usize> = (0..t.algorithms.len()).filter(|&a| a != base).collect();
+    check_paired(t, base, &others, &at, opts.allow_init_differences, path)?;
     let mut rows = Vec::new();
     for &it in &at {
         for a in (0..t.algorithms.len()).filter(|&a| a != base) {
@@ -617,8 +664,8 @@ pub fn difference_curves(
 
 /// `fbo plot ranks`: each algorithm's mean rank over the (run, agent) units at every iteration
 /// (1 = best; ties share their average rank; better = higher best f or lower simple regret),
-/// among `among` (labels; empty: every algorithm of the trace). Units that some algorithm
-/// lacks are left out.
+/// among `among` (labels; empty: every algorithm of the trace). Refused, as by `compare`,
+/// unless every algorithm covers the same units with finite values.
 pub fn rank_curves(trace: &Path, metric: Metric, among: &[String]) -> Result<Vec<Curve>> {
     let t = read_trace(trace, metric)?;
     let chosen: Vec<usize> = if among.is_empty() {
@@ -640,6 +687,10 @@ pub fn rank_curves(trace: &Path, metric: Metric, among: &[String]) -> Result<Vec
             })
             .collect::<Result<_>>()?
     };
+    // Ranks are comparisons too: only of paired units, as `compare` requires (initial
+    // points may differ by design, as for `plot difference`).
+    let at: Vec<i64> = (1..=t.last_iteration).collect();
+    check_paired(&t, chosen[0], &chosen[1..], &at, true, trace)?;
     let k = chosen.len();
     let mut curves: Vec<Curve> = chosen
         .iter()

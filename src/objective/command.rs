@@ -40,6 +40,21 @@ pub struct CommandSettings {
     pub on_failure: OnFailure,
 }
 
+/// Why an evaluation has no value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Failure {
+    /// The program could not be started at all (it fails every evaluation alike).
+    CannotStart(String),
+    /// This evaluation failed (exit status, timeout, output), after its retries.
+    Failed(String),
+}
+
+impl From<String> for Failure {
+    fn from(s: String) -> Failure {
+        Failure::Failed(s)
+    }
+}
+
 /// Runs the command with at most `concurrency` evaluations at once.
 pub struct CommandRunner {
     pub settings: CommandSettings,
@@ -285,7 +300,7 @@ impl CommandRunner {
         req: &Request,
         point: &Point,
         raw: &[f64],
-    ) -> std::result::Result<(f64, f64), String> {
+    ) -> std::result::Result<(f64, f64), Failure> {
         let argv = self
             .settings
             .argv
@@ -296,7 +311,10 @@ impl CommandRunner {
             let _slot = self.acquire();
             match self.attempt(argv, req, point, raw) {
                 Ok(v) => return Ok(v),
-                Err(e) => {
+                // A program that cannot be started fails every evaluation alike: no retry,
+                // and never skipped as one failed point.
+                Err(Failure::CannotStart(e)) => return Err(Failure::CannotStart(e)),
+                Err(Failure::Failed(e)) => {
                     last = if self.settings.retries > 0 {
                         format!(
                             "attempt {} of {}: {e}",
@@ -309,7 +327,7 @@ impl CommandRunner {
                 }
             }
         }
-        Err(last)
+        Err(Failure::Failed(last))
     }
 
     fn acquire(&self) -> Slot<'_> {
@@ -327,7 +345,7 @@ impl CommandRunner {
         req: &Request,
         point: &Point,
         raw: &[f64],
-    ) -> std::result::Result<(f64, f64), String> {
+    ) -> std::result::Result<(f64, f64), Failure> {
         let start = Instant::now();
         // A relative path with a slash ("./train.py") means the one in workdir: said
         // explicitly, as Command leaves it to the platform.
@@ -361,11 +379,11 @@ impl CommandRunner {
             cmd.env(param_var(n), v.to_string());
         }
         let mut child = cmd.spawn().map_err(|e| {
-            format!(
+            Failure::CannotStart(format!(
                 "could not start {:?} in {}: {e}",
                 argv[0],
                 self.settings.workdir.display()
-            )
+            ))
         })?;
         let pid = child.id() as i32;
         // Registered while it runs, so an interrupt of fbo stops it and its group too.
@@ -389,7 +407,7 @@ impl CommandRunner {
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(20));
                 }
-                Err(e) => return Err(format!("waiting for the command failed: {e}")),
+                Err(e) => return Err(format!("waiting for the command failed: {e}").into()),
             }
         };
         // The program has ended (or its time is up) but is not reaped yet, so its process
@@ -405,7 +423,7 @@ impl CommandRunner {
         let stdout = out.finish(grace);
         let stderr = err.finish(grace);
         if !exited {
-            return Err(format!(
+            return Err(Failure::Failed(format!(
                 "timed out after {} s (objective.timeout_s) and was killed with its process group{}",
                 self.settings.timeout_s,
                 if stderr.trim().is_empty() {
@@ -413,7 +431,7 @@ impl CommandRunner {
                 } else {
                     format!("; stderr ends with:\n{}", tail(&stderr, STDERR_LINES))
                 }
-            ));
+            )));
         }
         let status = status.map_err(|e| format!("waiting for the command failed: {e}"))?;
         let seconds = start.elapsed().as_secs_f64();
@@ -425,11 +443,11 @@ impl CommandRunner {
             }
         };
         if !status.success() {
-            return Err(with_stderr(format!("ended with {}", status_text(status))));
+            return Err(with_stderr(format!("ended with {}", status_text(status))).into());
         }
         match parse_output(&stdout) {
             Ok((metric, cost)) => Ok((metric, cost.unwrap_or(seconds))),
-            Err(e) => Err(with_stderr(format!("ended with exit status 0 but {e}"))),
+            Err(e) => Err(with_stderr(format!("ended with exit status 0 but {e}")).into()),
         }
     }
 }

@@ -300,7 +300,10 @@ impl Landscape {
                             .record(&entry)
                             .map(|_| as_f(Outcome::Done(metric, cost)))
                     }
-                    Err(why) => {
+                    Err(command::Failure::CannotStart(why)) => Err(FboError::Run(
+                        command::failure_message(&m.names, req, &raw, &why),
+                    )),
+                    Err(command::Failure::Failed(why)) => {
                         let msg = command::failure_message(&m.names, req, &raw, &why);
                         match m.on_failure {
                             OnFailure::Stop => Err(FboError::Run(msg)),

@@ -1011,10 +1011,18 @@ impl Spec {
             };
             let messages = c.messages(&key("messages"), ra.messages.as_deref(), fed_messages)?;
             let label = match ra.label {
-                Some(l) if l.is_empty() || l.contains([',', '"', '\n']) => {
+                // A label names CSV rows and a command's FBO_SCOPE: control characters (a
+                // NUL cannot be passed in the environment) are refused with the others.
+                Some(l)
+                    if l.is_empty()
+                        || l.contains([',', '"'])
+                        || l.chars().any(|ch| ch.is_control()) =>
+                {
                     return Err(c.err(
                         &key("label"),
-                        "must be non-empty without commas, quotes or newlines",
+                        format!(
+                            "must be non-empty without commas, quotes, newlines or other control characters, got {l:?}"
+                        ),
                     ));
                 }
                 Some(l) => l,
@@ -1503,6 +1511,41 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
     })
 }
 
+/// The program a command's argv[0] names, as it will be started: a path with a slash
+/// relative to `workdir`, a bare name found on PATH. Why not, otherwise.
+pub fn find_program(name: &str, workdir: &Path) -> std::result::Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let p = workdir.join(name);
+        return if executable(&p) {
+            Ok(p)
+        } else if p.exists() {
+            Err(format!(
+                "{} is not an executable file (chmod +x it, or run it through its interpreter: [\"python3\", \"{name}\"])",
+                p.display()
+            ))
+        } else {
+            Err(format!(
+                "the program {} does not exist (a path with a slash is taken from objective.workdir, {})",
+                p.display(),
+                workdir.display()
+            ))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| executable(p))
+        .ok_or_else(|| {
+            format!(
+                "the program \"{name}\" is not on PATH (give its path, say [\"./{name}\"] for one in objective.workdir)"
+            )
+        })
+}
+
 /// kind = "command" or "external": the argv (command only), where it runs, the metric's
 /// direction and name, the searched hyperparameters (named by the user), and how failures
 /// and concurrency are handled.
@@ -1545,6 +1588,17 @@ fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<
     }
     // Absolute, so that neither fbo's own folder nor the command's changes what it means.
     let workdir = workdir.canonicalize().unwrap_or(workdir);
+    if let Some(argv) = &argv {
+        if let Some(bad) = argv.iter().find(|a| a.contains('\0')) {
+            return Err(c.err(
+                "objective.command",
+                format!("{bad:?} holds a NUL character, which no program can be given"),
+            ));
+        }
+        // A program that cannot start fails every evaluation: said now, not after a run of
+        // skipped failures.
+        find_program(&argv[0], &workdir).map_err(|m| c.err("objective.command", m))?;
+    }
     let sign = match o.direction.take().as_deref() {
         Some("maximize") => 1.0,
         Some("minimize") => -1.0,
@@ -1665,7 +1719,15 @@ fn check_model(
     let rel = o.data.take().ok_or_else(|| {
         c.err(
             "objective.data",
-            "missing: the raw data (landmine .mat file, HAR or EMNIST folder), relative to this spec",
+            format!(
+                "missing: the raw data, relative to this spec: {}",
+                match dataset {
+                    Dataset::Landmine =>
+                        "the landmine CSV transcription (shared/data/landmine/landmine.csv)",
+                    Dataset::Har => "the UCI HAR folder of .txt.gz files (shared/data/har)",
+                    Dataset::Emnist => "the FEMNIST digits folder (shared/data/emnist)",
+                }
+            ),
         )
     })?;
     let base = c.file.parent().unwrap_or(Path::new("."));
