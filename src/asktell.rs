@@ -79,7 +79,10 @@ fn open_state(spec: &Spec, state: &Path) -> Result<(OutDir, Arc<Journal>)> {
 /// Every query the runs are waiting for, replaying them from the journal; and how many of
 /// the spec's (algorithm, run) pairs are complete.
 fn frontier(spec: &Spec, journal: &Arc<Journal>) -> Result<(Vec<(Request, Point)>, usize)> {
-    let (_, landscapes) = prepare(spec, 1)?;
+    prepare(spec, 1)?;
+    // Results come from the journal alone: a command spec's queries are handed out, not run
+    // (`fbo run` runs the command for those nobody reported).
+    let landscapes = vec![crate::objective::measured_landscape(spec, false)];
     for l in &landscapes {
         l.attach_journal(journal.clone());
     }

@@ -22,6 +22,14 @@ const FIT_EVALS: f64 = 60.0;
 /// Bytes of one traced row in memory and in trace.csv.
 const ROW_BYTES: f64 = 400.0;
 
+/// Seconds of bookkeeping per (run, algorithm) unit whatever its compute: its part files
+/// written and synced, read back and merged (about 5 ms measured; doubled to err long).
+const UNIT_S: f64 = 0.01;
+/// Seconds of bookkeeping per sweep point: its folder claimed, its spec, parts, trace,
+/// summary and point.csv written and synced (19 ms measured on a 300-point sweep of
+/// one-run points; doubled to err long).
+pub const POINT_S: f64 = 0.04;
+
 /// Note a long run past this many seconds of estimated wall time.
 pub const LONG_S: f64 = 3600.0;
 
@@ -190,7 +198,7 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
     memory.sort_by(|a, b| b.1.total_cmp(&a.1));
     Estimate {
         memory,
-        cpu_s: cpu,
+        cpu_s: cpu + jobs as f64 * UNIT_S,
         jobs,
     }
 }
@@ -272,6 +280,16 @@ pub fn check(spec: &Spec, threads: usize) -> Result<Estimate> {
         }
     }
     Ok(e)
+}
+
+/// Wall seconds of a whole sweep on `threads` workers: every point's estimate (each checked
+/// against the machine's memory, as `check` does) and its bookkeeping.
+pub fn sweep_wall_s<'a>(points: impl IntoIterator<Item = &'a Spec>, threads: usize) -> Result<f64> {
+    let mut wall = 0.0;
+    for p in points {
+        wall += check(p, threads)?.wall_s(threads) + POINT_S;
+    }
+    Ok(wall)
 }
 
 /// The note printed before a long run.

@@ -551,6 +551,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             let s = load(&spec, None, false)?;
             let threads = rayon::current_num_threads();
+            let mut whole = None;
             if s.has_sweep {
                 let sw = sweep::load(&spec)?;
                 for p in &sw.points {
@@ -562,6 +563,10 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     sw.points.len(),
                     sw.keys.join(", ")
                 );
+                whole = Some((
+                    sw.points.len(),
+                    crate::budget::sweep_wall_s(sw.points.iter().map(|p| &p.spec), threads)?,
+                ));
             }
             // The base point of a sweep is not run itself: only its estimate is shown.
             let e = if s.has_sweep {
@@ -581,13 +586,20 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
-            println!(
-                "{}: estimated: about {} of memory, about {} on {threads} threads{}",
-                spec.display(),
-                crate::budget::human_bytes(e.bytes()),
-                crate::budget::human_seconds(e.wall_s(threads)),
-                if s.has_sweep { " per sweep point" } else { "" }
-            );
+            match whole {
+                None => println!(
+                    "{}: estimated: about {} of memory, about {} on {threads} threads",
+                    spec.display(),
+                    crate::budget::human_bytes(e.bytes()),
+                    crate::budget::human_seconds(e.wall_s(threads)),
+                ),
+                Some((n, wall)) => println!(
+                    "{}: estimated: about {} of memory per point, about {} on {threads} threads for the whole sweep of {n} points",
+                    spec.display(),
+                    crate::budget::human_bytes(e.bytes()),
+                    crate::budget::human_seconds(wall),
+                ),
+            }
             Ok(())
         }
         Command::Privacy {

@@ -378,10 +378,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         }
     }
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
-    let mut wall = 0.0;
-    for p in &sweep.points {
-        wall += crate::budget::check(&p.spec, threads)?.wall_s(threads);
-    }
+    let wall = crate::budget::sweep_wall_s(sweep.points.iter().map(|p| &p.spec), threads)?;
     if !opts.quiet && wall > crate::budget::LONG_S {
         eprintln!(
             "note: this sweep of {} points is estimated at about {} on {threads} threads; finished points and runs are saved as they complete, so Ctrl-C and a rerun resume",

@@ -458,3 +458,134 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(processes_matching(&tag), 0, "an evaluation outlived fbo");
 }
+
+fn toy() -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_fbo"));
+    let toy = bin.parent().unwrap().join("examples").join("toy_objective");
+    assert!(
+        toy.exists(),
+        "{} is missing: `cargo test --release` builds the examples (a filtered run does not: `cargo build --release --examples` first)",
+        toy.display()
+    );
+    toy
+}
+
+/// Answers every query `fbo ask` hands out with the toy's exact value (Branin), as a person
+/// reporting results by hand would; how many.
+fn tell_all(spec: &Path, state: &Path, dir: &Path) -> usize {
+    let o = fbo()
+        .arg("ask")
+        .arg(spec)
+        .arg("--state")
+        .arg(state)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        // Another fbo holds the folder (a run killed a moment ago has released it, so this
+        // is only a run still going): nothing told this time.
+        assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
+        return 0;
+    }
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut rows = text.lines();
+    let header = rows.next().unwrap();
+    let mut results = format!("{header},metric\n");
+    let mut n = 0;
+    for row in rows {
+        let f: Vec<&str> = row.split(',').collect();
+        let x: Vec<f64> = f[4..].iter().map(|v| v.parse().unwrap()).collect();
+        let metric = fbo::objective::function::Function::Branin.value(&x);
+        results.push_str(&format!("{row},{metric}\n"));
+        n += 1;
+    }
+    if n > 0 {
+        let file = write(dir, "told.csv", &results);
+        let o = fbo()
+            .arg("tell")
+            .arg(spec)
+            .arg("--state")
+            .arg(state)
+            .arg("--results")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    n
+}
+
+/// Random sequences of run, kill -9, tell, merge and rerun on one command objective's folder
+/// always end with the trace of an undisturbed run: nothing finished is lost, nothing is
+/// replayed at the wrong point, and no value is told twice.
+#[test]
+fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace() {
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "prop.toml",
+        &format!(
+            "name = \"prop\"\nseed = 5\nruns = 2\niterations = 4\ninitial_points = 2\n\n[acquisition]\ncandidates = 100\nstarts = 2\n\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n\n[[objective.hyperparameters]]\nname = \"x1\"\nlow = -5.0\nhigh = 10.0\n\n[[objective.hyperparameters]]\nname = \"x2\"\nlow = 0.0\nhigh = 15.0\n\n[federation]\nagents = 3\nobservations = 3\n\n[[algorithm]]\nkind = \"ts\"\n\n[[algorithm]]\nkind = \"fts\"\nfeatures = 20\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nfeatures = 20\nserver = {{ subregions = 2, dp = true, q = 0.5, z = 1.0 }}\n",
+            toy().display().to_string()
+        ),
+    );
+    let run = |out: &Path, extra: &[&str]| {
+        let mut c = fbo();
+        c.arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(out)
+            .args(["--quiet", "--no-timing"])
+            .args(extra)
+            .env("TOY_SLEEP_MS", "3");
+        c
+    };
+    let whole = dir.path().join("whole");
+    let o = run(&whole, &[]).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let want = std::fs::read(whole.join("trace.csv")).unwrap();
+    for seed in 0..8u64 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let out = dir.path().join(format!("seq{seed}"));
+        let mut log = Vec::new();
+        for _ in 0..7 {
+            match rng.random_range(0..4) {
+                0 => {
+                    // run, killed with SIGKILL after a random moment
+                    let ms = rng.random_range(0..400);
+                    log.push(format!("kill after {ms} ms"));
+                    let mut child = run(&out, &[]).spawn().unwrap();
+                    std::thread::sleep(Duration::from_millis(ms));
+                    let _ = child.kill();
+                    child.wait().unwrap();
+                }
+                1 => {
+                    let n = tell_all(&spec, &out, dir.path());
+                    log.push(format!("tell {n}"));
+                }
+                2 => {
+                    // A merge before every run is there is refused and changes nothing.
+                    let o = run(&out, &["--merge"]).output().unwrap();
+                    log.push(format!("merge: {:?}", o.status.code()));
+                    assert!(
+                        o.status.success() || stderr(&o).contains("cannot merge"),
+                        "{log:?}: {}",
+                        stderr(&o)
+                    );
+                }
+                _ => {
+                    let o = run(&out, &[]).output().unwrap();
+                    log.push("rerun".into());
+                    assert!(o.status.success(), "{log:?}: {}", stderr(&o));
+                }
+            }
+        }
+        let o = run(&out, &[]).output().unwrap();
+        assert!(o.status.success(), "{log:?}: {}", stderr(&o));
+        eprintln!("sequence {seed}: {log:?}");
+        assert!(
+            std::fs::read(out.join("trace.csv")).unwrap() == want,
+            "sequence {seed} ({log:?}) ended with another trace"
+        );
+    }
+}

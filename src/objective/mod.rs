@@ -395,14 +395,22 @@ pub fn landscapes(spec: &Spec) -> Result<Vec<Arc<Landscape>>> {
         ObjectiveKind::Model { settings, agents } => {
             Ok(vec![model::landscape(settings, agents, &spec.objective)?])
         }
+        ObjectiveKind::Command(_) => Ok(vec![measured_landscape(spec, true)]),
+        _ => synthetic::landscapes(&spec.objective, spec.total_agents(), spec.seed),
+    }
+}
+
+/// The landscape of a command or external spec whose values come from its journal alone
+/// (`fbo ask`: a query without a result is pending, never run), or, with `run_command`,
+/// from the command where the journal has none.
+pub fn measured_landscape(spec: &Spec, run_command: bool) -> Arc<Landscape> {
+    match &spec.objective.kind {
         ObjectiveKind::Command(settings) => {
             let o = &spec.objective;
             let names: Vec<String> = o.params.iter().map(|p| p.name.clone()).collect();
-            let runner = settings
-                .argv
-                .is_some()
+            let runner = (run_command && settings.argv.is_some())
                 .then(|| CommandRunner::new(settings.clone(), names.clone()));
-            Ok(vec![Arc::new(
+            Arc::new(
                 Landscape::measured(
                     Arc::new(o.space()),
                     spec.total_agents(),
@@ -411,8 +419,8 @@ pub fn landscapes(spec: &Spec) -> Result<Vec<Arc<Landscape>>> {
                     settings.on_failure,
                 )
                 .with_metric_sign(settings.sign),
-            )])
+            )
         }
-        _ => synthetic::landscapes(&spec.objective, spec.total_agents(), spec.seed),
+        _ => panic!("measured_landscape of an objective that is not measured"),
     }
 }
