@@ -171,6 +171,15 @@ pub fn check_values(metric: Option<f64>, cost_s: f64) -> std::result::Result<(),
     Ok(())
 }
 
+/// Finished evaluations held by the journals this process opened (what they held, and what
+/// it recorded since): what an interrupt can say is safe.
+static KEPT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many finished evaluations the journals of this process hold.
+pub fn kept() -> usize {
+    KEPT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 struct State {
     /// Each finished evaluation and the journal line it came from (0: this process).
     done: HashMap<Key, (Outcome, usize)>,
@@ -337,6 +346,7 @@ impl Journal {
                 .and_then(|_| file.sync_data())
                 .map_err(io)?;
         }
+        KEPT.fetch_add(done.len(), std::sync::atomic::Ordering::Relaxed);
         Ok(Journal {
             path: Some(path.to_path_buf()),
             names,
@@ -398,6 +408,15 @@ impl Journal {
             ka.cmp(&kb)
         });
         out
+    }
+
+    /// Number of evaluations recorded as failed (skipped).
+    pub fn failures(&self) -> usize {
+        let s = self.state.lock().expect("journal lock");
+        s.done
+            .values()
+            .filter(|(o, _)| matches!(o, Outcome::Failed(_)))
+            .count()
     }
 
     /// Number of finished evaluations (done or failed).
@@ -466,6 +485,9 @@ impl Journal {
         match outcome {
             Some(o) => {
                 s.done.insert(k, (o, 0));
+                if s.file.is_some() {
+                    KEPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
             }
             None => {
                 s.asked.insert(k, entry.clone());

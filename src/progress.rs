@@ -137,6 +137,15 @@ pub fn install_interrupt_handler() {
             };
             // No evaluation of the user's program outlives fbo.
             crate::objective::command::kill_running();
+            let kept = crate::journal::kept();
+            let msg = if kept > 0 {
+                format!(
+                    "{msg}\n{kept} finished evaluations are kept in the evaluations journal ({}); the rerun starts none of them again",
+                    crate::runner::JOURNAL
+                )
+            } else {
+                msg
+            };
             eprintln!("\n{msg}");
             std::process::exit(130);
         });

@@ -729,7 +729,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         crate::spec::portable::portable(&spec.source, &spec.path, out).as_bytes(),
     )?;
 
-    if let Some(journal) = journal {
+    if let Some(journal) = &journal {
         if !journal.is_empty() && !opts.quiet {
             eprintln!(
                 "replaying {} finished evaluations from {}",
@@ -929,6 +929,19 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     }
     dir.remove_under("parts/")?;
     dir.prune()?;
+    // Skipped failures finish a run quietly otherwise: say so even with --quiet, as a run
+    // of nothing but failures would be all NaN.
+    if let Some(j) = &journal
+        && j.failures() > 0
+    {
+        eprintln!(
+            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and {} holds each error",
+            j.failures(),
+            j.len(),
+            out.join("trace.csv").display(),
+            dir.path(JOURNAL).display()
+        );
+    }
     Ok(RunReport {
         runs_total: jobs.len(),
         runs_resumed: resumed,

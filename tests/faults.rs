@@ -423,7 +423,7 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
         dir.path(),
         "slow.sh",
         &format!(
-            "sh -c 'sleep 60; echo {tag}' &\nsh -c 'sleep 60; echo {tag}'\necho '{{\"metric\": 1}}'"
+            "if [ \"$FBO_ITERATION\" = -1 ]; then echo '{{\"metric\": 1}}'; exit 0; fi\nsh -c 'sleep 60; echo {tag}' &\nsh -c 'sleep 60; echo {tag}'\necho '{{\"metric\": 1}}'"
         ),
     );
     let spec = command_spec(
@@ -439,6 +439,7 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
         .arg("--out")
         .arg(dir.path().join("slow"))
         .arg("--quiet")
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let t0 = Instant::now();
@@ -453,8 +454,14 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
     }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    // The finished evaluation is safe, and the interrupt says so.
+    assert!(
+        stderr(&o).contains("1 finished evaluations are kept"),
+        "{}",
+        stderr(&o)
+    );
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(processes_matching(&tag), 0, "an evaluation outlived fbo");
 }
@@ -588,4 +595,96 @@ fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace
             "sequence {seed} ({log:?}) ended with another trace"
         );
     }
+}
+
+#[test]
+fn skipped_failures_are_reported_even_when_every_evaluation_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let fail = script(dir.path(), "fail.sh", "echo broken >&2\nexit 1");
+    let spec = command_spec(
+        dir.path(),
+        "fail",
+        &fail.display().to_string(),
+        "on_failure = \"skip\"",
+        (0.0, 1.0),
+    );
+    let o = fbo_out("run", &spec, &dir.path().join("fail"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: 4 of 4 evaluations failed and were skipped"),
+        "{}",
+        stderr(&o)
+    );
+    // A program that does not exist is no failure to skip: refused before anything runs.
+    let spec = command_spec(
+        dir.path(),
+        "missing",
+        "./no-such-program",
+        "on_failure = \"skip\"",
+        (0.0, 1.0),
+    );
+    let o = fbo_out("run", &spec, &dir.path().join("missing"), &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert!(!dir.path().join("missing").exists());
+}
+
+#[test]
+fn statistics_of_nothing_are_refused_by_compare_and_plot_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "small.toml", SMALL);
+    let out = dir.path().join("out");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let head = trace.lines().next().unwrap();
+    let cols: Vec<&str> = head.split(',').collect();
+    let col = |n: &str| cols.iter().position(|c| *c == n).unwrap();
+    let (c_alg, c_it, c_best) = (col("algorithm"), col("iteration"), col("best_metric"));
+    let edit = |name: &str, f: &dyn Fn(&[&str]) -> Option<String>| -> PathBuf {
+        let mut text = format!("{head}\n");
+        for l in trace.lines().skip(1) {
+            let fields: Vec<&str> = l.split(',').collect();
+            if let Some(row) = f(&fields) {
+                text += &row;
+                text.push('\n');
+            }
+        }
+        write(dir.path(), name, &text)
+    };
+    let refused = |args: &[&str], says: &str| {
+        let o = fbo().args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    };
+    // One algorithm: nothing to compare with.
+    let one = edit("one.csv", &|f| (f[c_alg] == "TS").then(|| f.join(",")));
+    refused(&["compare", one.to_str().unwrap()], "nothing to compare");
+    // An agent with no finite value (every evaluation failed): no NaN statistics.
+    let last = "12";
+    let nan = edit("nan.csv", &|f| {
+        let mut g: Vec<String> = f.iter().map(|s| s.to_string()).collect();
+        if f[c_alg] == "TS" && f[1] == "0" && f[c_it] == last {
+            g[c_best] = "-inf".into();
+        }
+        Some(g.join(","))
+    });
+    refused(&["compare", nan.to_str().unwrap()], "no finite value");
+    // A unit one algorithm lacks: ranks refuse it as compare does.
+    let unpaired = edit("unpaired.csv", &|f| {
+        (!(f[c_alg] == "TS" && f[1] == "3")).then(|| f.join(","))
+    });
+    refused(&["compare", unpaired.to_str().unwrap()], "unpaired input");
+    let png = dir.path().join("ranks.png");
+    refused(
+        &[
+            "plot",
+            "ranks",
+            "--input",
+            unpaired.to_str().unwrap(),
+            "--out",
+            png.to_str().unwrap(),
+        ],
+        "unpaired input",
+    );
+    assert!(!png.exists());
 }
