@@ -433,7 +433,7 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
         "timeout_s = 100",
         (0.0, 1.0),
     );
-    let mut child = fbo()
+    let child = fbo()
         .arg("run")
         .arg(&spec)
         .arg("--out")
