@@ -396,10 +396,16 @@ pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -
                 continue;
             }
             let label = format!("{} run {r}", spec.algorithms[a].label);
-            if merged || (current && check_part(spec, out, a, r, None).is_ok()) {
+            let part = (current && !merged && out.join(part_name(a, r)).exists())
+                .then(|| check_part(spec, out, a, r, None));
+            if merged || matches!(part, Some(Ok(()))) {
                 st.done.push(label);
             } else if crate::outdir::is_locked(&out.join(claim_name(a, r))) {
                 st.running.push(label);
+            } else if let Some(Err(why)) = part {
+                st.missing.push(format!(
+                    "{label} (its part {why}: the next run or shard moves it aside and redoes it)"
+                ));
             } else {
                 st.missing.push(label);
             }
