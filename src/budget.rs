@@ -69,9 +69,9 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
     let n_total = spec.total_agents() as f64;
     let dim = match &o.kind {
         ObjectiveKind::Table { meta, .. } => meta.dims.len() as f64,
-        ObjectiveKind::Function(_) | ObjectiveKind::Model { .. } | ObjectiveKind::Command(_) => {
-            o.params.len() as f64
-        }
+        ObjectiveKind::Function { .. }
+        | ObjectiveKind::Model { .. }
+        | ObjectiveKind::Command(_) => o.params.len() as f64,
         _ => 1.0,
     };
     // Points searched per acquisition: the grid, or the box's candidates plus L-BFGS steps.
@@ -103,7 +103,9 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
             ));
             cpu += cells * 2e-7;
         }
-        ObjectiveKind::Function(_) | ObjectiveKind::Model { .. } | ObjectiveKind::Command(_) => {
+        ObjectiveKind::Function { .. }
+        | ObjectiveKind::Model { .. }
+        | ObjectiveKind::Command(_) => {
             if let Some(g) = grid {
                 memory.push(("objective.grid".into(), g * dim * 2.0 * F));
             }

@@ -31,6 +31,8 @@ pub enum Purpose {
     Compare = 11,
     /// Quasi-random candidate sets of a search on a continuous box.
     Acquisition = 12,
+    /// Each agent's shift and rotation of a benchmark function (`objective.heterogeneity`).
+    Heterogeneity = 13,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

@@ -212,7 +212,7 @@ fn box_specs_are_validated_with_the_key_named() {
     };
     let cases = [
         (
-            "[objective]\nkind = \"function\"\nfunction = \"rosenbrock\"\n[[algorithm]]\nkind = \"ts\"\n".to_string(),
+            "[objective]\nkind = \"function\"\nfunction = \"rosenbrok\"\n[[algorithm]]\nkind = \"ts\"\n".to_string(),
             "objective.function",
         ),
         (model("[[objective.hyperparameters]]\nname = \"C\"\nlow = 1.0\nhigh = 2.0\n"), "objective.hyperparameters"),

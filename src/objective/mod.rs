@@ -387,8 +387,13 @@ pub fn landscapes(spec: &Spec) -> Result<Vec<Arc<Landscape>>> {
             agents,
             spec.objective.noise_var,
         )?]),
-        ObjectiveKind::Function(f) => Ok(vec![function::landscape(
+        ObjectiveKind::Function {
+            function: f,
+            heterogeneity,
+        } => Ok(vec![function::landscape(
             *f,
+            *heterogeneity,
+            spec.seed,
             &spec.objective,
             spec.total_agents(),
         )?]),

@@ -179,8 +179,12 @@ pub enum ObjectiveKind {
     /// A hyperparameter-response table; `agents` are the table's agent ids taking part, in
     /// the order fbo numbers them 0, 1, ...
     Table { meta: TableMeta, agents: Vec<usize> },
-    /// A closed-form test function; every agent sees it.
-    Function(Function),
+    /// A closed-form test function; with heterogeneity > 0 each agent sees its own shifted
+    /// and rotated version (`objective::function::Transform`).
+    Function {
+        function: Function,
+        heterogeneity: f64,
+    },
     /// A dataset's model trained at every query; `agents` are the data's agents taking part.
     Model {
         settings: ModelSettings,
@@ -232,7 +236,7 @@ impl ObjectiveSpec {
         match &self.kind {
             ObjectiveKind::SyntheticFts
             | ObjectiveKind::SyntheticDp { .. }
-            | ObjectiveKind::Function(_) => ("f(x)".into(), true),
+            | ObjectiveKind::Function { .. } => ("f(x)".into(), true),
             ObjectiveKind::Table { meta, .. } => {
                 let name = match meta.metric.as_str() {
                     "auc" | "platt-auc" => "AUC".to_string(),
@@ -255,7 +259,7 @@ impl ObjectiveSpec {
         match &self.kind {
             ObjectiveKind::SyntheticFts | ObjectiveKind::SyntheticDp { .. } => Some(self.grid),
             ObjectiveKind::Table { meta, .. } => Some(meta.points),
-            ObjectiveKind::Function(_)
+            ObjectiveKind::Function { .. }
             | ObjectiveKind::Model { .. }
             | ObjectiveKind::Command(_) => self
                 .per_dim
@@ -389,6 +393,8 @@ struct RawObjective {
     agents: Option<Vec<i64>>,
     targets: Option<Vec<i64>>,
     function: Option<String>,
+    dimension: Option<i64>,
+    heterogeneity: Option<f64>,
     dataset: Option<String>,
     data: Option<String>,
     split_seed: Option<i64>,
@@ -1294,8 +1300,17 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             "applies only to kind = \"table\" or \"model\"",
         ));
     }
-    if o.kind != "function" && o.function.is_some() {
-        return Err(c.err("objective.function", "applies only to kind = \"function\""));
+    for (k, set) in [
+        ("function", o.function.is_some()),
+        ("dimension", o.dimension.is_some()),
+        ("heterogeneity", o.heterogeneity.is_some()),
+    ] {
+        if o.kind != "function" && set {
+            return Err(c.err(
+                &format!("objective.{k}"),
+                "applies only to kind = \"function\"",
+            ));
+        }
     }
     let measured = o.kind == "command" || o.kind == "external";
     if !measured {
@@ -1365,13 +1380,56 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
                     format!("missing: one of {}", Function::NAMES),
                 )
             })?;
-            let f = Function::parse(&name).ok_or_else(|| {
+            let dim = match (Function::scalable(&name), o.dimension) {
+                (true, None) => {
+                    return Err(c.err(
+                        "objective.dimension",
+                        format!(
+                            "missing: \"{name}\" is defined in any dimension; say how many ({} to 50)",
+                            if name == "rosenbrock" { 2 } else { 1 }
+                        ),
+                    ));
+                }
+                (true, Some(_)) => {
+                    let lo = if name == "rosenbrock" { 2 } else { 1 };
+                    Some(c.int("objective.dimension", o.dimension, lo, lo, 50)?)
+                }
+                (false, Some(_)) => {
+                    return Err(c.err(
+                        "objective.dimension",
+                        format!(
+                            "applies only to the functions defined in any dimension ({}); \"{name}\" has its own",
+                            Function::SCALABLE
+                        ),
+                    ));
+                }
+                (false, None) => None,
+            };
+            let f = Function::parse(&name, dim).ok_or_else(|| {
                 c.err(
                     "objective.function",
                     format!("unknown function \"{name}\"; allowed: {}", Function::NAMES),
                 )
             })?;
-            (ObjectiveKind::Function(f), f.params())
+            let heterogeneity = match o.heterogeneity {
+                None => 0.0,
+                Some(h) if (0.0..=1.0).contains(&h) => h,
+                Some(h) => {
+                    return Err(c.err(
+                        "objective.heterogeneity",
+                        format!(
+                            "must be in [0, 1] (0: every agent sees the same function), got {h}"
+                        ),
+                    ));
+                }
+            };
+            (
+                ObjectiveKind::Function {
+                    function: f,
+                    heterogeneity,
+                },
+                f.params(),
+            )
         } else if measured {
             check_command(c, &mut o)?
         } else {
