@@ -256,10 +256,13 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
         (Some(file), None, None) => {
             let mut rd = csv::Reader::from_path(file)
                 .map_err(|e| FboError::spec(file, "", format!("cannot read results: {e}")))?;
-            let headers = rd
+            // A spreadsheet's byte-order mark and padding are not part of the column names.
+            let headers: csv::StringRecord = rd
                 .headers()
                 .map_err(|e| FboError::spec(file, "", e.to_string()))?
-                .clone();
+                .iter()
+                .map(|h| h.trim_start_matches('\u{feff}').trim())
+                .collect();
             let col = |name: &str| -> Result<usize> {
                 headers.iter().position(|h| h == name).ok_or_else(|| {
                     FboError::spec(
@@ -311,7 +314,7 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                         })
                 };
                 let req = Request::new(
-                    rec.get(cs).unwrap_or_default(),
+                    rec.get(cs).unwrap_or_default().trim(),
                     int(cr, "run", 0)? as usize,
                     int(ca, "agent", 0)? as usize,
                     int(ci, "iteration", i64::MIN)?,

@@ -295,17 +295,20 @@ fn tell_refuses_what_it_would_coerce_or_keep_silently() {
     // A spreadsheet's copy: x rounded to 15 significant digits still names its query.
     let a: f64 = field(r0, 4).parse().unwrap();
     let rounded = format!("{:.14e}", a).parse::<f64>().unwrap();
-    let sheet = results(
+    // Saved by a spreadsheet: a byte-order mark, CRLF line ends.
+    let sheet = write(
+        dir.path(),
         "sheet.csv",
         &format!(
-            "{},{},{},{},{rounded},0.5\n",
+            "\u{feff}scope,run,agent,iteration,a,metric\r\n{},{},{},{},{rounded},0.5\r\n",
             field(r0, 0),
             field(r0, 1),
             field(r0, 2),
             field(r0, 3)
         ),
     );
-    let o = tell(&spec, &state, &["--results", &sheet]);
+    let sheet = sheet.to_str().unwrap();
+    let o = tell(&spec, &state, &["--results", sheet]);
     assert!(o.status.success(), "{}", stderr(&o));
     // The other initial point of agent 0, by its iteration.
     let r1 = rows

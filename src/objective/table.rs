@@ -88,6 +88,9 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
     let csv_path = meta.path.with_file_name("table.csv");
     let text = std::fs::read_to_string(&csv_path)
         .map_err(|e| FboError::spec(&csv_path, "", format!("cannot read the table: {e}")))?;
+    // A spreadsheet saves a byte-order mark before the header (and CRLF line ends, which
+    // lines() takes off): neither is part of the table.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let d = meta.dims.len();
     let err = |line: usize, msg: String| FboError::spec(&csv_path, format!("line {line}"), msg);
     let mut lines = text.lines();
