@@ -197,6 +197,14 @@ fn manifest_of(root: &Path, id: &Identity) -> Option<Manifest> {
     read_manifest(root).filter(|m| m.identity.as_ref().is_some_and(|old| old.same(id)))
 }
 
+/// Whether the folder's manifest was written for exactly this spec text (not only the same
+/// spec file, which may have been edited since).
+pub fn written_for(root: &Path, id: &Identity) -> bool {
+    read_manifest(root)
+        .and_then(|m| m.identity)
+        .is_some_and(|old| old.kind == id.kind && old.content == id.content)
+}
+
 /// Refuses (exit 2) a folder that holds results fbo did not write for the experiment `id`:
 /// another experiment's (per its manifest), or result files without a manifest. What
 /// `--status` checks before it reports, so that it never calls someone else's files done.

@@ -383,7 +383,11 @@ pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -
     ];
     let current =
         fs::read_to_string(out.join(PARTS_FINGERPRINT)).is_ok_and(|f| prints.contains(&f));
-    let merged = out.join("trace.csv").exists() && !out.join("parts").exists();
+    // Merged results count only if they were merged for this very spec text: an edited spec
+    // in the same file has its runs still to do.
+    let merged = out.join("trace.csv").exists()
+        && !out.join("parts").exists()
+        && crate::outdir::written_for(out, &Identity::new("run", &spec.path, &canonical));
     let mut st = Status {
         done: Vec::new(),
         running: Vec::new(),

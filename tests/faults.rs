@@ -351,6 +351,18 @@ fn status_does_not_call_another_experiments_folder_done() {
         String::from_utf8_lossy(&o.stdout)
     );
     assert!(stderr(&o).contains("another experiment"), "{}", stderr(&o));
+    // The same spec file edited after its run: its merged results are not this spec's.
+    fbo_ok("run", &spec, &out, &["--no-timing", "--overwrite"]);
+    let st = fbo_ok("run", &spec, &out, &["--status"]);
+    assert!(String::from_utf8_lossy(&st.stdout).contains("(merged)"));
+    write(
+        dir.path(),
+        "small.toml",
+        &SMALL.replace("iterations = 12", "iterations = 9"),
+    );
+    let st = fbo_ok("run", &spec, &out, &["--status"]);
+    let st = String::from_utf8_lossy(&st.stdout).to_string();
+    assert!(st.contains("0 done") && !st.contains("merged"), "{st}");
     // A user's own trace.csv is not results of this spec either.
     let mine = dir.path().join("mine");
     std::fs::create_dir(&mine).unwrap();
