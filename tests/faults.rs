@@ -479,6 +479,34 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     );
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(processes_matching(&tag), 0, "an evaluation outlived fbo");
+    // Killed with SIGKILL, fbo runs no handler: the watchdog in the command's group stops it.
+    let child = fbo()
+        .arg("run")
+        .arg(&spec)
+        .arg("--out")
+        .arg(dir.path().join("slow"))
+        .arg("--quiet")
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while processes_matching(&tag) < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the command did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut child = child;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let t0 = Instant::now();
+    while processes_matching(&tag) > 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "an evaluation outlived fbo killed with SIGKILL"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn toy() -> PathBuf {

@@ -226,6 +226,29 @@ fn exited(pid: i32) -> std::io::Result<bool> {
     }
 }
 
+/// A pipe whose ends are closed on exec (the program inherits neither): (read, write).
+fn watch_pipe() -> std::io::Result<(i32, i32)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 fills the two descriptors of `fds`.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// fbo's end of a watchdog's pipe: closing it (this attempt ends, or fbo dies) tells the
+/// watchdog to kill its group.
+struct WatchEnd(i32);
+
+impl Drop for WatchEnd {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is ours and closed once.
+        unsafe {
+            libc::close(self.0);
+        }
+    }
+}
+
 /// SIGKILL to the process group `pgid` (a command's: it leads its own group).
 fn kill_group(pgid: i32) {
     // SAFETY: kill(2) with a negated process-group id of a child we have not reaped.
@@ -367,18 +390,65 @@ impl CommandRunner {
             .env("FBO_SCOPE", &req.scope)
             // Its own process group, so a timeout stops whatever it started too.
             .process_group(0);
-        // SAFETY: prctl is async-signal-safe; run in the child between fork and exec. If fbo
-        // itself is killed (kill -9, where no handler runs), the program is killed too.
+        // If fbo itself is killed (kill -9, where no handler runs), the whole group must go
+        // too, including what the program started. The program gets the parent-death signal;
+        // a watchdog forked into its group waits for the end of a pipe only fbo writes to,
+        // and when fbo is gone (EOF) kills the group, itself included.
+        let (watch_r, watch_w) = watch_pipe()
+            .map_err(|e| Failure::CannotStart(format!("could not make a pipe: {e}")))?;
+        let _watch = WatchEnd(watch_w);
+        // SAFETY: between fork and exec only async-signal-safe calls are made (prctl, setpgid,
+        // fork, close, read, kill, _exit); the watchdog never returns into Rust code.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                libc::setpgid(0, 0);
+                if libc::fork() == 0 {
+                    // The watchdog holds nothing but the read end of fbo's pipe: no stdio of
+                    // the program's, and none of the pipes of other evaluations starting at
+                    // this moment (whose ends would otherwise stay open in it).
+                    let fd = watch_r as libc::c_uint;
+                    let closed = (fd == 0
+                        || libc::syscall(libc::SYS_close_range, 0, fd - 1, 0) == 0)
+                        && libc::syscall(libc::SYS_close_range, fd + 1, libc::c_uint::MAX, 0) == 0;
+                    if !closed {
+                        // A kernel before 5.9: one by one, up to the limit of open files.
+                        let mut lim: libc::rlimit = std::mem::zeroed();
+                        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                            (lim.rlim_cur as i32).clamp(3, 1 << 16)
+                        } else {
+                            1 << 16
+                        };
+                        for fd in 0..max {
+                            if fd != watch_r {
+                                libc::close(fd);
+                            }
+                        }
+                    }
+                    let mut b = 0u8;
+                    loop {
+                        let n = libc::read(watch_r, (&mut b as *mut u8).cast(), 1);
+                        if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
+                            break;
+                        }
+                    }
+                    libc::kill(0, libc::SIGKILL);
+                    libc::_exit(0);
+                }
                 Ok(())
             });
         }
         for (n, v) in self.names.iter().zip(raw) {
             cmd.env(param_var(n), v.to_string());
         }
-        let mut child = cmd.spawn().map_err(|e| {
+        let spawned = cmd.spawn();
+        // fbo keeps only the write end, open while the evaluation runs (`_watch`, dropped at
+        // the end of this attempt, after the group is killed).
+        // SAFETY: closing the read end we own; the child has its own copy.
+        unsafe {
+            libc::close(watch_r);
+        }
+        let mut child = spawned.map_err(|e| {
             Failure::CannotStart(format!(
                 "could not start {:?} in {}: {e}",
                 argv[0],
