@@ -474,20 +474,62 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
         }
     }
     fig.series = order(opts, std::mem::take(&mut fig.series));
-    if fig.series.iter().all(|s| s.points.is_empty()) && fig.references.is_empty() {
-        return Err(FboError::Run(format!(
-            "nothing to plot from {}: no rows with the needed columns{}",
-            opts.inputs
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            if opts.algorithms.is_empty() {
-                ""
-            } else {
-                " for the requested --algorithms"
+    // A value that is not finite (the best metric of an agent whose every evaluation failed
+    // is -inf) has no place on an axis: left out, and said.
+    let mut dropped = 0;
+    for s in &mut fig.series {
+        let keep: Vec<bool> = s
+            .points
+            .iter()
+            .map(|p| p.0.is_finite() && p.1.is_finite())
+            .collect();
+        dropped += keep.iter().filter(|k| !**k).count();
+        if !s.notes.is_empty() {
+            let mut k = keep.iter();
+            s.notes.retain(|_| *k.next().expect("a note per point"));
+        }
+        let mut k = keep.iter();
+        s.points.retain(|_| *k.next().expect("a flag per point"));
+        for p in &mut s.points {
+            // An s.e. that overflowed draws no band.
+            if !(p.2.is_finite() && p.3.is_finite()) {
+                (p.2, p.3) = (p.1, p.1);
             }
-        )));
+        }
+    }
+    let before = fig.references.len();
+    fig.references.retain(|(_, y)| y.is_finite());
+    dropped += before - fig.references.len();
+    if fig.series.iter().all(|s| s.points.is_empty()) && fig.references.is_empty() {
+        return Err(FboError::spec(
+            &opts.inputs[0],
+            "--input",
+            format!(
+                "nothing to plot from {}: no rows with the needed columns{}{}",
+                opts.inputs
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if opts.algorithms.is_empty() {
+                    ""
+                } else {
+                    " for the requested --algorithms"
+                },
+                if dropped > 0 {
+                    format!(
+                        " and finite values ({dropped} values are missing or not finite: did every evaluation fail?)"
+                    )
+                } else {
+                    String::new()
+                }
+            ),
+        ));
+    }
+    if dropped > 0 {
+        eprintln!(
+            "note: {dropped} values that are not finite (an agent whose every evaluation failed has best_metric -inf) are left out of the figure"
+        );
     }
     Ok(fig)
 }

@@ -62,6 +62,19 @@ fn raw_and_metric(out: &Path) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// Whether every process matching `pattern` is gone within 5 s (a SIGKILL is delivered
+/// asynchronously: a killed process may still be listed for a moment).
+fn all_gone(pattern: &str) -> bool {
+    let t0 = Instant::now();
+    while processes_matching(pattern) > 0 {
+        if t0.elapsed() > Duration::from_secs(5) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
 fn processes_matching(pattern: &str) -> usize {
     let o = Command::new("pgrep")
         .args(["-f", pattern])
@@ -395,11 +408,7 @@ fn a_command_ends_with_its_process_group_and_its_output_is_bounded() {
         t0.elapsed() < Duration::from_secs(15),
         "waited for the background child"
     );
-    assert_eq!(
-        processes_matching(&tag),
-        0,
-        "a background child outlived fbo"
-    );
+    assert!(all_gone(&tag), "a background child outlived fbo");
     // Prints without end: killed at its timeout, with a bounded message.
     let forever = script(dir.path(), "forever.sh", "yes 0123456789abcdef");
     let spec = command_spec(
@@ -445,7 +454,7 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
         dir.path(),
         "slow",
         &slow.display().to_string(),
-        "timeout_s = 100",
+        "timeout_s = 100\nconcurrency = 2",
         (0.0, 1.0),
     );
     let child = fbo()
@@ -457,8 +466,13 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // The first initial point's evaluation is journaled (the header and one entry), the
+    // second one is running.
+    let journal = dir.path().join("slow/evaluations.jsonl");
     let t0 = Instant::now();
-    while processes_matching(&tag) < 2 {
+    while processes_matching(&tag) < 2
+        || std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 2
+    {
         assert!(
             t0.elapsed() < Duration::from_secs(20),
             "the command did not start"
@@ -477,8 +491,7 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
         "{}",
         stderr(&o)
     );
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(processes_matching(&tag), 0, "an evaluation outlived fbo");
+    assert!(all_gone(&tag), "an evaluation outlived fbo");
     // Killed with SIGKILL, fbo runs no handler: the watchdog in the command's group stops it.
     let child = fbo()
         .arg("run")
@@ -499,14 +512,10 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     let mut child = child;
     child.kill().unwrap();
     child.wait().unwrap();
-    let t0 = Instant::now();
-    while processes_matching(&tag) > 0 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "an evaluation outlived fbo killed with SIGKILL"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert!(
+        all_gone(&tag),
+        "an evaluation outlived fbo killed with SIGKILL"
+    );
 }
 
 fn toy() -> PathBuf {
@@ -658,6 +667,18 @@ fn skipped_failures_are_reported_even_when_every_evaluation_fails() {
         "{}",
         stderr(&o)
     );
+    // Nothing finite to draw: refused, not an empty figure.
+    let png = dir.path().join("fail.png");
+    let o = fbo()
+        .args(["plot", "iterations", "--y", "best-metric", "--input"])
+        .arg(dir.path().join("fail/summary.csv"))
+        .arg("--out")
+        .arg(&png)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("not finite"), "{}", stderr(&o));
+    assert!(!png.exists());
     // A program that does not exist is no failure to skip: refused before anything runs.
     let spec = command_spec(
         dir.path(),
