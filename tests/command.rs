@@ -6,18 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fbo, stderr, write};
-
-fn toy() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_fbo"));
-    let toy = bin.parent().unwrap().join("examples").join("toy_objective");
-    assert!(
-        toy.exists(),
-        "{} is missing: `cargo test --release` builds the examples (a filtered `--test command` does not: `cargo build --release --examples` first)",
-        toy.display()
-    );
-    toy
-}
+use common::{fbo, stderr, tell_branin, toy, write};
 
 const BRANIN_BOX: &str = r#"
 [[objective.hyperparameters]]
@@ -288,45 +277,6 @@ fn skipped_failures_are_traced_not_observed_and_retries_retry() {
     assert_eq!(lines(&count).len(), 2 * j);
 }
 
-/// One ask/tell round trip: answers every printed query with the toy's value.
-fn answer(spec: &Path, state: &Path, dir: &Path) -> usize {
-    let o = fbo()
-        .arg("ask")
-        .arg(spec)
-        .arg("--state")
-        .arg(state)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = String::from_utf8(o.stdout).unwrap();
-    let mut rows = text.lines();
-    let header = rows.next().unwrap();
-    assert_eq!(header, "scope,run,agent,iteration,x1,x2");
-    let mut results = format!("{header},metric\n");
-    let mut n = 0;
-    for row in rows {
-        let f: Vec<&str> = row.split(',').collect();
-        let x: Vec<f64> = f[4..].iter().map(|v| v.parse().unwrap()).collect();
-        let metric = fbo::objective::function::Function::Branin.value(&x);
-        results.push_str(&format!("{row},{metric}\n"));
-        n += 1;
-    }
-    if n > 0 {
-        let file = write(dir, "results.csv", &results);
-        let o = fbo()
-            .arg("tell")
-            .arg(spec)
-            .arg("--state")
-            .arg(state)
-            .arg("--results")
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    n
-}
-
 #[test]
 fn ask_and_tell_make_a_command_runs_queries() {
     let dir = tempfile::tempdir().unwrap();
@@ -352,7 +302,7 @@ fn ask_and_tell_make_a_command_runs_queries() {
         stderr(&o)
     );
     let mut rounds = 0;
-    while answer(&external, &state, dir.path()) > 0 {
+    while tell_branin(&external, &state, dir.path()).expect("the state folder is free") > 0 {
         rounds += 1;
         assert!(rounds < 50, "ask/tell does not finish");
     }

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{SMALL, fbo, fbo_ok, fbo_out, stderr, write};
+use common::{SMALL, fbo, fbo_ok, fbo_out, stderr, tell_branin, toy, write};
 
 /// A shell script `name` in `dir`, executable.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -26,6 +26,13 @@ fn command_spec(dir: &Path, name: &str, argv: &str, extra: &str, bounds: (f64, f
         bounds.0, bounds.1
     );
     write(dir, &format!("{name}.toml"), &text)
+}
+
+/// A one-agent TS spec `name` whose objective is the shell script `body` (written as
+/// `name.sh`), with `extra` objective lines and `a` on [0, 1].
+fn script_spec(dir: &Path, name: &str, body: &str, extra: &str) -> PathBuf {
+    let program = script(dir, &format!("{name}.sh"), body);
+    command_spec(dir, name, &program.display().to_string(), extra, (0.0, 1.0))
 }
 
 /// A program reporting metric = a (so a trace's metric must equal its raw `a`), counting its
@@ -390,17 +397,11 @@ fn a_command_ends_with_its_process_group_and_its_output_is_bounded() {
     let dir = tempfile::tempdir().unwrap();
     // Exits at once but leaves a background child holding stdout open.
     let tag = format!("fbo-fault-{}", std::process::id());
-    let bg = script(
-        dir.path(),
-        "bg.sh",
-        &format!("sh -c 'sleep 30; echo {tag}' &\necho '{{\"metric\": 0.5}}'"),
-    );
-    let spec = command_spec(
+    let spec = script_spec(
         dir.path(),
         "bg",
-        &bg.display().to_string(),
+        &format!("sh -c 'sleep 30; echo {tag}' &\necho '{{\"metric\": 0.5}}'"),
         "timeout_s = 20",
-        (0.0, 1.0),
     );
     let t0 = Instant::now();
     fbo_ok("run", &spec, &dir.path().join("bg"), &[]);
@@ -410,29 +411,21 @@ fn a_command_ends_with_its_process_group_and_its_output_is_bounded() {
     );
     assert!(all_gone(&tag), "a background child outlived fbo");
     // Prints without end: killed at its timeout, with a bounded message.
-    let forever = script(dir.path(), "forever.sh", "yes 0123456789abcdef");
-    let spec = command_spec(
+    let spec = script_spec(
         dir.path(),
         "forever",
-        &forever.display().to_string(),
+        "yes 0123456789abcdef",
         "timeout_s = 1",
-        (0.0, 1.0),
     );
     let o = fbo_out("run", &spec, &dir.path().join("forever"), &[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("timed out after 1 s"), "{}", stderr(&o));
     // A 5 MB stderr line is quoted by its end, a few hundred characters.
-    let loud = script(
-        dir.path(),
-        "loud.sh",
-        "head -c 5000000 /dev/zero | tr '\\0' e >&2\nexit 3",
-    );
-    let spec = command_spec(
+    let spec = script_spec(
         dir.path(),
         "loud",
-        &loud.display().to_string(),
+        "head -c 5000000 /dev/zero | tr '\\0' e >&2\nexit 3",
         "",
-        (0.0, 1.0),
     );
     let o = fbo_out("run", &spec, &dir.path().join("loud"), &[]);
     assert_eq!(o.status.code(), Some(1));
@@ -443,42 +436,42 @@ fn a_command_ends_with_its_process_group_and_its_output_is_bounded() {
 fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     let dir = tempfile::tempdir().unwrap();
     let tag = format!("fbo-interrupt-{}", std::process::id());
-    let slow = script(
+    let spec = script_spec(
         dir.path(),
-        "slow.sh",
+        "slow",
         &format!(
             "if [ \"$FBO_ITERATION\" = -1 ]; then echo '{{\"metric\": 1}}'; exit 0; fi\nsh -c 'sleep 60; echo {tag}' &\nsh -c 'sleep 60; echo {tag}'\necho '{{\"metric\": 1}}'"
         ),
-    );
-    let spec = command_spec(
-        dir.path(),
-        "slow",
-        &slow.display().to_string(),
         "timeout_s = 100\nconcurrency = 2",
-        (0.0, 1.0),
     );
-    let child = fbo()
-        .arg("run")
-        .arg(&spec)
-        .arg("--out")
-        .arg(dir.path().join("slow"))
-        .arg("--quiet")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The first initial point's evaluation is journaled (the header and one entry), the
-    // second one is running.
-    let journal = dir.path().join("slow/evaluations.jsonl");
-    let t0 = Instant::now();
-    while processes_matching(&tag) < 2
-        || std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 2
-    {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "the command did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // fbo started, once the first initial point's evaluation is journaled (the header and
+    // one entry) and the second one is running.
+    let out = dir.path().join("slow");
+    let start = || {
+        let child = fbo()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(&out)
+            .arg("--quiet")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while processes_matching(&tag) < 2
+            || std::fs::read_to_string(out.join("evaluations.jsonl"))
+                .map_or(0, |t| t.lines().count())
+                < 2
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "the command did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child
+    };
+    let child = start();
     // SAFETY: kill(2) on our own child.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGINT);
@@ -493,22 +486,7 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     );
     assert!(all_gone(&tag), "an evaluation outlived fbo");
     // Killed with SIGKILL, fbo runs no handler: the watchdog in the command's group stops it.
-    let child = fbo()
-        .arg("run")
-        .arg(&spec)
-        .arg("--out")
-        .arg(dir.path().join("slow"))
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while processes_matching(&tag) < 2 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "the command did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let child = start();
     let mut child = child;
     child.kill().unwrap();
     child.wait().unwrap();
@@ -516,61 +494,6 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
         all_gone(&tag),
         "an evaluation outlived fbo killed with SIGKILL"
     );
-}
-
-fn toy() -> PathBuf {
-    let bin = Path::new(env!("CARGO_BIN_EXE_fbo"));
-    let toy = bin.parent().unwrap().join("examples").join("toy_objective");
-    assert!(
-        toy.exists(),
-        "{} is missing: `cargo test --release` builds the examples (a filtered run does not: `cargo build --release --examples` first)",
-        toy.display()
-    );
-    toy
-}
-
-/// Answers every query `fbo ask` hands out with the toy's exact value (Branin), as a person
-/// reporting results by hand would; how many.
-fn tell_all(spec: &Path, state: &Path, dir: &Path) -> usize {
-    let o = fbo()
-        .arg("ask")
-        .arg(spec)
-        .arg("--state")
-        .arg(state)
-        .output()
-        .unwrap();
-    if !o.status.success() {
-        // Another fbo holds the folder (a run killed a moment ago has released it, so this
-        // is only a run still going): nothing told this time.
-        assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
-        return 0;
-    }
-    let text = String::from_utf8(o.stdout).unwrap();
-    let mut rows = text.lines();
-    let header = rows.next().unwrap();
-    let mut results = format!("{header},metric\n");
-    let mut n = 0;
-    for row in rows {
-        let f: Vec<&str> = row.split(',').collect();
-        let x: Vec<f64> = f[4..].iter().map(|v| v.parse().unwrap()).collect();
-        let metric = fbo::objective::function::Function::Branin.value(&x);
-        results.push_str(&format!("{row},{metric}\n"));
-        n += 1;
-    }
-    if n > 0 {
-        let file = write(dir, "told.csv", &results);
-        let o = fbo()
-            .arg("tell")
-            .arg(spec)
-            .arg("--state")
-            .arg(state)
-            .arg("--results")
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-    }
-    n
 }
 
 /// Random sequences of run, kill -9, tell, merge and rerun on one command objective's folder
@@ -619,7 +542,7 @@ fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace
                     child.wait().unwrap();
                 }
                 1 => {
-                    let n = tell_all(&spec, &out, dir.path());
+                    let n = tell_branin(&spec, &out, dir.path()).unwrap_or(0);
                     log.push(format!("tell {n}"));
                 }
                 2 => {
@@ -652,13 +575,11 @@ fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace
 #[test]
 fn skipped_failures_are_reported_even_when_every_evaluation_fails() {
     let dir = tempfile::tempdir().unwrap();
-    let fail = script(dir.path(), "fail.sh", "echo broken >&2\nexit 1");
-    let spec = command_spec(
+    let spec = script_spec(
         dir.path(),
         "fail",
-        &fail.display().to_string(),
+        "echo broken >&2\nexit 1",
         "on_failure = \"skip\"",
-        (0.0, 1.0),
     );
     let o = fbo_out("run", &spec, &dir.path().join("fail"), &[]);
     assert!(o.status.success(), "{}", stderr(&o));

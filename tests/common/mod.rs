@@ -117,3 +117,59 @@ pub fn stderr(o: &Output) -> String {
 /// A small DP-family spec: 12 agents, 2 sub-regions, DP on. A file of its own, because
 /// scripts/test-slurm.sh sweeps the same spec on a real Slurm.
 pub const SMALL_DP: &str = include_str!("../fixtures/small-dp.toml");
+
+/// The toy command objective (examples/toy_objective.rs: fbo's Branin behind the protocol).
+pub fn toy() -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_fbo"));
+    let toy = bin.parent().unwrap().join("examples").join("toy_objective");
+    assert!(
+        toy.exists(),
+        "{} is missing: `cargo test --release` builds the examples (a filtered `--test ...` does not: `cargo build --release --examples` first)",
+        toy.display()
+    );
+    toy
+}
+
+/// One ask/tell round trip on a Branin spec (hyperparameters x1, x2): `fbo ask`, then every
+/// printed query told with Branin's exact value, as a person reporting by hand would. How
+/// many were told; None if another fbo held the state folder.
+pub fn tell_branin(spec: &Path, state: &Path, dir: &Path) -> Option<usize> {
+    let o = fbo()
+        .arg("ask")
+        .arg(spec)
+        .arg("--state")
+        .arg(state)
+        .output()
+        .unwrap();
+    if !o.status.success() {
+        assert!(stderr(&o).contains("in use"), "{}", stderr(&o));
+        return None;
+    }
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut rows = text.lines();
+    let header = rows.next().unwrap();
+    assert_eq!(header, "scope,run,agent,iteration,x1,x2");
+    let mut results = format!("{header},metric\n");
+    let mut n = 0;
+    for row in rows {
+        let f: Vec<&str> = row.split(',').collect();
+        let x: Vec<f64> = f[4..].iter().map(|v| v.parse().unwrap()).collect();
+        let metric = fbo::objective::function::Function::Branin.value(&x);
+        results.push_str(&format!("{row},{metric}\n"));
+        n += 1;
+    }
+    if n > 0 {
+        let file = write(dir, "results.csv", &results);
+        let o = fbo()
+            .arg("tell")
+            .arg(spec)
+            .arg("--state")
+            .arg(state)
+            .arg("--results")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    Some(n)
+}
