@@ -3,7 +3,8 @@
 # pathwise own sample at M_target = 100 and 1000 on every problem, the same seeds, initial
 # points and noise (s.d. 0.1); then the final simple regret per problem and setting, and fbo
 # compare's paired differences (M = 1000 against 100, pathwise against RFF). Not part of CI: about an hour on 2 cores (the M = 1000 samples
-# dominate); FBO_SUITE_QUICK=1 runs two problems on 3 seeds to check the script.
+# dominate); FBO_SUITE_QUICK=1 runs two problems on 3 seeds to check the script, and
+# FBO_SUITE_PROBLEMS (see below) a subset.
 #
 #   scripts/bench-suite.sh            # writes results/bench-suite/final.csv and compare/*.txt
 #
@@ -24,6 +25,10 @@ problems=(
     "styblinski-tang 2" "styblinski-tang 5"
     "michalewicz 2" "michalewicz 5" "michalewicz 10"
 )
+# FBO_SUITE_PROBLEMS="branin;levy 2" runs only those problems.
+if [[ -n "${FBO_SUITE_PROBLEMS:-}" ]]; then
+    IFS=';' read -r -a problems <<<"$FBO_SUITE_PROBLEMS"
+fi
 if [[ -n "${FBO_SUITE_QUICK:-}" ]]; then
     runs=3
     iterations=8
