@@ -67,11 +67,11 @@ pub fn params(names: &[String], raw: &[f64]) -> serde_json::Map<String, serde_js
         .collect()
 }
 
-type Key = (Request, Vec<u64>);
+pub type Key = (Request, Vec<u64>);
 
 /// An evaluation is identified by who asked (the request) and the raw hyperparameter values
 /// it was measured at: unit coordinates mean other raw values once a range changes.
-fn key(request: &Request, raw: &[f64]) -> Key {
+pub fn key(request: &Request, raw: &[f64]) -> Key {
     (request.clone(), raw.iter().map(|v| v.to_bits()).collect())
 }
 
@@ -193,6 +193,19 @@ pub struct Journal {
     state: Mutex<State>,
 }
 
+/// What an entry records: a finished evaluation's outcome, or None for a query handed out
+/// by `fbo ask` ("asked"); why it is no entry otherwise.
+fn outcome_of(e: &Entry) -> std::result::Result<Option<Outcome>, String> {
+    match (e.status.as_str(), e.metric) {
+        ("ok", Some(m)) => Ok(Some(Outcome::Done(m, e.cost_s))),
+        ("ok", None) => Err("an \"ok\" entry without a metric".into()),
+        ("failed", _) => Ok(Some(Outcome::Failed(e.error.clone().unwrap_or_default()))),
+        ("asked", None) => Ok(None),
+        ("asked", Some(_)) => Err("an \"asked\" entry with a metric".into()),
+        (other, _) => Err(format!("unknown status {other:?}")),
+    }
+}
+
 /// The raw values of an entry, in `names` order, from its `params`.
 fn raw_of(e: &Entry, names: &[String]) -> Option<Vec<f64>> {
     names
@@ -281,21 +294,13 @@ impl Journal {
                     )
                 })?;
                 let k = key(&e.request, &raw);
-                let outcome = match e.status.as_str() {
-                    "ok" => {
-                        let metric = e
-                            .metric
-                            .ok_or_else(|| bad(n, "an \"ok\" entry without a metric".into()))?;
-                        check_values(Some(metric), e.cost_s).map_err(|m| bad(n, m))?;
-                        Outcome::Done(metric, e.cost_s)
-                    }
-                    "failed" => Outcome::Failed(e.error.clone().unwrap_or_default()),
-                    "asked" => {
-                        asked.insert(k, e);
-                        continue;
-                    }
-                    other => return Err(bad(n, format!("unknown status {other:?}"))),
+                let Some(outcome) = outcome_of(&e).map_err(|m| bad(n, m))? else {
+                    asked.insert(k, e);
+                    continue;
                 };
+                if let Outcome::Done(metric, cost) = outcome {
+                    check_values(Some(metric), cost).map_err(|m| bad(n, m))?;
+                }
                 match done.get(&k) {
                     Some((old, line)) if !old.agrees(&outcome) => {
                         return Err(bad(
@@ -364,9 +369,12 @@ impl Journal {
 
     /// The objective named by the header of the journal at `path` (None without one).
     pub fn origin_of(path: &Path) -> Option<Origin> {
-        let text = std::fs::read_to_string(path).ok()?;
-        let first = text.lines().find(|l| !l.trim().is_empty())?;
-        serde_json::from_str::<Header>(first)
+        // The header is the first line: the rest of a long journal is not read.
+        let first = BufReader::new(File::open(path).ok()?)
+            .lines()
+            .map_while(|l| l.ok())
+            .find(|l| !l.trim().is_empty())?;
+        serde_json::from_str::<Header>(&first)
             .ok()
             .map(|h| h.objective)
     }
@@ -444,13 +452,8 @@ impl Journal {
         let raw = raw_of(entry, &self.names)
             .ok_or_else(|| fail("an entry without every hyperparameter".into()))?;
         let k = key(&entry.request, &raw);
+        let outcome = outcome_of(entry).map_err(fail)?;
         let mut s = self.state.lock().expect("journal lock");
-        let outcome = match (entry.status.as_str(), entry.metric) {
-            ("ok", Some(m)) => Some(Outcome::Done(m, entry.cost_s)),
-            ("failed", _) => Some(Outcome::Failed(entry.error.clone().unwrap_or_default())),
-            ("asked", None) => None,
-            (st, _) => return Err(fail(format!("an entry with status {st:?} and no metric"))),
-        };
         match (&outcome, s.done.get(&k)) {
             (Some(new), Some((old, line))) if !old.agrees(new) => {
                 return Err(fail(format!(

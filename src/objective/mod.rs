@@ -40,7 +40,7 @@ pub struct Measured {
     names: Vec<String>,
     on_failure: OnFailure,
     journal: Mutex<Arc<Journal>>,
-    in_flight: Mutex<HashSet<(Request, Vec<u64>)>>,
+    in_flight: Mutex<HashSet<crate::journal::Key>>,
     landed: Condvar,
     /// Requests a journal-only objective could not answer, in the order asked.
     pending: Mutex<Vec<(Request, Point)>>,
@@ -243,10 +243,7 @@ impl Landscape {
     fn measure(&self, m: &Measured, req: &Request, p: &Point) -> Result<(f64, f64)> {
         // The journal knows evaluations by their raw values (what the program was given).
         let raw = self.space.raw(p);
-        let key = (
-            req.clone(),
-            raw.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        );
+        let key = crate::journal::key(req, &raw);
         let journal = m.journal.lock().expect("journal slot").clone();
         let as_f = |o: Outcome| match o {
             Outcome::Done(metric, cost) => (self.metric_sign * metric, cost),
