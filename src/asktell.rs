@@ -230,24 +230,10 @@ fn report_privacy(spec: &Spec, waiting: &[(Request, Point)], complete: bool) -> 
 pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
     measured(spec)?;
     let cli = |key: &str, msg: String| FboError::spec(&spec.path, key, msg);
-    // What can be refused is refused before the state folder is touched.
-    if let Some(value) = opts.value
-        && !value.is_finite()
-    {
-        return Err(cli(
-            "--value",
-            format!("must be a finite number, got {value}"),
-        ));
-    }
-    if !(opts.cost_s.is_finite() && opts.cost_s >= 0.0) {
-        return Err(cli(
-            "--cost",
-            format!(
-                "must be a finite number of seconds >= 0, got {}",
-                opts.cost_s
-            ),
-        ));
-    }
+    // What can be refused is refused before the state folder is touched, by the journal's
+    // own check of what it can hold.
+    crate::journal::check_values(opts.value, 0.0).map_err(|m| cli("--value", m))?;
+    crate::journal::check_values(None, opts.cost_s).map_err(|m| cli("--cost", m))?;
     let (_dir, journal) = open_state(spec, &opts.state)?;
     let waiting = journal.outstanding();
     let names = spec.objective.space().names();

@@ -349,7 +349,7 @@ fn compare_trace(
     check_paired(t, base, &others, &at, opts.allow_init_differences, path)?;
     let mut rows = Vec::new();
     for &it in &at {
-        for a in (0..t.algorithms.len()).filter(|&a| a != base) {
+        for &a in &others {
             let (Some(vb), Some(va)) = (t.values.get(&(base, it)), t.values.get(&(a, it))) else {
                 return Err(FboError::spec(
                     path,
