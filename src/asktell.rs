@@ -9,7 +9,7 @@ use crate::error::{FboError, Result};
 use crate::journal::{Entry, Journal, Request};
 use crate::objective::command::describe;
 use crate::objective::{Landscape, Point};
-use crate::outdir::{Claim, Identity, OutDir};
+use crate::outdir::{Claim, OutDir};
 use crate::runner::{JOURNAL, prepare, run_one};
 use crate::spec::{ObjectiveKind, Spec};
 use std::path::{Path, PathBuf};
@@ -50,11 +50,10 @@ fn measured(spec: &Spec) -> Result<()> {
 /// Locks the state folder (the same folder `fbo run SPEC --out STATE` writes results to)
 /// and opens its journal.
 fn open_state(spec: &Spec, state: &Path) -> Result<(OutDir, Arc<Journal>)> {
-    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
     let dir = OutDir::claim(
         state,
         Claim {
-            identity: Identity::new("run", &spec.path, &canonical),
+            identity: crate::runner::run_identity(spec),
             planned: &[JOURNAL.to_string()],
             overwrite: false,
             shared: false,

@@ -59,6 +59,16 @@ struct Manifest {
     dirs: BTreeSet<String>,
 }
 
+impl Manifest {
+    /// Whose results these are, for a refusal: "the run of /path/spec.toml".
+    fn owner(&self) -> String {
+        self.identity
+            .as_ref()
+            .map(|o| format!("the {} of {}", o.kind, o.path))
+            .unwrap_or_else(|| "an unreadable experiment".into())
+    }
+}
+
 fn read_manifest(root: &Path) -> Option<Manifest> {
     let text = fs::read_to_string(root.join(MANIFEST)).ok()?;
     let mut lines = text.lines();
@@ -219,10 +229,7 @@ pub fn check_owner(root: &Path, id: &Identity) -> Result<()> {
             "--out",
             format!(
                 "holds the results of another experiment ({}, per its {MANIFEST}), not of this spec; choose the --out this spec was run with",
-                m.identity
-                    .as_ref()
-                    .map(|o| format!("the {} of {}", o.kind, o.path))
-                    .unwrap_or_else(|| "an unreadable experiment".into())
+                m.owner()
             ),
         )),
         None => {
@@ -374,13 +381,9 @@ impl OutDir {
             Some(m) if m.identity.as_ref().is_some_and(|old| old.same(&id)) => (m.files, m.dirs),
             Some(m) => {
                 if !claim.overwrite {
-                    let what = m
-                        .identity
-                        .as_ref()
-                        .map(|o| format!("the {} of {}", o.kind, o.path))
-                        .unwrap_or_else(|| "an unreadable experiment".into());
                     return refuse(format!(
-                        "holds the results of another experiment ({what}, per its {MANIFEST}); pass --overwrite to replace them (fbo removes only the files it wrote there), or choose another --out"
+                        "holds the results of another experiment ({}, per its {MANIFEST}); pass --overwrite to replace them (fbo removes only the files it wrote there), or choose another --out",
+                        m.owner()
                     ));
                 }
                 remove_listed(root, &m)?;

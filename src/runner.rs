@@ -353,6 +353,12 @@ fn open_journal(spec: &Spec, dir: &OutDir, overwrite: bool, quiet: bool) -> Resu
     )?))
 }
 
+/// Which experiment a run's output folder belongs to (its manifest's identity).
+pub fn run_identity(spec: &Spec) -> Identity {
+    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    Identity::new("run", &spec.path, &canonical)
+}
+
 /// A unit's claim file in parts/, locked while a shard computes the unit.
 fn claim_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.claim")
@@ -387,7 +393,7 @@ pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -
     // in the same file has its runs still to do.
     let merged = out.join("trace.csv").exists()
         && !out.join("parts").exists()
-        && crate::outdir::written_for(out, &Identity::new("run", &spec.path, &canonical));
+        && crate::outdir::written_for(out, &run_identity(spec));
     let mut st = Status {
         done: Vec::new(),
         running: Vec::new(),
@@ -420,8 +426,7 @@ pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -
 
 /// `fbo run SPEC --status`: the counts, then every running and missing run.
 pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Result<()> {
-    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
-    crate::outdir::check_owner(out, &Identity::new("run", &spec.path, &canonical))?;
+    crate::outdir::check_owner(out, &run_identity(spec))?;
     if shard.is_some() {
         refuse_measured_shards(spec)?;
     }
@@ -705,7 +710,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let dir = OutDir::claim(
         out,
         Claim {
-            identity: Identity::new("run", &spec.path, &canonical),
+            identity: run_identity(spec),
             planned: &planned,
             overwrite: opts.overwrite,
             shared: shard.is_some(),

@@ -360,11 +360,12 @@ fn refuse_measured_shards(sweep: &Sweep) -> Result<()> {
         .try_for_each(|p| crate::runner::refuse_measured_shards(&p.spec))
 }
 
-/// Refuses a folder that does not hold this sweep's results (see `outdir::check_owner`).
-fn check_owner(path: &Path, out: &Path) -> Result<()> {
+/// The sweep spec's text and which experiment its output folder belongs to.
+fn sweep_identity(path: &Path) -> Result<(String, Identity)> {
     let text = fs::read_to_string(path).map_err(|e| FboError::io(path, e))?;
     let canonical = crate::spec::portable::canonical(&text, path);
-    crate::outdir::check_owner(out, &Identity::new("sweep", path, &canonical))
+    let id = Identity::new("sweep", path, &canonical);
+    Ok((text, id))
 }
 
 pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
@@ -399,13 +400,12 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             "does not go with --shard: shards share the folder",
         ));
     }
-    let text = fs::read_to_string(path).map_err(|e| FboError::io(path, e))?;
-    let canonical = crate::spec::portable::canonical(&text, path);
+    let (text, identity) = sweep_identity(path)?;
     let planned = vec!["spec.toml".to_string(), "sweep.csv".to_string()];
     let dir = OutDir::claim(
         out,
         Claim {
-            identity: Identity::new("sweep", path, &canonical),
+            identity,
             planned: &planned,
             overwrite: opts.overwrite,
             shared: sharded,
@@ -602,7 +602,7 @@ fn shard_ranges(sweep: &Sweep, shard: Option<Work>) -> Vec<(&Point, (usize, usiz
 pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
     use std::io::Write;
     let sweep = load(path)?;
-    check_owner(path, out)?;
+    crate::outdir::check_owner(out, &sweep_identity(path)?.1)?;
     if shard.is_some() {
         refuse_measured_shards(&sweep)?;
     }
