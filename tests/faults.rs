@@ -486,8 +486,7 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     );
     assert!(all_gone(&tag), "an evaluation outlived fbo");
     // Killed with SIGKILL, fbo runs no handler: the watchdog in the command's group stops it.
-    let child = start();
-    let mut child = child;
+    let mut child = start();
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(

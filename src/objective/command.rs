@@ -71,6 +71,17 @@ pub fn param_var(name: &str) -> String {
     format!("FBO_PARAM_{}", name.to_ascii_uppercase())
 }
 
+/// The program argv[0] names: a path with a slash ("./train.py") is the one in `workdir`,
+/// said explicitly, as Command leaves it to the platform; a bare name is looked up on PATH
+/// when it starts.
+pub fn program_path(argv0: &str, workdir: &std::path::Path) -> PathBuf {
+    if argv0.contains('/') {
+        workdir.join(argv0)
+    } else {
+        PathBuf::from(argv0)
+    }
+}
+
 /// "C = 0.5, gamma = 2" for messages.
 pub fn describe(names: &[String], raw: &[f64]) -> String {
     names
@@ -370,15 +381,7 @@ impl CommandRunner {
         raw: &[f64],
     ) -> std::result::Result<(f64, f64), Failure> {
         let start = Instant::now();
-        // A relative path with a slash ("./train.py") means the one in workdir: said
-        // explicitly, as Command leaves it to the platform.
-        let program = PathBuf::from(&argv[0]);
-        let program = if program.is_relative() && argv[0].contains('/') {
-            self.settings.workdir.join(program)
-        } else {
-            program
-        };
-        let mut cmd = Command::new(&program);
+        let mut cmd = Command::new(program_path(&argv[0], &self.settings.workdir));
         cmd.args(&argv[1..])
             .current_dir(&self.settings.workdir)
             .stdin(Stdio::piped())

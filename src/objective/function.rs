@@ -151,9 +151,7 @@ impl Function {
 
     /// Whether the named function takes a dimension (`objective.dimension`).
     pub fn scalable(name: &str) -> bool {
-        Self::SCALABLE
-            .split(", ")
-            .any(|n| n.trim_matches('"') == name)
+        Self::parse(name, Some(2)).is_some()
     }
 
     pub const NAMES: &'static str = "\"forrester\", \"branin\", \"hartmann3\", \"hartmann6\", \"ackley\", \"levy\", \"rosenbrock\", \"griewank\", \"rastrigin\", \"styblinski-tang\", \"michalewicz\"";
@@ -328,6 +326,8 @@ pub struct Transform {
     shift: Vec<f64>,
     /// Row-major D x D.
     rotation: Vec<f64>,
+    /// f's box: (low, high) per coordinate.
+    bounds: Vec<(f64, f64)>,
 }
 
 impl Transform {
@@ -366,6 +366,7 @@ impl Transform {
             star,
             shift,
             rotation: q,
+            bounds: params.iter().map(|p| (p.low, p.high)).collect(),
         }
     }
 
@@ -379,17 +380,17 @@ impl Transform {
     }
 
     /// The point of f's box at which f_k(x) evaluates f.
-    pub fn apply(&self, params: &[Param], x: &[f64]) -> Vec<f64> {
+    pub fn apply(&self, x: &[f64]) -> Vec<f64> {
         let d = x.len();
         let star = &self.star;
-        let w: Vec<f64> = params.iter().map(|p| (p.high - p.low) / 2.0).collect();
+        let half = |i: usize| (self.bounds[i].1 - self.bounds[i].0) / 2.0;
         let z: Vec<f64> = (0..d)
-            .map(|i| (x[i] - star[i] - self.shift[i]) / w[i])
+            .map(|i| (x[i] - star[i] - self.shift[i]) / half(i))
             .collect();
         (0..d)
             .map(|i| {
                 let r: f64 = (0..d).map(|k| self.rotation[i * d + k] * z[k]).sum();
-                (star[i] + w[i] * r).clamp(params[i].low, params[i].high)
+                (star[i] + half(i) * r).clamp(self.bounds[i].0, self.bounds[i].1)
             })
             .collect()
     }
@@ -398,7 +399,6 @@ impl Transform {
 /// A function objective: the function, and each agent's transform where agents differ.
 struct Closed {
     f: Function,
-    params: Vec<Param>,
     transforms: Option<Vec<Transform>>,
 }
 
@@ -406,7 +406,7 @@ impl Closed {
     fn value(&self, agent: usize, raw: &[f64]) -> f64 {
         match &self.transforms {
             None => self.f.value(raw),
-            Some(t) => self.f.value(&t[agent].apply(&self.params, raw)),
+            Some(t) => self.f.value(&t[agent].apply(raw)),
         }
     }
 }
@@ -430,7 +430,6 @@ pub fn landscape(
     let params = f.params();
     let closed = Closed {
         f,
-        params: params.clone(),
         transforms: (heterogeneity > 0.0).then(|| {
             (0..agents)
                 .map(|k| Transform::new(f, heterogeneity, seed, k))
@@ -442,11 +441,14 @@ pub fn landscape(
             let domain = Domain::tensor(&params, n);
             let space = Arc::new(Space::Grid(domain));
             let g = space.grid().expect("grid");
-            let values = (0..agents)
-                .map(|k| {
-                    Array1::from_iter((0..g.len()).map(|i| closed.value(k, &space.raw(&g.at(i)))))
-                })
-                .collect();
+            let on_grid = |k: usize| {
+                Array1::from_iter((0..g.len()).map(|i| closed.value(k, &space.raw(&g.at(i)))))
+            };
+            // Identical agents share one table of values, computed once.
+            let values = match closed.transforms {
+                None => vec![on_grid(0); agents],
+                Some(_) => (0..agents).map(on_grid).collect(),
+            };
             Landscape::new(space.clone(), values, spec.noise_var)
         }
         None => Landscape::live(
@@ -535,12 +537,12 @@ mod tests {
             // h = 0: every agent sees the function itself.
             let t0 = Transform::new(f, 0.0, 7, 3);
             let mut rng = stream(2, 0, 0, Purpose::Init);
+            // A uniform point of f's box, raw.
+            let space = Space::Box(params.clone());
+            let mut point = || space.raw(&Point::free(Region::unit(d).sample(&mut rng)));
             for _ in 0..20 {
-                let x: Vec<f64> = params
-                    .iter()
-                    .map(|p| p.low + (p.high - p.low) * rand::Rng::random::<f64>(&mut rng))
-                    .collect();
-                let y = t0.apply(&params, &x);
+                let x = point();
+                let y = t0.apply(&x);
                 assert!(
                     x.iter()
                         .zip(&y)
@@ -567,7 +569,7 @@ mod tests {
                         .zip(&star)
                         .all(|(p, v)| (p.low..=p.high).contains(v))
                 );
-                let back = t.apply(&params, &star);
+                let back = t.apply(&star);
                 assert!(
                     back.iter()
                         .zip(f.argmax())
@@ -575,11 +577,8 @@ mod tests {
                 );
                 // Every point maps into the box, so no value exceeds the maximum.
                 for _ in 0..200 {
-                    let x: Vec<f64> = params
-                        .iter()
-                        .map(|p| p.low + (p.high - p.low) * rand::Rng::random::<f64>(&mut rng))
-                        .collect();
-                    let y = t.apply(&params, &x);
+                    let x = point();
+                    let y = t.apply(&x);
                     assert!(
                         params
                             .iter()

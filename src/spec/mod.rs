@@ -1380,20 +1380,18 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
                     format!("missing: one of {}", Function::NAMES),
                 )
             })?;
+            // Rosenbrock's sum runs over neighbouring coordinates: it needs two.
+            let lo = if name == "rosenbrock" { 2 } else { 1 };
             let dim = match (Function::scalable(&name), o.dimension) {
                 (true, None) => {
                     return Err(c.err(
                         "objective.dimension",
                         format!(
-                            "missing: \"{name}\" is defined in any dimension; say how many ({} to 50)",
-                            if name == "rosenbrock" { 2 } else { 1 }
+                            "missing: \"{name}\" is defined in any dimension; say how many ({lo} to 50)"
                         ),
                     ));
                 }
-                (true, Some(_)) => {
-                    let lo = if name == "rosenbrock" { 2 } else { 1 };
-                    Some(c.int("objective.dimension", o.dimension, lo, lo, 50)?)
-                }
+                (true, Some(_)) => Some(c.int("objective.dimension", o.dimension, lo, lo, 50)?),
                 (false, Some(_)) => {
                     return Err(c.err(
                         "objective.dimension",
@@ -1576,8 +1574,8 @@ pub fn find_program(name: &str, workdir: &Path) -> std::result::Result<PathBuf, 
     let executable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
     };
+    let p = crate::objective::command::program_path(name, workdir);
     if name.contains('/') {
-        let p = workdir.join(name);
         return if executable(&p) {
             Ok(p)
         } else if p.exists() {
