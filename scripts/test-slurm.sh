@@ -16,6 +16,12 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
 fi
 slurm_local=${SLURM_LOCAL:-$root/../shared/docs/slurm-local.sh}
 [ -f "$slurm_local" ] || fail "$slurm_local not found (shared/ beside the repository)"
+# Started here only if it is not already up, and then stopped again on the way out: the test
+# leaves no daemon of its own running.
+started_slurm=
+if ! scontrol ping >/dev/null 2>&1; then
+    started_slurm=1
+fi
 bash "$slurm_local" >/tmp/fbo-slurm-local.log 2>&1 || { tail -20 /tmp/fbo-slurm-local.log; fail "slurm-local.sh could not start Slurm"; }
 scontrol ping >/dev/null || fail "Slurm started but scontrol ping fails"
 
@@ -27,6 +33,7 @@ jobs=()
 cleanup() {
     [ ${#jobs[@]} -eq 0 ] || scancel "${jobs[@]}" 2>/dev/null || true
     [ -n "${KEEP:-}" ] || rm -rf "$work"
+    [ -z "$started_slurm" ] || bash "$slurm_local" stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 # SMALL_DP of tests/common (tests/fixtures/small-dp.toml) with 2 runs of 30 iterations and a
