@@ -10,7 +10,7 @@ use crate::privacy::{Accountant, Mechanism, Sampling};
 use crate::rng::{Purpose, stream};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::{ObjectiveKind, ObjectiveSpec, Spec};
-use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds};
+use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel};
 use crate::surrogate::own::OwnSettings;
 use ndarray::Array1;
 use rand_distr::{Distribution, StandardNormal};
@@ -160,7 +160,7 @@ fn box_acquisition(features: &[usize]) -> Result<()> {
         let mut evals = 0usize;
         let part = Partition::new(4, 2);
         for _ in 0..50 {
-            let rf = RandomFeatures::draw(m, 2, 0.1, 1.0, true, &mut rng);
+            let rf = RandomFeatures::draw(m, 2, Kernel::Se, &[0.1], 1.0, true, &mut rng);
             let w: Vec<f64> = (0..m).map(|_| StandardNormal.sample(&mut rng)).collect();
             let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
                 evals += 1;
@@ -196,7 +196,7 @@ fn box_acquisition(features: &[usize]) -> Result<()> {
 fn fit_quality(path: &std::path::Path) -> Result<()> {
     use crate::runner::run_one;
     use crate::surrogate::gp::{
-        fit_hyperparameters, log_marginal_likelihood, sq_dists, standardize,
+        Distances, fit_hyperparameters, log_marginal_likelihood, standardize,
     };
     let mut spec = Spec::load(path)?;
     spec.output.timing = false;
@@ -233,19 +233,22 @@ fn fit_quality(path: &std::path::Path) -> Result<()> {
             } else {
                 Array1::from(ys)
             };
-            let fit = |budget: FitBudget, warm: Option<GpHyper>| {
+            let fit = |budget: FitBudget, warm: Option<&GpHyper>| {
                 let mut rng = stream(spec.seed, n as u64, agent as u64, Purpose::HyperFit);
                 let t0 = Instant::now();
-                let h =
-                    fit_hyperparameters(x.view(), y.view(), &own.bounds, budget, warm, &mut rng);
+                let h = fit_hyperparameters(x.view(), y.view(), &own.model, budget, warm, &mut rng);
                 (h, t0.elapsed().as_secs_f64())
             };
-            let ((hf, tf), (hc, tc)) = (fit(own.fit, warm_full), fit(cheap, warm_cheap));
+            let ((hf, tf), (hc, tc)) = (
+                fit(own.fit, warm_full.as_ref()),
+                fit(cheap, warm_cheap.as_ref()),
+            );
             t_full += tf;
             t_cheap += tc;
-            let d2 = sq_dists(x.view());
+            let dist = Distances::new(x.view(), own.model.ard);
             let lml = |h: &Option<GpHyper>| {
-                h.and_then(|h| log_marginal_likelihood(&d2, y.view(), &h, false))
+                h.as_ref()
+                    .and_then(|h| log_marginal_likelihood(&dist, y.view(), h, false))
                     .map_or(f64::NEG_INFINITY, |v| v.0)
             };
             let gap = lml(&hf) - lml(&hc);
@@ -403,16 +406,17 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                 starts: 10,
                 restarts: 3,
             },
-            bounds: HyperBounds {
-                length_scale: (0.005, 2.0),
-                signal_var: (0.05, 20.0),
-                noise_var: (1e-6, 1.0),
+            model: HyperModel {
+                kernel: Kernel::Se,
+                ard: false,
+                bounds: HyperBounds {
+                    length_scale: (0.005, 2.0),
+                    signal_var: (0.05, 20.0),
+                    noise_var: (1e-6, 1.0),
+                },
+                prior: HyperPrior::None,
             },
-            initial: GpHyper {
-                length_scale: 0.03,
-                signal_var: 1.0,
-                noise_var: 0.01,
-            },
+            initial: GpHyper::isotropic(Kernel::Se, 0.03, 1.0, 0.01),
             normalize_y: true,
             sampler: crate::surrogate::own::OwnSampler::Rff,
         };
@@ -438,7 +442,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             }
         }
         // Message branch: argmax over the grid of phi(x)^T omega with the shared features.
-        let shared = SharedFeatures::draw(&lands[0].space, m, 0.03, 1.0, true, 7, 0);
+        let shared = SharedFeatures::draw(&lands[0].space, m, Kernel::Se, 0.03, 1.0, true, 7, 0);
         let mut rng = stream(7, 0, 0, Purpose::Message);
         let mut msg_times = Vec::new();
         for _ in 0..200 {

@@ -13,7 +13,7 @@ use crate::optim::{Acquisition, BoxSearch, maximise};
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::spec::ObservationSource;
 use crate::surrogate::blr::BlrPosterior;
-use crate::surrogate::gp::GpHyper;
+use crate::surrogate::gp::{GpHyper, Kernel};
 use crate::surrogate::own::{OwnModel, OwnSettings};
 use crate::surrogate::rff::RandomFeatures;
 use ndarray::{Array1, Array2};
@@ -120,7 +120,7 @@ impl Learner {
         let x = self.inputs();
         self.model
             .maybe_refit(x.view(), &self.ys, &mut self.fit_rng);
-        self.model.hyper()
+        self.model.hyper().clone()
     }
 
     /// The observations on the scale the agent's own model uses (standardised by default).
@@ -175,9 +175,11 @@ pub struct SharedFeatures {
 
 impl SharedFeatures {
     /// Drawn from the stream every agent of a run shares.
+    #[allow(clippy::too_many_arguments)]
     pub fn draw(
         space: &Space,
         m: usize,
+        kernel: Kernel,
         length_scale: f64,
         variance: f64,
         normalize: bool,
@@ -185,8 +187,15 @@ impl SharedFeatures {
         run: usize,
     ) -> Self {
         let mut rng = stream(seed, run as u64, SHARED, Purpose::SharedFeatures);
-        let features =
-            RandomFeatures::draw(m, space.dim(), length_scale, variance, normalize, &mut rng);
+        let features = RandomFeatures::draw(
+            m,
+            space.dim(),
+            kernel,
+            &[length_scale],
+            variance,
+            normalize,
+            &mut rng,
+        );
         let grid_phi = space.grid().map(|g| features.matrix(g.points()));
         SharedFeatures { features, grid_phi }
     }
@@ -197,6 +206,7 @@ impl SharedFeatures {
         SharedFeatures::draw(
             &ctx.landscape.space,
             ctx.algorithm.features,
+            sur.kernel,
             sur.length_scale,
             sur.kernel_variance,
             sur.normalize_features,

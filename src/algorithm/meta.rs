@@ -49,7 +49,7 @@ use crate::objective::{Point, Region};
 use crate::rng::{Purpose, Rng, stream};
 use crate::spec::TafIncumbent;
 use crate::surrogate::blr::BlrPosterior;
-use crate::surrogate::gp::{GpPosterior, se_kernel};
+use crate::surrogate::gp::{GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2, ArrayView1, Axis};
 use rand::Rng as _;
 use rand_distr::{Distribution, StandardNormal};
@@ -244,12 +244,12 @@ fn target_losses(
     rng: &mut Rng,
 ) -> Option<Vec<f64>> {
     let n = y.len();
-    let kf = se_kernel(x.view(), x.view(), hyper);
+    let kf = kernel_matrix(x.view(), x.view(), hyper);
     let mut losses = vec![0.0; samples];
     for j in 0..n {
         let rest: Vec<usize> = (0..n).filter(|&i| i != j).collect();
         let x_rest = x.select(Axis(0), &rest);
-        let post = GpPosterior::fit(x_rest.view(), y.select(Axis(0), &rest).view(), *hyper)?;
+        let post = GpPosterior::fit(x_rest.view(), y.select(Axis(0), &rest).view(), hyper)?;
         let (mean, cov) = post.predict_joint(x.view(), &kf);
         let (root, _) = cholesky_jittered(&cov)?;
         // All samples at once: row s of eps holds sample s's normals, drawn in the order one
@@ -363,7 +363,7 @@ fn choose(
             target.learner.agent
         ))
     };
-    let post = GpPosterior::fit(x.view(), y.view(), hyper).ok_or_else(singular)?;
+    let post = GpPosterior::fit(x.view(), y.view(), &hyper).ok_or_else(singular)?;
     let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
     let n = y.len();
     // The weights of the target (first) and of each other agent; TAF also measures each

@@ -13,7 +13,7 @@ use crate::objective::space::{Domain, Param, Scale, Space};
 use crate::objective::table::TableMeta;
 use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Sampling};
-use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds};
+use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel};
 use crate::surrogate::own::{OwnSampler, OwnSettings};
 use schedule::{Form, Schedule};
 use serde::Deserialize;
@@ -270,6 +270,8 @@ impl ObjectiveSpec {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SurrogateSpec {
+    /// The kernel of the shared random features and of every agent's own GP.
+    pub kernel: Kernel,
     pub length_scale: f64,
     pub lambda: f64,
     pub kernel_variance: f64,
@@ -432,6 +434,7 @@ struct RawAcquisition {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawSurrogate {
+    kernel: Option<String>,
     features: Option<i64>,
     length_scale: Option<f64>,
     lambda: Option<f64>,
@@ -444,6 +447,8 @@ struct RawSurrogate {
 #[serde(deny_unknown_fields)]
 struct RawOwn {
     features: Option<i64>,
+    ard: Option<bool>,
+    prior: Option<String>,
     fit: Option<bool>,
     refit_every: Option<i64>,
     fit_starts: Option<i64>,
@@ -601,6 +606,24 @@ impl Check<'_> {
         }
     }
 
+    /// A name from a closed list, parsed by `parse`; unknown names are refused with the list.
+    fn choice<T>(
+        &self,
+        key: &str,
+        v: Option<&str>,
+        default: T,
+        what: &str,
+        allowed: &str,
+        parse: impl Fn(&str) -> Option<T>,
+    ) -> Result<T> {
+        match v {
+            None => Ok(default),
+            Some(s) => parse(s).ok_or_else(|| {
+                self.err(key, format!("unknown {what} \"{s}\"; allowed: {allowed}"))
+            }),
+        }
+    }
+
     fn sampler(&self, key: &str, v: Option<&str>, default: OwnSampler) -> Result<OwnSampler> {
         match v {
             None => Ok(default),
@@ -748,6 +771,14 @@ impl Spec {
         };
 
         let rs = raw.surrogate.unwrap_or_default();
+        let kernel = c.choice(
+            "surrogate.kernel",
+            rs.kernel.as_deref(),
+            Kernel::Se,
+            "kernel",
+            Kernel::NAMES,
+            Kernel::parse,
+        )?;
         let synthetic_ls = objective.length_scale;
         let features = c.int("surrogate.features", rs.features, 100, 1, MAX_FEATURES)?;
         let length_scale = c.positive("surrogate.length_scale", rs.length_scale, synthetic_ls)?;
@@ -773,14 +804,24 @@ impl Spec {
             )?,
         };
         let fit = ro.fit.unwrap_or(true);
-        let initial = GpHyper {
-            length_scale: c.positive(
-                "surrogate.own.length_scale",
-                ro.length_scale,
-                length_scale,
+        let initial = GpHyper::isotropic(
+            kernel,
+            c.positive("surrogate.own.length_scale", ro.length_scale, length_scale)?,
+            c.positive("surrogate.own.signal_variance", ro.signal_variance, 1.0)?,
+            c.positive("surrogate.own.noise_variance", ro.noise_variance, 0.01)?,
+        );
+        let model = HyperModel {
+            kernel,
+            ard: ro.ard.unwrap_or(false),
+            bounds,
+            prior: c.choice(
+                "surrogate.own.prior",
+                ro.prior.as_deref(),
+                HyperPrior::None,
+                "prior",
+                HyperPrior::NAMES,
+                HyperPrior::parse,
             )?,
-            signal_var: c.positive("surrogate.own.signal_variance", ro.signal_variance, 1.0)?,
-            noise_var: c.positive("surrogate.own.noise_variance", ro.noise_variance, 0.01)?,
         };
         let own = OwnSettings {
             features: c.int("surrogate.own.features", ro.features, 100, 1, MAX_FEATURES)?,
@@ -801,7 +842,7 @@ impl Spec {
                 )?;
                 FitBudget { starts, restarts }
             },
-            bounds,
+            model,
             initial,
             normalize_y: ro.normalize_y.unwrap_or(true),
             sampler: c.sampler(
@@ -811,6 +852,7 @@ impl Spec {
             )?,
         };
         let surrogate = SurrogateSpec {
+            kernel,
             length_scale,
             lambda,
             kernel_variance,

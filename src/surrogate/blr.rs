@@ -127,7 +127,15 @@ mod tests {
         let (x, y) = data(25);
         let lambda = 0.05;
         let mut rng = stream(2, 0, 0, Purpose::SharedFeatures);
-        let rf = RandomFeatures::draw(40, 1, 0.2, 1.0, true, &mut rng);
+        let rf = RandomFeatures::draw(
+            40,
+            1,
+            crate::surrogate::kernel::Kernel::Se,
+            &[0.2],
+            1.0,
+            true,
+            &mut rng,
+        );
         let phi = rf.matrix(x.view());
         let blr = BlrPosterior::from_data(phi.view(), y.view(), lambda).unwrap();
         let test_x = Array::linspace(0.0, 1.0, 17).insert_axis(Axis(1));
@@ -147,7 +155,15 @@ mod tests {
     fn incremental_update_matches_from_scratch() {
         let (x, y) = data(30);
         let mut rng = stream(5, 0, 0, Purpose::SharedFeatures);
-        let rf = RandomFeatures::draw(20, 1, 0.1, 1.0, true, &mut rng);
+        let rf = RandomFeatures::draw(
+            20,
+            1,
+            crate::surrogate::kernel::Kernel::Se,
+            &[0.1],
+            1.0,
+            true,
+            &mut rng,
+        );
         let phi = rf.matrix(x.view());
         let mut inc = BlrPosterior::prior(20, 1e-3);
         for i in 0..30 {
@@ -168,7 +184,15 @@ mod tests {
     fn samples_have_the_posterior_moments() {
         let (x, y) = data(8);
         let mut rng = stream(4, 0, 0, Purpose::SharedFeatures);
-        let rf = RandomFeatures::draw(5, 1, 0.3, 1.0, true, &mut rng);
+        let rf = RandomFeatures::draw(
+            5,
+            1,
+            crate::surrogate::kernel::Kernel::Se,
+            &[0.3],
+            1.0,
+            true,
+            &mut rng,
+        );
         let phi = rf.matrix(x.view());
         let blr = BlrPosterior::from_data(phi.view(), y.view(), 0.1).unwrap();
         let probe = rf.feature(ndarray::array![0.37].view());

@@ -1,38 +1,80 @@
-//! Exact GP regression with an isotropic SE kernel: log marginal likelihood with its gradient,
-//! multi-start maximisation over (length scale, signal variance, noise variance), and the
-//! closed-form posterior used to check the random-feature posterior.
+//! Exact GP regression with a stationary kernel (SE or Matern, one length scale or one per
+//! axis): log marginal likelihood with its gradient, optionally plus a log prior on the
+//! hyperparameters (MAP), multi-start maximisation over (length scales, signal variance,
+//! noise variance), and the closed-form posterior that acquisition-based algorithms use and
+//! that checks the random-feature posterior.
 
+pub use super::kernel::Kernel;
+use super::kernel::half_r2;
 use crate::fastmath::fast_exp;
 use crate::optim::{LbfgsOptions, lbfgs};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct GpHyper {
-    pub length_scale: f64,
+    pub kernel: Kernel,
+    /// One length scale for every axis, or one per axis (ARD).
+    pub length_scales: Vec<f64>,
     pub signal_var: f64,
     pub noise_var: f64,
 }
 
 impl GpHyper {
-    fn to_log(self) -> [f64; 3] {
-        [
-            libm::log(self.length_scale),
-            libm::log(self.signal_var),
-            libm::log(self.noise_var),
-        ]
+    pub fn isotropic(kernel: Kernel, length_scale: f64, signal_var: f64, noise_var: f64) -> Self {
+        GpHyper {
+            kernel,
+            length_scales: vec![length_scale],
+            signal_var,
+            noise_var,
+        }
     }
 
-    fn from_log(l: &[f64]) -> Self {
+    /// 1 / (2 l^2) per length scale: h = r^2 / 2 = sum_d (x_d - x'_d)^2 inv2l2_d.
+    pub fn inv2l2(&self) -> Vec<f64> {
+        self.length_scales.iter().map(|l| 0.5 / (l * l)).collect()
+    }
+
+    /// The geometric mean of the length scales (the length scale itself when isotropic),
+    /// for reports.
+    pub fn mean_length_scale(&self) -> f64 {
+        let n = self.length_scales.len() as f64;
+        libm::exp(
+            self.length_scales
+                .iter()
+                .map(|l| libm::log(*l))
+                .sum::<f64>()
+                / n,
+        )
+    }
+
+    /// k(a, b).
+    pub fn k(&self, a: &[f64], b: &[f64]) -> f64 {
+        self.signal_var * self.kernel.corr(half_r2(a, b, &self.inv2l2()))
+    }
+
+    /// (ln l_1, .., ln l_p, ln signal_var, ln noise_var): the fit's coordinates.
+    fn to_log(&self) -> Vec<f64> {
+        let mut l: Vec<f64> = self.length_scales.iter().map(|v| libm::log(*v)).collect();
+        l.push(libm::log(self.signal_var));
+        l.push(libm::log(self.noise_var));
+        l
+    }
+
+    fn from_log(kernel: Kernel, l: &[f64]) -> Self {
+        let p = l.len() - 2;
         GpHyper {
-            length_scale: libm::exp(l[0]),
-            signal_var: libm::exp(l[1]),
-            noise_var: libm::exp(l[2]),
+            kernel,
+            length_scales: l[..p].iter().map(|v| libm::exp(*v)).collect(),
+            signal_var: libm::exp(l[p]),
+            noise_var: libm::exp(l[p + 1]),
         }
     }
 }
 
-/// Box for the fit, in natural units. The search runs in log space.
+/// Box for the fit, in natural units. The search runs in log space. The noise variance's
+/// lower end is its floor: however well a few points are interpolated, the fit never claims
+/// less noise than that.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HyperBounds {
     pub length_scale: (f64, f64),
@@ -41,26 +83,103 @@ pub struct HyperBounds {
 }
 
 impl HyperBounds {
-    fn log_box(&self) -> [(f64, f64); 3] {
-        [
-            (
-                libm::log(self.length_scale.0),
-                libm::log(self.length_scale.1),
-            ),
-            (libm::log(self.signal_var.0), libm::log(self.signal_var.1)),
-            (libm::log(self.noise_var.0), libm::log(self.noise_var.1)),
-        ]
+    /// The log box of p length scales, the signal and the noise variance.
+    fn log_box(&self, p: usize) -> Vec<(f64, f64)> {
+        let ln = |(a, b): (f64, f64)| (libm::log(a), libm::log(b));
+        let mut b = vec![ln(self.length_scale); p];
+        b.push(ln(self.signal_var));
+        b.push(ln(self.noise_var));
+        b
     }
 
-    pub fn clamp(&self, h: GpHyper) -> GpHyper {
+    pub fn clamp(&self, h: &GpHyper) -> GpHyper {
         GpHyper {
-            length_scale: h
-                .length_scale
-                .clamp(self.length_scale.0, self.length_scale.1),
+            kernel: h.kernel,
+            length_scales: h
+                .length_scales
+                .iter()
+                .map(|l| l.clamp(self.length_scale.0, self.length_scale.1))
+                .collect(),
             signal_var: h.signal_var.clamp(self.signal_var.0, self.signal_var.1),
             noise_var: h.noise_var.clamp(self.noise_var.0, self.noise_var.1),
         }
     }
+}
+
+/// A prior over the hyperparameters; the fit then maximises the log marginal likelihood
+/// plus the log prior density (MAP), as BoTorch and GPyTorch do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HyperPrior {
+    /// Maximum likelihood within the bounds (the authors' GPy fit).
+    None,
+    /// Hvarfner, Hellsten, Nardi (ICML 2024), BoTorch's default since 0.12: every length
+    /// scale LogNormal(sqrt 2 + ln(D) / 2, sqrt 3), so the expected length scale grows like
+    /// sqrt(D) with the dimension D of the (unit-cube) input and the model does not take
+    /// high-dimensional data for noise; the noise variance LogNormal(-4, 1); the signal
+    /// variance Gamma(2, 0.15) (BoTorch's outputscale prior), all on standardised outputs.
+    DimensionScaled,
+}
+
+impl HyperPrior {
+    pub const NAMES: &'static str = "\"none\", \"dimension-scaled\"";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "none" => Some(HyperPrior::None),
+            "dimension-scaled" => Some(HyperPrior::DimensionScaled),
+            _ => None,
+        }
+    }
+
+    /// The log prior density at the fit's coordinates `l` (ln l_1..ln l_p, ln s^2, ln s_n^2)
+    /// for inputs of dimension `dim`, and its gradient in those coordinates. Densities are
+    /// of the natural parameters (as GPyTorch's priors), not of their logarithms.
+    pub fn log_density(self, l: &[f64], dim: usize) -> (f64, Vec<f64>) {
+        let mut grad = vec![0.0; l.len()];
+        if self == HyperPrior::None {
+            return (0.0, grad);
+        }
+        let p = l.len() - 2;
+        let mu = std::f64::consts::SQRT_2 + 0.5 * libm::log(dim.max(1) as f64);
+        let sigma = 3f64.sqrt();
+        let mut total = 0.0;
+        for (u, g) in l[..p].iter().zip(&mut grad[..p]) {
+            let (v, d) = log_normal(*u, mu, sigma);
+            total += v;
+            *g = d;
+        }
+        let (v, d) = gamma(l[p], 2.0, 0.15);
+        total += v;
+        grad[p] = d;
+        let (v, d) = log_normal(l[p + 1], -4.0, 1.0);
+        total += v;
+        grad[p + 1] = d;
+        (total, grad)
+    }
+}
+
+/// ln of the LogNormal(mu, sigma) density at x = e^u, and its derivative in u.
+pub fn log_normal(u: f64, mu: f64, sigma: f64) -> (f64, f64) {
+    let z = (u - mu) / sigma;
+    let v = -u - libm::log(sigma * (2.0 * std::f64::consts::PI).sqrt()) - 0.5 * z * z;
+    (v, -1.0 - z / sigma)
+}
+
+/// ln of the Gamma(shape a, rate b) density at x = e^u, and its derivative in u.
+pub fn gamma(u: f64, a: f64, b: f64) -> (f64, f64) {
+    let x = libm::exp(u);
+    let v = a * libm::log(b) - libm::lgamma(a) + (a - 1.0) * u - b * x;
+    (v, (a - 1.0) - b * x)
+}
+
+/// What a fit chooses among and how: the kernel family, one length scale or one per axis,
+/// the box and the prior.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HyperModel {
+    pub kernel: Kernel,
+    pub ard: bool,
+    pub bounds: HyperBounds,
+    pub prior: HyperPrior,
 }
 
 /// Pairwise squared Euclidean distances between the rows of `x`.
@@ -82,11 +201,59 @@ pub fn sq_dists(x: ArrayView2<f64>) -> Array2<f64> {
     d
 }
 
+/// The training inputs' squared differences, grouped as the length scales are: all axes
+/// summed (one length scale), or one matrix per axis (ARD).
+pub struct Distances {
+    groups: Vec<Array2<f64>>,
+}
+
+impl Distances {
+    pub fn new(x: ArrayView2<f64>, ard: bool) -> Self {
+        let groups = if ard {
+            (0..x.ncols())
+                .map(|d| sq_dists(x.slice(ndarray::s![.., d..d + 1])))
+                .collect()
+        } else {
+            vec![sq_dists(x)]
+        };
+        Distances { groups }
+    }
+
+    /// How many length scales they serve.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// h = r^2 / 2 for every pair, row-major n x n (lower triangle and diagonal filled).
+    fn half_r2(&self, inv2l2: &[f64]) -> Vec<f64> {
+        let n = self.groups[0].nrows();
+        let mut h = vec![0.0; n * n];
+        for (g, (dg, &c)) in self.groups.iter().zip(inv2l2).enumerate() {
+            let ds = dg.as_slice().expect("fresh arrays are contiguous");
+            for i in 0..n {
+                let row = i * n..i * n + i + 1;
+                for (hv, &d) in h[row.clone()].iter_mut().zip(&ds[row]) {
+                    // The first group is assigned, not added to 0: the isotropic h is then
+                    // d2 c itself, as it always was.
+                    *hv = if g == 0 { d * c } else { *hv + d * c };
+                }
+            }
+        }
+        h
+    }
+}
+
 /// The likelihood's factorisation at one set of hyperparameters: what both its value and its
 /// gradient need.
 struct Factored {
     /// The noise-free kernel matrix.
     kf: Array2<f64>,
+    /// -dk/dh (what a length scale's derivative needs), where it is not kf itself (SE).
+    dk: Option<Array2<f64>>,
     l: Array2<f64>,
     alpha: Array1<f64>,
     lml: f64,
@@ -94,24 +261,22 @@ struct Factored {
 
 impl Factored {
     /// None if K is not positive definite.
-    fn new(d2: &Array2<f64>, y: ArrayView1<f64>, h: &GpHyper) -> Option<Self> {
+    fn new(dist: &Distances, y: ArrayView1<f64>, h: &GpHyper) -> Option<Self> {
         let n = y.len();
-        let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
-        // K is symmetric: one exp per pair, over the lower triangle row by row (a loop that
-        // vectorises), then mirrored.
+        // K is symmetric: one kernel value per pair, over the lower triangle row by row (a
+        // loop that vectorises), then mirrored.
+        let hs = dist.half_r2(&h.inv2l2());
         let mut kf = Array2::<f64>::zeros((n, n));
-        kernel_lower(
-            kf.as_slice_mut().expect("fresh arrays are contiguous"),
-            d2.as_standard_layout().as_slice().expect("standard layout"),
-            n,
-            h.signal_var,
-            inv2l2,
-        );
-        for i in 0..n {
-            for j in 0..i {
-                kf[[j, i]] = kf[[i, j]];
-            }
-        }
+        let ks = kf.as_slice_mut().expect("fresh arrays are contiguous");
+        kernel_lower(ks, &hs, n, h.signal_var, h.kernel, false);
+        mirror(&mut kf);
+        let dk = (h.kernel != Kernel::Se).then(|| {
+            let mut dk = Array2::<f64>::zeros((n, n));
+            let ds = dk.as_slice_mut().expect("fresh arrays are contiguous");
+            kernel_lower(ds, &hs, n, h.signal_var, h.kernel, true);
+            mirror(&mut dk);
+            dk
+        });
         let mut k = kf.clone();
         for i in 0..n {
             k[[i, i]] += h.noise_var;
@@ -122,75 +287,119 @@ impl Factored {
         let lml = -0.5 * y.dot(&alpha)
             - 0.5 * log_det
             - 0.5 * n as f64 * libm::log(2.0 * std::f64::consts::PI);
-        Some(Factored { kf, l, alpha, lml })
+        Some(Factored {
+            kf,
+            dk,
+            l,
+            alpha,
+            lml,
+        })
     }
 
-    /// Gradient with respect to (ln length_scale, ln signal_var, ln noise_var):
-    /// 1/2 tr((alpha alpha^T - K^-1) dK/dtheta)  (Rasmussen & Williams 5.9).
-    fn gradient(&self, d2: &Array2<f64>, h: &GpHyper) -> [f64; 3] {
+    /// Gradient with respect to (ln l_1, .., ln l_p, ln signal_var, ln noise_var):
+    /// 1/2 tr((alpha alpha^T - K^-1) dK/dtheta)  (Rasmussen & Williams 5.9), with
+    /// dk/d ln l_g = -dk/dh 2 h_g.
+    fn gradient(&self, dist: &Distances, h: &GpHyper) -> Vec<f64> {
         let n = self.alpha.len();
-        let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
+        let inv = h.inv2l2();
         let (alpha, kf) = (&self.alpha, &self.kf);
+        let dk = self.dk.as_ref().unwrap_or(kf);
         let kinv = crate::linalg::cho_inverse(self.l.view());
-        let (mut g_ls, mut g_sv, mut g_nv) = (0.0, 0.0, 0.0);
+        let mut g_ls = vec![0.0; dist.len()];
+        let (mut g_sv, mut g_nv) = (0.0, 0.0);
         for i in 0..n {
             for j in 0..n {
                 let w = alpha[i] * alpha[j] - kinv[[i, j]];
                 let kij = kf[[i, j]];
-                g_ls += w * kij * d2[[i, j]] * 2.0 * inv2l2;
+                let dkij = dk[[i, j]];
+                for (g, (dg, c)) in g_ls.iter_mut().zip(dist.groups.iter().zip(&inv)) {
+                    *g += w * dkij * dg[[i, j]] * 2.0 * c;
+                }
                 g_sv += w * kij;
             }
             g_nv += (alpha[i] * alpha[i] - kinv[[i, i]]) * h.noise_var;
         }
-        [0.5 * g_ls, 0.5 * g_sv, 0.5 * g_nv]
+        let mut g: Vec<f64> = g_ls.into_iter().map(|v| 0.5 * v).collect();
+        g.push(0.5 * g_sv);
+        g.push(0.5 * g_nv);
+        g
+    }
+}
+
+fn mirror(m: &mut Array2<f64>) {
+    for i in 0..m.nrows() {
+        for j in 0..i {
+            m[[j, i]] = m[[i, j]];
+        }
     }
 }
 
 crate::multiversion! {
-    /// The lower triangle of signal_var exp(-d2 inv2l2), row by row (n x n, row-major).
-    fn kernel_lower(ks: &mut [f64], ds: &[f64], n: usize, signal_var: f64, inv2l2: f64) {
+    /// The lower triangle of signal_var c(h) (or, with `derivative`, of -signal_var dc/dh),
+    /// row by row (n x n, row-major).
+    fn kernel_lower(ks: &mut [f64], hs: &[f64], n: usize, signal_var: f64, kernel: Kernel, derivative: bool) {
         for i in 0..n {
             let row = i * n..i * n + i + 1;
-            for (k, &d) in ks[row.clone()].iter_mut().zip(&ds[row]) {
-                *k = signal_var * fast_exp(-d * inv2l2);
+            let (out, hrow) = (&mut ks[row.clone()], &hs[row]);
+            // One loop per family, so each vectorises.
+            match (kernel, derivative) {
+                (Kernel::Se, _) => {
+                    for (k, &h) in out.iter_mut().zip(hrow) {
+                        *k = signal_var * fast_exp(-h);
+                    }
+                }
+                (other, false) => {
+                    for (k, &h) in out.iter_mut().zip(hrow) {
+                        *k = signal_var * other.corr_with(h, fast_exp);
+                    }
+                }
+                (other, true) => {
+                    for (k, &h) in out.iter_mut().zip(hrow) {
+                        *k = signal_var * other.neg_dcorr_with(h, fast_exp);
+                    }
+                }
             }
         }
     }
 }
 
-/// log p(y | X, h) and, if asked, its gradient with respect to
-/// (ln length_scale, ln signal_var, ln noise_var). None if K is not positive definite.
+/// log p(y | X, h) and, if asked, its gradient with respect to the fit's coordinates
+/// (ln l_1, .., ln l_p, ln signal_var, ln noise_var). None if K is not positive definite.
 pub fn log_marginal_likelihood(
-    d2: &Array2<f64>,
+    dist: &Distances,
     y: ArrayView1<f64>,
     h: &GpHyper,
     with_grad: bool,
-) -> Option<(f64, [f64; 3])> {
-    let f = Factored::new(d2, y, h)?;
+) -> Option<(f64, Vec<f64>)> {
+    let f = Factored::new(dist, y, h)?;
     let g = if with_grad {
-        f.gradient(d2, h)
+        f.gradient(dist, h)
     } else {
-        [0.0; 3]
+        vec![0.0; dist.len() + 2]
     };
     Some((f.lml, g))
 }
 
-/// The negative log likelihood in the fit's coordinates u (ln theta = lo + (hi - lo)
-/// sigmoid(u)), for L-BFGS. It keeps the last factorisation: a line-search trial asks for the
-/// value, and only an accepted one for the gradient, which then reuses the factor (a third of
-/// the trials are rejected, and the gradient's K^-1 is most of an evaluation's work).
+/// The negative log posterior (likelihood times prior) in the fit's coordinates u
+/// (ln theta = lo + (hi - lo) sigmoid(u)), for L-BFGS. It keeps the last factorisation: a
+/// line-search trial asks for the value, and only an accepted one for the gradient, which
+/// then reuses the factor (a third of the trials are rejected, and the gradient's K^-1 is
+/// most of an evaluation's work).
 struct NegLikelihood<'a> {
-    d2: &'a Array2<f64>,
+    dist: &'a Distances,
     y: ArrayView1<'a, f64>,
-    lb: [(f64, f64); 3],
+    kernel: Kernel,
+    prior: HyperPrior,
+    dim: usize,
+    lb: Vec<(f64, f64)>,
     last: Option<(Vec<f64>, Option<Factored>)>,
 }
 
 impl NegLikelihood<'_> {
-    fn theta(&self, u: &[f64]) -> ([f64; 3], [f64; 3]) {
-        let mut t = [0.0; 3];
-        let mut dt = [0.0; 3];
-        for i in 0..3 {
+    fn theta(&self, u: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let mut t = vec![0.0; u.len()];
+        let mut dt = vec![0.0; u.len()];
+        for i in 0..u.len() {
             let s = sigmoid(u[i]);
             t[i] = self.lb[i].0 + (self.lb[i].1 - self.lb[i].0) * s;
             dt[i] = (self.lb[i].1 - self.lb[i].0) * s * (1.0 - s);
@@ -198,12 +407,21 @@ impl NegLikelihood<'_> {
         (t, dt)
     }
 
+    fn hyper(&self, t: &[f64]) -> GpHyper {
+        GpHyper::from_log(self.kernel, t)
+    }
+
     fn factored(&mut self, u: &[f64]) -> Option<&Factored> {
         if self.last.as_ref().is_none_or(|(lu, _)| lu.as_slice() != u) {
-            let h = GpHyper::from_log(&self.theta(u).0);
-            self.last = Some((u.to_vec(), Factored::new(self.d2, self.y, &h)));
+            let h = self.hyper(&self.theta(u).0);
+            self.last = Some((u.to_vec(), Factored::new(self.dist, self.y, &h)));
         }
         self.last.as_ref().and_then(|(_, f)| f.as_ref())
+    }
+
+    /// The log posterior up to a constant at u, from a factorisation at u.
+    fn log_post(&self, lml: f64, t: &[f64]) -> f64 {
+        lml + self.prior.log_density(t, self.dim).0
     }
 }
 
@@ -214,15 +432,21 @@ impl crate::optim::Objective for NegLikelihood<'_> {
     }
 
     fn value(&mut self, u: &[f64]) -> Option<f64> {
-        self.factored(u).map(|f| -f.lml)
+        let lml = self.factored(u)?.lml;
+        Some(-self.log_post(lml, &self.theta(u).0))
     }
 
     fn gradient(&mut self, u: &[f64]) -> Option<Vec<f64>> {
         let (t, dt) = self.theta(u);
-        let h = GpHyper::from_log(&t);
-        let d2 = self.d2;
-        let g = self.factored(u)?.gradient(d2, &h);
-        Some((0..3).map(|i| -g[i] * dt[i]).collect())
+        let h = self.hyper(&t);
+        let dist = self.dist;
+        let mut g = self.factored(u)?.gradient(dist, &h);
+        if self.prior != HyperPrior::None {
+            for (gi, pi) in g.iter_mut().zip(self.prior.log_density(&t, self.dim).1) {
+                *gi += pi;
+            }
+        }
+        Some((0..u.len()).map(|i| -g[i] * dt[i]).collect())
     }
 }
 
@@ -245,45 +469,55 @@ pub struct FitBudget {
     pub restarts: usize,
 }
 
-/// Maximises the log marginal likelihood over the box, starting as `budget` says, plus from
-/// `warm` (the previous optimum) when given. Each coordinate is searched as
-/// ln theta = lo + (hi - lo) sigmoid(u), which keeps every iterate inside the box.
+/// Maximises the log marginal likelihood (plus the log prior) over the box, starting as
+/// `budget` says, plus from `warm` (the previous optimum) when given. Each coordinate is
+/// searched as ln theta = lo + (hi - lo) sigmoid(u), which keeps every iterate inside the box.
 pub fn fit_hyperparameters<R: Rng + ?Sized>(
     x: ArrayView2<f64>,
     y: ArrayView1<f64>,
-    bounds: &HyperBounds,
+    model: &HyperModel,
     budget: FitBudget,
-    warm: Option<GpHyper>,
+    warm: Option<&GpHyper>,
     rng: &mut R,
 ) -> Option<GpHyper> {
-    let d2 = sq_dists(x);
-    let lb = bounds.log_box();
+    let dist = Distances::new(x, model.ard);
+    let p = dist.len();
+    let lb = model.bounds.log_box(p);
     let mut objective = NegLikelihood {
-        d2: &d2,
+        dist: &dist,
         y,
-        lb,
+        kernel: model.kernel,
+        prior: model.prior,
+        dim: x.ncols(),
+        lb: lb.clone(),
         last: None,
     };
     let mut initial: Vec<Vec<f64>> = Vec::with_capacity(budget.restarts + 1);
     if let Some(w) = warm {
-        let l = bounds.clamp(w).to_log();
+        let mut w = model.bounds.clamp(w);
+        if w.length_scales.len() != p {
+            // A warm start of the other shape (an isotropic first guess for an ARD fit).
+            w.length_scales = vec![w.mean_length_scale(); p];
+        }
+        let l = w.to_log();
         initial.push(
-            (0..3)
+            (0..p + 2)
                 .map(|i| {
-                    let p = ((l[i] - lb[i].0) / (lb[i].1 - lb[i].0)).clamp(1e-6, 1.0 - 1e-6);
-                    logit(p)
+                    let q = ((l[i] - lb[i].0) / (lb[i].1 - lb[i].0)).clamp(1e-6, 1.0 - 1e-6);
+                    logit(q)
                 })
                 .collect(),
         );
     }
     let mut candidates: Vec<(f64, Vec<f64>)> = (0..budget.starts)
         .map(|_| {
-            let u: Vec<f64> = (0..3)
+            let u: Vec<f64> = (0..p + 2)
                 .map(|_| logit(rng.random::<f64>().clamp(1e-6, 1.0 - 1e-6)))
                 .collect();
-            let lml = Factored::new(&d2, y, &GpHyper::from_log(&objective.theta(&u).0))
-                .map_or(f64::NEG_INFINITY, |f| f.lml);
-            (lml, u)
+            let t = objective.theta(&u).0;
+            let score = Factored::new(&dist, y, &objective.hyper(&t))
+                .map_or(f64::NEG_INFINITY, |f| objective.log_post(f.lml, &t));
+            (score, u)
         })
         .collect();
     if budget.restarts < budget.starts {
@@ -306,7 +540,7 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
             best = Some((m.value, m.x));
         }
     }
-    best.map(|(_, u)| GpHyper::from_log(&objective.theta(&u).0))
+    best.map(|(_, u)| objective.hyper(&objective.theta(&u).0))
 }
 
 /// GP posterior mean and variance at test points from explicit kernel blocks:
@@ -346,10 +580,10 @@ pub fn standardize(y: &[f64]) -> Array1<f64> {
     Array1::from_iter(y.iter().map(|v| (v - mean) / sd))
 }
 
-/// SE kernel k(a_i, b_j) = s^2 exp(-|a_i - b_j|^2 / (2 l^2)) between the rows of a and b.
-pub fn se_kernel(a: ArrayView2<f64>, b: ArrayView2<f64>, h: &GpHyper) -> Array2<f64> {
-    let inv2l2 = 0.5 / (h.length_scale * h.length_scale);
-    // Squared distances first, then the exponentials in a loop of their own (vectorised).
+/// The kernel matrix k(a_i, b_j) between the rows of a and b.
+pub fn kernel_matrix(a: ArrayView2<f64>, b: ArrayView2<f64>, h: &GpHyper) -> Array2<f64> {
+    let inv = h.inv2l2();
+    // h = r^2 / 2 first, then the kernel in a loop of its own (vectorised).
     let (a, b) = (a.as_standard_layout(), b.as_standard_layout());
     let (ad, bd) = (
         a.as_slice().expect("standard layout"),
@@ -364,26 +598,43 @@ pub fn se_kernel(a: ArrayView2<f64>, b: ArrayView2<f64>, h: &GpHyper) -> Array2<
         .zip(ad.chunks_exact(d.max(1)))
     {
         for (kij, bj) in krow.iter_mut().zip(bd.chunks_exact(d.max(1))) {
-            let mut r2 = 0.0;
-            for (u, v) in ai.iter().zip(bj) {
-                r2 += (u - v) * (u - v);
-            }
-            *kij = r2;
+            *kij = match inv.as_slice() {
+                // The squared distance alone, scaled inside the exponential's loop below.
+                [_] => {
+                    let mut r2 = 0.0;
+                    for (u, v) in ai.iter().zip(bj) {
+                        r2 += (u - v) * (u - v);
+                    }
+                    r2
+                }
+                per_axis => half_r2(ai, bj, per_axis),
+            };
         }
     }
-    scaled_exp(
+    let c = if inv.len() == 1 { inv[0] } else { 1.0 };
+    scaled_corr(
         k.as_slice_mut().expect("fresh arrays are contiguous"),
         h.signal_var,
-        inv2l2,
+        c,
+        h.kernel,
     );
     k
 }
 
 crate::multiversion! {
-    /// v <- scale exp(-v c), element-wise.
-    fn scaled_exp(v: &mut [f64], scale: f64, c: f64) {
-        for x in v.iter_mut() {
-            *x = scale * fast_exp(-*x * c);
+    /// v <- scale c(v c), element-wise.
+    fn scaled_corr(v: &mut [f64], scale: f64, c: f64, kernel: Kernel) {
+        match kernel {
+            Kernel::Se => {
+                for x in v.iter_mut() {
+                    *x = scale * fast_exp(-*x * c);
+                }
+            }
+            other => {
+                for x in v.iter_mut() {
+                    *x = scale * other.corr_with(*x * c, fast_exp);
+                }
+            }
         }
     }
 }
@@ -399,8 +650,8 @@ pub struct GpPosterior {
 }
 
 impl GpPosterior {
-    pub fn fit(x: ArrayView2<f64>, y: ArrayView1<f64>, hyper: GpHyper) -> Option<Self> {
-        let mut k = se_kernel(x, x, &hyper);
+    pub fn fit(x: ArrayView2<f64>, y: ArrayView1<f64>, hyper: &GpHyper) -> Option<Self> {
+        let mut k = kernel_matrix(x, x, hyper);
         for i in 0..k.nrows() {
             k[[i, i]] += hyper.noise_var;
         }
@@ -409,7 +660,7 @@ impl GpPosterior {
         let alpha = crate::linalg::solve_lower_t(chol.view(), z.view());
         Some(GpPosterior {
             x: x.to_owned(),
-            hyper,
+            hyper: hyper.clone(),
             chol,
             alpha,
         })
@@ -431,29 +682,27 @@ impl GpPosterior {
     /// Mean and variance of the latent f at one point with their gradients in x (for
     /// acquisition on a box): with k_x = K(X, x) and v = (K + noise I)^-1 k_x,
     /// d mean = dk_x^T alpha and d var = -2 dk_x^T v, where
-    /// dk_x[i] / dx_d = -k_x[i] (x_d - X_id) / l^2. A floored variance has zero gradient.
+    /// dk_x[i] / dx_d = -k_x[i] (x_d - X_id) / l^2 for the SE kernel. A floored variance has
+    /// zero gradient.
     pub fn predict_grad(&self, x: &[f64]) -> (f64, f64, Vec<f64>, Vec<f64>) {
         let h = &self.hyper;
         let n = self.x.nrows();
-        let inv_l2 = 1.0 / (h.length_scale * h.length_scale);
-        let kx = Array1::from_iter((0..n).map(|i| {
-            let r2: f64 = self
-                .x
-                .row(i)
-                .iter()
-                .zip(x)
-                .map(|(u, v)| (u - v) * (u - v))
-                .sum();
-            h.signal_var * libm::exp(-0.5 * r2 * inv_l2)
-        }));
+        let inv = h.inv2l2();
+        let c = |k: usize| if inv.len() == 1 { inv[0] } else { inv[k] };
+        let hs: Vec<f64> = (0..n)
+            .map(|i| half_r2(self.x.row(i).as_slice().expect("standard layout"), x, &inv))
+            .collect();
+        let kx = Array1::from_iter(hs.iter().map(|&hi| h.signal_var * h.kernel.corr(hi)));
         let v = crate::linalg::cho_solve(self.chol.view(), kx.view());
         let mean = kx.dot(&self.alpha);
         let raw_var = h.signal_var - kx.dot(&v);
         let d = x.len();
         let (mut dm, mut dv) = (vec![0.0; d], vec![0.0; d]);
         for i in 0..n {
+            let slope = h.signal_var * h.kernel.neg_dcorr(hs[i]);
             for k in 0..d {
-                let dk = -kx[i] * (x[k] - self.x[[i, k]]) * inv_l2;
+                // dk/dx_k = dk/dh dh/dx_k = -slope (x_k - X_ik) / l_k^2.
+                let dk = -slope * (x[k] - self.x[[i, k]]) * 2.0 * c(k);
                 dm[k] += dk * self.alpha[i];
                 dv[k] -= 2.0 * dk * v[i];
             }
@@ -478,7 +727,7 @@ impl GpPosterior {
     /// The posterior mean at the rows of `xs` and V = L^-1 K(x, xs), whose column inner
     /// products are what conditioning removes from the prior covariance.
     fn mean_and_whitened(&self, xs: ArrayView2<f64>) -> (Array1<f64>, Array2<f64>) {
-        let kx = se_kernel(self.x.view(), xs, &self.hyper);
+        let kx = kernel_matrix(self.x.view(), xs, &self.hyper);
         // kx^T alpha, each entry summed over the training points in order, a row of kx at a
         // time (contiguous; the strided column dot products summed in the same order).
         let mut mean = Array1::<f64>::zeros(kx.ncols());
@@ -499,12 +748,8 @@ mod tests {
     fn pointwise_prediction_and_gradients_match_batch_and_differences() {
         let x = ndarray::array![[0.1, 0.2], [0.5, 0.9], [0.8, 0.3], [0.3, 0.6]];
         let y = ndarray::array![0.3, -0.5, 1.2, 0.1];
-        let h = GpHyper {
-            length_scale: 0.3,
-            signal_var: 1.5,
-            noise_var: 0.01,
-        };
-        let post = GpPosterior::fit(x.view(), y.view(), h).unwrap();
+        let h = GpHyper::isotropic(Kernel::Se, 0.3, 1.5, 0.01);
+        let post = GpPosterior::fit(x.view(), y.view(), &h).unwrap();
         let at = [0.42, 0.37];
         let (m, v, dm, dv) = post.predict_grad(&at);
         let (bm, bv) = post.predict(ndarray::array![[0.42, 0.37]].view());
@@ -529,17 +774,13 @@ mod tests {
         let x = Array2::from_shape_fn((12, 2), |_| rng.random::<f64>());
         let y = x.column(0).mapv(|v| (5.0 * v).sin()) + x.column(1);
         let xs = Array2::from_shape_fn((30, 2), |_| rng.random::<f64>());
-        let h = GpHyper {
-            length_scale: 0.3,
-            signal_var: 1.7,
-            noise_var: 0.01,
-        };
-        let post = GpPosterior::fit(x.view(), y.view(), h).unwrap();
+        let h = GpHyper::isotropic(Kernel::Se, 0.3, 1.7, 0.01);
+        let post = GpPosterior::fit(x.view(), y.view(), &h).unwrap();
         let (m1, v1) = post.predict(xs.view());
         let kdiag = Array1::from_elem(30, h.signal_var);
         let (m2, v2) = exact_posterior(
-            &se_kernel(x.view(), x.view(), &h),
-            &se_kernel(x.view(), xs.view(), &h),
+            &kernel_matrix(x.view(), x.view(), &h),
+            &kernel_matrix(x.view(), xs.view(), &h),
             &kdiag,
             y.view(),
             h.noise_var,
@@ -554,6 +795,15 @@ mod tests {
         assert!((m0[0] - y[0]).abs() < 0.02 && v0[0] < 0.02);
     }
 
+    fn model() -> HyperModel {
+        HyperModel {
+            kernel: Kernel::Se,
+            ard: false,
+            bounds: bounds(),
+            prior: HyperPrior::None,
+        }
+    }
+
     fn bounds() -> HyperBounds {
         HyperBounds {
             length_scale: (1e-3, 10.0),
@@ -562,38 +812,100 @@ mod tests {
         }
     }
 
+    /// The likelihood's gradient (and with a prior, the posterior's) against central
+    /// differences, for every kernel, one length scale and one per axis.
     #[test]
     fn gradient_matches_finite_differences() {
         let mut rng = stream(1, 0, 0, Purpose::AgentData);
-        let x = Array2::from_shape_fn((12, 2), |_| rng.random::<f64>());
+        let x = Array2::from_shape_fn((12, 3), |_| rng.random::<f64>());
         let y = Array1::from_iter((0..12).map(|i| (i as f64 * 0.7).sin()));
-        let d2 = sq_dists(x.view());
-        let h = GpHyper {
-            length_scale: 0.4,
-            signal_var: 1.3,
-            noise_var: 0.05,
-        };
-        let (_, g) = log_marginal_likelihood(&d2, y.view(), &h, true).unwrap();
-        let l = h.to_log();
-        for i in 0..3 {
-            let eps = 1e-6;
-            let mut up = l;
-            up[i] += eps;
-            let mut dn = l;
-            dn[i] -= eps;
-            let fu = log_marginal_likelihood(&d2, y.view(), &GpHyper::from_log(&up), false)
-                .unwrap()
-                .0;
-            let fd = log_marginal_likelihood(&d2, y.view(), &GpHyper::from_log(&dn), false)
-                .unwrap()
-                .0;
-            let fdg = (fu - fd) / (2.0 * eps);
-            assert!(
-                (fdg - g[i]).abs() < 1e-5 * (1.0 + fdg.abs()),
-                "param {i}: {fdg} vs {}",
-                g[i]
-            );
+        for kernel in [Kernel::Se, Kernel::Matern52, Kernel::Matern32] {
+            for ard in [false, true] {
+                let dist = Distances::new(x.view(), ard);
+                let mut h = GpHyper::isotropic(kernel, 0.4, 1.3, 0.05);
+                if ard {
+                    h.length_scales = vec![0.3, 0.7, 1.9];
+                }
+                let (_, g) = log_marginal_likelihood(&dist, y.view(), &h, true).unwrap();
+                let l = h.to_log();
+                let lml = |l: &[f64]| {
+                    log_marginal_likelihood(&dist, y.view(), &GpHyper::from_log(kernel, l), false)
+                        .unwrap()
+                        .0
+                };
+                for i in 0..l.len() {
+                    let eps = 1e-6;
+                    let (mut up, mut dn) = (l.clone(), l.clone());
+                    up[i] += eps;
+                    dn[i] -= eps;
+                    let fdg = (lml(&up) - lml(&dn)) / (2.0 * eps);
+                    assert!(
+                        (fdg - g[i]).abs() < 1e-5 * (1.0 + fdg.abs()),
+                        "{kernel:?} ard {ard} param {i}: {fdg} vs {}",
+                        g[i]
+                    );
+                }
+                // And the prior's gradient in the same coordinates.
+                let prior = HyperPrior::DimensionScaled;
+                let (_, pg) = prior.log_density(&l, 3);
+                for i in 0..l.len() {
+                    let eps = 1e-6;
+                    let (mut up, mut dn) = (l.clone(), l.clone());
+                    up[i] += eps;
+                    dn[i] -= eps;
+                    let fdg =
+                        (prior.log_density(&up, 3).0 - prior.log_density(&dn, 3).0) / (2.0 * eps);
+                    assert!((fdg - pg[i]).abs() < 1e-6 * (1.0 + fdg.abs()), "prior {i}");
+                }
+            }
         }
+    }
+
+    /// The priors' densities against closed forms: each integrates to one over its natural
+    /// parameter, the log-normal's mode is exp(mu - sigma^2) and the Gamma's (a - 1) / b,
+    /// and the dimension-scaled length-scale prior's median is exp(sqrt 2 + ln(D) / 2).
+    #[test]
+    fn prior_densities_are_the_stated_distributions() {
+        // Integrate e^{log p(e^u)} e^u du over u (the density of x, changed to u).
+        let integrate = |f: &dyn Fn(f64) -> f64| {
+            let (lo, hi, n) = (-40.0, 15.0, 200_000);
+            let du = (hi - lo) / n as f64;
+            (0..n)
+                .map(|i| {
+                    let u = lo + (i as f64 + 0.5) * du;
+                    libm::exp(f(u) + u) * du
+                })
+                .sum::<f64>()
+        };
+        let ln = |u: f64| log_normal(u, 1.2, 0.7).0;
+        assert!((integrate(&ln) - 1.0).abs() < 1e-9);
+        let g = |u: f64| gamma(u, 2.0, 0.15).0;
+        assert!((integrate(&g) - 1.0).abs() < 1e-9);
+        // d/du log p_x(e^u) = x p_x'(x) / p_x(x) vanishes at the mode of x.
+        let (mu, sigma) = (1.2f64, 0.7f64);
+        let mode = mu - sigma * sigma;
+        assert!(log_normal(mode, mu, sigma).1.abs() < 1e-12);
+        assert!(gamma(libm::log(1.0 / 0.15), 2.0, 0.15).1.abs() < 1e-12);
+        // The median of LogNormal(mu, s) is e^mu: half the mass below it.
+        for dim in [1usize, 4, 25] {
+            let mu = std::f64::consts::SQRT_2 + 0.5 * (dim as f64).ln();
+            let mut l = vec![mu, 0.0, -4.0];
+            let lower = {
+                let (lo, n) = (-40.0, 200_000);
+                let du = (mu - lo) / n as f64;
+                (0..n)
+                    .map(|i| {
+                        l[0] = lo + (i as f64 + 0.5) * du;
+                        let v = HyperPrior::DimensionScaled.log_density(&l, dim).0
+                            - gamma(0.0, 2.0, 0.15).0
+                            - log_normal(-4.0, -4.0, 1.0).0;
+                        libm::exp(v + l[0]) * du
+                    })
+                    .sum::<f64>()
+            };
+            assert!((lower - 0.5).abs() < 1e-9, "D = {dim}: {lower}");
+        }
+        assert_eq!(HyperPrior::None.log_density(&[0.1, 0.2, 0.3], 2).0, 0.0);
     }
 
     #[test]
@@ -615,17 +927,16 @@ mod tests {
                 let mut rng = stream(21, rep, 0, Purpose::AgentData);
                 let x =
                     Array1::from_iter((0..150).map(|_| rng.random::<f64>())).insert_axis(Axis(1));
-                let d2 = sq_dists(x.view());
-                let mut k = d2.mapv(|r2| (-r2 / (2.0 * true_ls * true_ls)).exp());
+                let mut k = sq_dists(x.view()).mapv(|r2| (-r2 / (2.0 * true_ls * true_ls)).exp());
                 for i in 0..150 {
                     k[[i, i]] += 1e-3;
                 }
                 let (l, _) = cholesky_jittered(&k).unwrap();
                 let z = Array1::from_iter((0..150).map(|_| StandardNormal.sample(&mut rng)));
                 let y = l.dot(&z);
-                let h = fit_hyperparameters(x.view(), y.view(), &bounds(), budget, None, &mut rng)
+                let h = fit_hyperparameters(x.view(), y.view(), &model(), budget, None, &mut rng)
                     .unwrap();
-                recovered.push(h.length_scale);
+                recovered.push(h.length_scales[0]);
             }
             for ls in &recovered {
                 assert!(
@@ -638,24 +949,35 @@ mod tests {
 
     #[test]
     fn fit_stays_inside_the_bounds() {
-        let x = ndarray::array![[0.1], [0.2], [0.9]];
+        let x = ndarray::array![[0.1, 0.5], [0.2, 0.3], [0.9, 0.8]];
         let y = ndarray::array![1.0, -1.0, 1.0];
         let mut rng = stream(2, 0, 0, Purpose::HyperFit);
         let b = bounds();
-        let h = fit_hyperparameters(
-            x.view(),
-            y.view(),
-            &b,
-            FitBudget {
-                starts: 5,
-                restarts: 2,
-            },
-            None,
-            &mut rng,
-        )
-        .unwrap();
-        assert!(h.length_scale >= b.length_scale.0 && h.length_scale <= b.length_scale.1);
-        assert!(h.noise_var >= b.noise_var.0 && h.noise_var <= b.noise_var.1);
+        for kernel in [Kernel::Se, Kernel::Matern52, Kernel::Matern32] {
+            for (ard, prior) in [
+                (false, HyperPrior::None),
+                (true, HyperPrior::DimensionScaled),
+            ] {
+                let m = HyperModel {
+                    kernel,
+                    ard,
+                    bounds: b,
+                    prior,
+                };
+                let budget = FitBudget {
+                    starts: 5,
+                    restarts: 2,
+                };
+                let h =
+                    fit_hyperparameters(x.view(), y.view(), &m, budget, None, &mut rng).unwrap();
+                assert_eq!(h.kernel, kernel);
+                assert_eq!(h.length_scales.len(), if ard { 2 } else { 1 });
+                for l in &h.length_scales {
+                    assert!(*l >= b.length_scale.0 && *l <= b.length_scale.1);
+                }
+                assert!(h.noise_var >= b.noise_var.0 && h.noise_var <= b.noise_var.1);
+            }
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 pub mod blr;
 pub mod gp;
+pub mod kernel;
 pub mod own;
 pub mod pathwise;
 pub mod rff;

@@ -5,7 +5,7 @@
 //! corrected through the exact kernel (pathwise conditioning, `pathwise.rs`).
 
 use super::blr::BlrPosterior;
-use super::gp::{FitBudget, GpHyper, HyperBounds, fit_hyperparameters, standardize};
+use super::gp::{FitBudget, GpHyper, HyperModel, fit_hyperparameters, standardize};
 use super::pathwise::KernelUpdate;
 use super::rff::RandomFeatures;
 use crate::error::{FboError, Result};
@@ -43,8 +43,10 @@ pub struct OwnSettings {
     /// Refit when the number of observations is a positive multiple of this; None: never.
     pub refit_every: Option<usize>,
     pub fit: FitBudget,
-    pub bounds: HyperBounds,
-    /// Used before the first fit, and throughout when fitting is off.
+    /// The kernel, one length scale or one per axis, the bounds and the prior of every fit.
+    pub model: HyperModel,
+    /// Used before the first fit, and throughout when fitting is off (its kernel is the
+    /// model's).
     pub initial: GpHyper,
     /// Standardise observations before fitting and sampling (argmax is unaffected by the
     /// positive affine map, so the choice only changes what the zero-mean prior means).
@@ -97,7 +99,7 @@ pub struct OwnModel {
 
 impl OwnModel {
     pub fn new(settings: OwnSettings) -> Self {
-        let hyper = settings.initial;
+        let hyper = settings.initial.clone();
         OwnModel {
             settings,
             hyper,
@@ -105,8 +107,8 @@ impl OwnModel {
         }
     }
 
-    pub fn hyper(&self) -> GpHyper {
-        self.hyper
+    pub fn hyper(&self) -> &GpHyper {
+        &self.hyper
     }
 
     /// Refits if the schedule says so; returns whether it did.
@@ -125,11 +127,11 @@ impl OwnModel {
             return false;
         }
         let yv = self.targets(y);
-        let warm = (self.fitted_at > 0).then_some(self.hyper);
+        let warm = (self.fitted_at > 0).then_some(&self.hyper);
         if let Some(h) = fit_hyperparameters(
             x,
             yv.view(),
-            &self.settings.bounds,
+            &self.settings.model,
             self.settings.fit,
             warm,
             rng,
@@ -157,11 +159,12 @@ impl OwnModel {
         y: &[f64],
         rng: &mut R,
     ) -> Result<OwnSample> {
-        let h = self.hyper;
+        let h = &self.hyper;
         let features = RandomFeatures::draw(
             self.settings.features,
             x.ncols(),
-            h.length_scale,
+            h.kernel,
+            &h.length_scales,
             h.signal_var,
             self.settings.normalize_features,
             rng,
@@ -197,7 +200,7 @@ impl OwnModel {
         y: &[f64],
         rng: &mut R,
     ) -> Result<OwnSample> {
-        let h = self.hyper;
+        let h = &self.hyper;
         let m = features.len();
         let weights = Array1::from_iter((0..m).map(|_| StandardNormal.sample(rng)));
         let update = if y.is_empty() {
@@ -229,15 +232,11 @@ impl OwnModel {
 mod tests {
     use super::*;
     use crate::objective::space::Domain;
-    use crate::surrogate::gp::GpPosterior;
+    use crate::surrogate::gp::{GpPosterior, HyperBounds, HyperPrior, Kernel};
     use rand::SeedableRng;
 
-    fn model(sampler: OwnSampler, noise_var: f64, features: usize) -> OwnModel {
-        let h = GpHyper {
-            length_scale: 0.15,
-            signal_var: 1.0,
-            noise_var,
-        };
+    fn model(sampler: OwnSampler, noise_var: f64, features: usize, kernel: Kernel) -> OwnModel {
+        let h = GpHyper::isotropic(kernel, 0.15, 1.0, noise_var);
         OwnModel::new(OwnSettings {
             features,
             normalize_features: true,
@@ -246,10 +245,15 @@ mod tests {
                 starts: 1,
                 restarts: 1,
             },
-            bounds: HyperBounds {
-                length_scale: (0.01, 1.0),
-                signal_var: (0.1, 10.0),
-                noise_var: (1e-8, 1.0),
+            model: HyperModel {
+                kernel,
+                ard: false,
+                bounds: HyperBounds {
+                    length_scale: (0.01, 1.0),
+                    signal_var: (0.1, 10.0),
+                    noise_var: (1e-8, 1.0),
+                },
+                prior: HyperPrior::None,
             },
             initial: h,
             normalize_y: false,
@@ -262,14 +266,15 @@ mod tests {
         (x, vec![0.4, -0.9, 0.2, 1.3])
     }
 
-    /// With almost no noise a pathwise sample passes through the data whatever its features.
+    /// With almost no noise a pathwise sample passes through the data whatever its features
+    /// (here with the roughest kernel).
     #[test]
     fn pathwise_samples_interpolate_the_data() {
         let (x, y) = data();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         for _ in 0..20 {
             // Noise sd 1e-5: the sample at a datum is y - eps up to rounding.
-            let s = model(OwnSampler::Pathwise, 1e-10, 200)
+            let s = model(OwnSampler::Pathwise, 1e-10, 200, Kernel::Matern32)
                 .sample(x.view(), &y, &mut rng)
                 .unwrap();
             for (xi, yi) in x.rows().into_iter().zip(&y) {
@@ -288,8 +293,8 @@ mod tests {
         let (x, y) = data();
         let grid = Domain::grid_1d(41);
         let draws = 4000;
-        let worst_z = |sampler: OwnSampler| -> f64 {
-            let m = model(sampler, 0.01, 10);
+        let worst_z = |sampler: OwnSampler, kernel: Kernel| -> f64 {
+            let m = model(sampler, 0.01, 10, kernel);
             let gp =
                 GpPosterior::fit(x.view(), ndarray::ArrayView1::from(&y[..]), m.hyper()).unwrap();
             let (mean, _) = gp.predict(grid.points());
@@ -323,12 +328,17 @@ mod tests {
                 })
                 .fold(0.0, f64::max)
         };
-        let pathwise = worst_z(OwnSampler::Pathwise);
-        let rff = worst_z(OwnSampler::Rff);
-        assert!(
-            pathwise < 4.5,
-            "pathwise mean off by {pathwise} standard errors"
-        );
-        assert!(rff > 10.0, "RFF mean off by only {rff} standard errors");
+        for kernel in [Kernel::Se, Kernel::Matern52, Kernel::Matern32] {
+            let pathwise = worst_z(OwnSampler::Pathwise, kernel);
+            let rff = worst_z(OwnSampler::Rff, kernel);
+            assert!(
+                pathwise < 4.5,
+                "{kernel:?}: pathwise mean off by {pathwise} standard errors"
+            );
+            assert!(
+                rff > 10.0,
+                "{kernel:?}: RFF mean off by only {rff} standard errors"
+            );
+        }
     }
 }

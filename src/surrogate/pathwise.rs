@@ -10,7 +10,8 @@
 //! misstate the variance. The cost is an n x n Cholesky plus n kernel columns over the
 //! domain, against the M x M posterior of the feature weights.
 
-use super::gp::{GpHyper, se_kernel};
+use super::gp::{GpHyper, kernel_matrix};
+use super::kernel::half_r2;
 use crate::linalg::{cho_solve, cholesky_jittered, dot};
 use crate::objective::space::Domain;
 use ndarray::{Array1, Array2, ArrayView2};
@@ -26,73 +27,80 @@ pub struct KernelUpdate {
 impl KernelUpdate {
     /// The update for observations at the rows of `x` given the residual y - f(X) - eps.
     /// None when K + s_n^2 I is not positive definite even with jitter.
-    pub fn new(x: ArrayView2<f64>, residual: Array1<f64>, hyper: GpHyper) -> Option<Self> {
-        let mut k = se_kernel(x, x, &hyper);
+    pub fn new(x: ArrayView2<f64>, residual: Array1<f64>, hyper: &GpHyper) -> Option<Self> {
+        let mut k = kernel_matrix(x, x, hyper);
         for i in 0..k.nrows() {
             k[[i, i]] += hyper.noise_var;
         }
         let (l, _) = cholesky_jittered(&k)?;
         let v = cho_solve(l.view(), residual.view());
         Some(KernelUpdate {
-            x: x.to_owned(),
+            x: x.as_standard_layout().into_owned(),
             v,
-            hyper,
+            hyper: hyper.clone(),
         })
     }
 
-    fn inv_2l2(&self) -> f64 {
-        0.5 / (self.hyper.length_scale * self.hyper.length_scale)
-    }
-
-    /// The update at every point of a grid. On a tensor-product grid the SE kernel is a
-    /// product over axes, so the exponentials are taken per axis value (n (n_1 + ... + n_D)
-    /// of them instead of n n_1 ... n_D) and multiplied out.
+    /// The update at every point of a grid. On a tensor-product grid h = r^2 / 2 is a sum
+    /// over axes: the per-axis terms are tabulated once (n (n_1 + ... + n_D) of them instead
+    /// of n n_1 ... n_D) and, for the SE kernel, whose exponential is then a product over
+    /// axes, so are the exponentials.
     pub fn on_grid(&self, grid: &Domain) -> Vec<f64> {
         let n = self.x.nrows();
-        let c = self.inv_2l2();
+        let inv = self.hyper.inv2l2();
         let s2 = self.hyper.signal_var;
+        let kernel = self.hyper.kernel;
         let Some(axes) = grid.axes() else {
             return grid
                 .points()
                 .rows()
                 .into_iter()
                 .map(|p| {
+                    let p = p.as_slice().expect("standard layout");
                     let mut sum = 0.0;
                     for (xi, vi) in self.x.rows().into_iter().zip(&self.v) {
-                        let r2: f64 = p.iter().zip(xi).map(|(a, b)| (a - b) * (a - b)).sum();
-                        sum += vi * libm::exp(-r2 * c);
+                        let h = half_r2(p, xi.as_slice().expect("standard layout"), &inv);
+                        sum += vi * kernel.corr(h);
                     }
                     s2 * sum
                 })
                 .collect();
         };
-        // table[k][a * n + i] = exp(-(axes[k][a] - X[i, k])^2 / (2 l^2)): observations
-        // contiguous, so the products and the final sums run over contiguous slices.
+        let c = |k: usize| if inv.len() == 1 { inv[0] } else { inv[k] };
+        // table[k][a * n + i]: exp(-(axes[k][a] - X[i, k])^2 c_k) for the SE kernel, the
+        // term (axes[k][a] - X[i, k])^2 c_k itself otherwise. Observations contiguous, so the
+        // combinations and the final sums run over contiguous slices.
+        let separable = kernel.separable();
         let table: Vec<Vec<f64>> = axes
             .iter()
             .enumerate()
             .map(|(k, axis)| {
+                let ck = c(k);
                 let mut t = Vec::with_capacity(axis.len() * n);
                 for &a in axis {
                     t.extend(self.x.column(k).iter().map(|&xi| {
                         let d = a - xi;
-                        libm::exp(-d * d * c)
+                        if separable {
+                            libm::exp(-d * d * ck)
+                        } else {
+                            d * d * ck
+                        }
                     }));
                 }
                 t
             })
             .collect();
-        // Prefix products over all axes but the last, weighted by v: one row of n per point
-        // of the leading axes.
+        // Combined over all axes but the last (products of exponentials weighted by v, or
+        // sums of terms): one row of n per point of the leading axes.
         let d = axes.len();
         let mut prefix: Vec<f64> = Vec::with_capacity(axes[0].len() * n);
         for a in 0..axes[0].len() {
-            prefix.extend(
-                table[0][a * n..(a + 1) * n]
-                    .iter()
-                    .zip(&self.v)
-                    .map(|(e, v)| e * v),
-            );
+            let row = &table[0][a * n..(a + 1) * n];
+            if separable {
+                prefix.extend(row.iter().zip(&self.v).map(|(e, v)| e * v));
+            } else {
+                prefix.extend_from_slice(row);
+            }
         }
         for k in 1..d - 1 {
             let rows = prefix.len() / n;
@@ -100,40 +108,58 @@ impl KernelUpdate {
             for r in 0..rows {
                 let row = &prefix[r * n..(r + 1) * n];
                 for a in 0..axes[k].len() {
-                    next.extend(
-                        row.iter()
-                            .zip(&table[k][a * n..(a + 1) * n])
-                            .map(|(p, e)| p * e),
-                    );
+                    let t = row.iter().zip(&table[k][a * n..(a + 1) * n]);
+                    if separable {
+                        next.extend(t.map(|(p, e)| p * e));
+                    } else {
+                        next.extend(t.map(|(p, e)| p + e));
+                    }
                 }
             }
             prefix = next;
         }
         let last = &table[d - 1];
         let mut out = Vec::with_capacity(grid.len());
+        let mut hs = vec![0.0; n];
         for r in 0..prefix.len() / n {
             let row = &prefix[r * n..(r + 1) * n];
             for a in 0..axes[d - 1].len() {
-                out.push(s2 * dot(row, &last[a * n..(a + 1) * n]));
+                let t = &last[a * n..(a + 1) * n];
+                if separable {
+                    out.push(s2 * dot(row, t));
+                } else {
+                    for ((h, p), e) in hs.iter_mut().zip(row).zip(t) {
+                        *h = p + e;
+                    }
+                    let sum: f64 = hs
+                        .iter()
+                        .zip(&self.v)
+                        .map(|(&h, v)| v * kernel.corr_with(h, crate::fastmath::fast_exp))
+                        .sum();
+                    out.push(s2 * sum);
+                }
             }
         }
         out
     }
 
     /// The update at one point, and its gradient added into `grad` when given:
-    /// d/dx_d k(x, X_i) = -k(x, X_i) (x_d - X_id) / l^2.
+    /// d/dx_d k(x, X_i) = -s^2 (-dc/dh) (x_d - X_id) / l_d^2.
     pub fn value_grad(&self, x: &[f64], grad: Option<&mut [f64]>) -> f64 {
-        let c = self.inv_2l2();
+        let inv = self.hyper.inv2l2();
+        let c = |k: usize| if inv.len() == 1 { inv[0] } else { inv[k] };
         let s2 = self.hyper.signal_var;
+        let kernel = self.hyper.kernel;
         let mut value = 0.0;
         let mut g = grad;
         for (xi, &vi) in self.x.rows().into_iter().zip(&self.v) {
-            let r2: f64 = x.iter().zip(xi).map(|(a, b)| (a - b) * (a - b)).sum();
-            let kv = s2 * libm::exp(-r2 * c) * vi;
-            value += kv;
+            let xi = xi.as_slice().expect("standard layout");
+            let h = half_r2(x, xi, &inv);
+            value += s2 * kernel.corr(h) * vi;
             if let Some(g) = g.as_deref_mut() {
-                for (gd, (a, b)) in g.iter_mut().zip(x.iter().zip(xi)) {
-                    *gd -= kv * (a - b) * 2.0 * c;
+                let slope = s2 * kernel.neg_dcorr(h) * vi;
+                for (d, (gd, (a, b))) in g.iter_mut().zip(x.iter().zip(xi)).enumerate() {
+                    *gd -= slope * (a - b) * 2.0 * c(d);
                 }
             }
         }
@@ -145,58 +171,69 @@ impl KernelUpdate {
 mod tests {
     use super::*;
     use crate::objective::space::Domain;
+    use crate::surrogate::kernel::Kernel;
     use ndarray::Array2;
 
-    fn hyper() -> GpHyper {
-        GpHyper {
-            length_scale: 0.2,
-            signal_var: 1.7,
-            noise_var: 0.05,
+    /// Every kernel, with one length scale and with one per axis.
+    fn hypers() -> Vec<GpHyper> {
+        let mut all = Vec::new();
+        for kernel in [Kernel::Se, Kernel::Matern52, Kernel::Matern32] {
+            let iso = GpHyper::isotropic(kernel, 0.2, 1.7, 0.05);
+            let mut ard = iso.clone();
+            ard.length_scales = vec![0.15, 0.4];
+            all.push(iso);
+            all.push(ard);
         }
+        all
     }
 
     /// The update on a grid, per axis or pointwise, equals k(grid, X) v formed directly.
     #[test]
     fn grid_update_equals_the_kernel_columns() {
-        let x = ndarray::array![[0.1, 0.7], [0.4, 0.4], [0.95, 0.05]];
-        let upd = KernelUpdate::new(x.view(), ndarray::array![0.3, -1.2, 0.8], hyper()).unwrap();
-        let axis0 = [0.0, 0.3, 0.6, 1.0];
-        let axis1 = [0.0, 0.5, 1.0];
-        let mut pts = Array2::zeros((12, 2));
-        for (p, (a, b)) in axis0
-            .iter()
-            .flat_map(|a| axis1.iter().map(move |b| (*a, *b)))
-            .enumerate()
-        {
-            pts[[p, 0]] = a;
-            pts[[p, 1]] = b;
-        }
-        let direct = se_kernel(pts.view(), x.view(), &hyper()).dot(&upd.v);
-        let tensor = Domain::new(pts.clone());
-        assert!(tensor.axes().is_some());
-        for (got, want) in upd.on_grid(&tensor).iter().zip(&direct) {
-            assert!((got - want).abs() < 1e-13, "{got} vs {want}");
-        }
-        // A grid that is not a product takes the pointwise path.
-        let scattered = Domain::new(ndarray::array![[0.2, 0.9], [0.5, 0.1], [0.8, 0.8]]);
-        assert!(scattered.axes().is_none());
-        let want = se_kernel(scattered.points(), x.view(), &hyper()).dot(&upd.v);
-        for (got, want) in upd.on_grid(&scattered).iter().zip(&want) {
-            assert!((got - want).abs() < 1e-13);
-        }
-        // And one point with its gradient, against central differences.
-        let p = [0.33, 0.61];
-        let mut g = vec![0.0; 2];
-        let v = upd.value_grad(&p, Some(&mut g));
-        let at = ndarray::array![[p[0], p[1]]];
-        assert!((v - se_kernel(at.view(), x.view(), &hyper()).dot(&upd.v)[0]).abs() < 1e-13);
-        for d in 0..2 {
-            let h = 1e-6;
-            let (mut a, mut b) = (p, p);
-            a[d] += h;
-            b[d] -= h;
-            let fd = (upd.value_grad(&a, None) - upd.value_grad(&b, None)) / (2.0 * h);
-            assert!((g[d] - fd).abs() < 1e-7, "dim {d}: {} vs {fd}", g[d]);
+        for hyper in hypers() {
+            let x = ndarray::array![[0.1, 0.7], [0.4, 0.4], [0.95, 0.05]];
+            let upd = KernelUpdate::new(x.view(), ndarray::array![0.3, -1.2, 0.8], &hyper).unwrap();
+            let axis0 = [0.0, 0.3, 0.6, 1.0];
+            let axis1 = [0.0, 0.5, 1.0];
+            let mut pts = Array2::zeros((12, 2));
+            for (p, (a, b)) in axis0
+                .iter()
+                .flat_map(|a| axis1.iter().map(move |b| (*a, *b)))
+                .enumerate()
+            {
+                pts[[p, 0]] = a;
+                pts[[p, 1]] = b;
+            }
+            let direct = kernel_matrix(pts.view(), x.view(), &hyper.clone()).dot(&upd.v);
+            let tensor = Domain::new(pts.clone());
+            assert!(tensor.axes().is_some());
+            for (got, want) in upd.on_grid(&tensor).iter().zip(&direct) {
+                assert!((got - want).abs() < 1e-13, "{got} vs {want}");
+            }
+            // A grid that is not a product takes the pointwise path.
+            let scattered = Domain::new(ndarray::array![[0.2, 0.9], [0.5, 0.1], [0.8, 0.8]]);
+            assert!(scattered.axes().is_none());
+            let want = kernel_matrix(scattered.points(), x.view(), &hyper.clone()).dot(&upd.v);
+            for (got, want) in upd.on_grid(&scattered).iter().zip(&want) {
+                assert!((got - want).abs() < 1e-13);
+            }
+            // And one point with its gradient, against central differences.
+            let p = [0.33, 0.61];
+            let mut g = vec![0.0; 2];
+            let v = upd.value_grad(&p, Some(&mut g));
+            let at = ndarray::array![[p[0], p[1]]];
+            assert!(
+                (v - kernel_matrix(at.view(), x.view(), &hyper.clone()).dot(&upd.v)[0]).abs()
+                    < 1e-13
+            );
+            for d in 0..2 {
+                let h = 1e-6;
+                let (mut a, mut b) = (p, p);
+                a[d] += h;
+                b[d] -= h;
+                let fd = (upd.value_grad(&a, None) - upd.value_grad(&b, None)) / (2.0 * h);
+                assert!((g[d] - fd).abs() < 1e-7, "dim {d}: {} vs {fd}", g[d]);
+            }
         }
     }
 }

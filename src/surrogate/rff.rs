@@ -1,10 +1,12 @@
-//! Random Fourier features for the isotropic SE kernel (FTS paper App. A; Rahimi & Recht).
+//! Random Fourier features (FTS paper App. A; Rahimi & Recht) for the SE and Matern kernels.
 //!
-//! phi(x) = sqrt(2/M) cos(S x + b), s_j ~ N(0, l^-2 I), b_j ~ U[0, 2 pi). The paper then
+//! phi(x) = sqrt(2/M) cos(S x + b), s_j from the kernel's spectral density (N(0, l^-2 I) for
+//! the SE kernel, `kernel.rs`), b_j ~ U[0, 2 pi). The paper then
 //! rescales every phi(x) to squared norm sigma_0^2 (`normalize = true`), which makes
 //! phi(x)^T phi(x) equal the kernel's variance exactly; without it the kernel estimate is
 //! unbiased instead.
 
+use super::kernel::Kernel;
 use crate::fastmath::{fast_cos, fast_sin};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
@@ -108,22 +110,29 @@ pub struct RandomFeatures {
 }
 
 impl RandomFeatures {
+    /// M features of `kernel` with one length scale for every axis, or one per axis:
+    /// s_j = z_j / l * kernel.spectral_scale() with z_j ~ N(0, I).
     pub fn draw<R: Rng + ?Sized>(
         m: usize,
         dim: usize,
-        length_scale: f64,
+        kernel: Kernel,
+        length_scales: &[f64],
         variance: f64,
         normalize: bool,
         rng: &mut R,
     ) -> Self {
-        // Draw feature by feature (s_j then b_j) so that the first k features of a draw with
-        // M > k are not the same as those of a draw with M = k only by accident of layout.
+        // Draw feature by feature (its Student-t scale, s_j, then b_j) so that the first k
+        // features of a draw with M > k are not the same as those of a draw with M = k only
+        // by accident of layout. The SE kernel draws no scale (and multiplying by 1 changes
+        // no bit): its features are the ones it always drew.
         let mut freq = vec![vec![0.0; m]; dim];
         let mut phase = vec![0.0; m];
         for j in 0..m {
-            for f in freq.iter_mut() {
+            let t = kernel.spectral_scale(rng);
+            for (d, f) in freq.iter_mut().enumerate() {
                 let z: f64 = StandardNormal.sample(rng);
-                f[j] = z / length_scale;
+                let l = length_scales[if length_scales.len() == 1 { 0 } else { d }];
+                f[j] = z * t / l;
             }
             phase[j] = rng.random::<f64>() * 2.0 * PI;
         }
@@ -390,7 +399,8 @@ mod tests {
             let axes = domain.axes().expect("a tensor grid");
             assert_eq!(axes.len(), dims);
             for _ in 0..20 {
-                let rf = RandomFeatures::draw(m, dims, 0.1, 1.3, normalize, &mut rng);
+                let rf =
+                    RandomFeatures::draw(m, dims, Kernel::Se, &[0.1], 1.3, normalize, &mut rng);
                 let w: Vec<f64> = (0..m).map(|_| StandardNormal.sample(&mut rng)).collect();
                 let a = rf.argmax(pts.view(), ndarray::ArrayView1::from(&w[..]), None);
                 let b = rf.argmax_tensor(axes, &w, None);
@@ -423,7 +433,7 @@ mod tests {
         let mut total = 0.0;
         for rep in 0..5 {
             let mut rng = stream(7, rep, 0, Purpose::SharedFeatures);
-            let rf = RandomFeatures::draw(m, 1, 0.2, 1.0, normalize, &mut rng);
+            let rf = RandomFeatures::draw(m, 1, Kernel::Se, &[0.2], 1.0, normalize, &mut rng);
             let phi = rf.matrix(xs.view());
             let k = phi.dot(&phi.t());
             let mut worst: f64 = 0.0;
@@ -450,10 +460,69 @@ mod tests {
         }
     }
 
+    /// For every kernel, with one length scale per axis, unnormalised features estimate
+    /// k(x, x') without bias and with the variance theory gives: phi_j(x) phi_j(x') =
+    /// cos(s_j tau) + cos(s_j (x + x') + 2 b_j), so the mean over M features has variance
+    /// (1 + k(2 tau) / 2 - k(tau)^2) / M. M times the mean squared error over pairs must match
+    /// the mean of that bracket at every M: a wrong spectral density leaves a bias that does
+    /// not shrink, and M MSE then grows with M.
+    #[test]
+    fn every_kernel_s_features_converge_at_the_rate_theory_gives() {
+        use crate::surrogate::gp::GpHyper;
+        let ls = [0.2, 0.5];
+        let pts: Vec<[f64; 2]> = (0..36)
+            .map(|i| [(i % 6) as f64 / 5.0, (i / 6) as f64 / 5.0])
+            .collect();
+        for kernel in [Kernel::Se, Kernel::Matern52, Kernel::Matern32] {
+            let mut h = GpHyper::isotropic(kernel, 1.0, 1.0, 0.0);
+            h.length_scales = ls.to_vec();
+            let k = |a: &[f64], b: &[f64]| h.k(a, b);
+            let theory: f64 = pts
+                .iter()
+                .flat_map(|a| pts.iter().map(move |b| (a, b)))
+                .map(|(a, b)| {
+                    let twice = [a[0] + (a[0] - b[0]), a[1] + (a[1] - b[1])];
+                    1.0 + k(&twice, b) / 2.0 - k(a, b).powi(2)
+                })
+                .sum::<f64>()
+                / (pts.len() * pts.len()) as f64;
+            for m in [64usize, 1024, 16384] {
+                let draws = 160usize;
+                let (mut sq, mut bias) = (0.0, 0.0);
+                for rep in 0..draws {
+                    let mut rng = stream(9, rep as u64, m as u64, Purpose::SharedFeatures);
+                    let rf = RandomFeatures::draw(m, 2, kernel, &ls, 1.0, false, &mut rng);
+                    let x = Array2::from_shape_fn((pts.len(), 2), |(i, d)| pts[i][d]);
+                    let phi = rf.matrix(x.view());
+                    let approx = phi.dot(&phi.t());
+                    for (i, a) in pts.iter().enumerate() {
+                        for (j, b) in pts.iter().enumerate() {
+                            let e = approx[[i, j]] - k(a, b);
+                            sq += e * e;
+                            bias += e;
+                        }
+                    }
+                }
+                let n = (draws * pts.len() * pts.len()) as f64;
+                let scaled = m as f64 * sq / n;
+                assert!(
+                    (scaled / theory - 1.0).abs() < 0.12,
+                    "{kernel:?} M = {m}: M MSE {scaled} vs theory {theory}"
+                );
+                // The mean error is noise of s.d. about sqrt(theory / (M draws)) or less.
+                assert!(
+                    (bias / n).abs() < 4.0 * (theory / (m * draws) as f64).sqrt(),
+                    "{kernel:?} M = {m}: bias {}",
+                    bias / n
+                );
+            }
+        }
+    }
+
     #[test]
     fn normalised_features_have_the_kernel_variance_as_squared_norm() {
         let mut rng = stream(1, 0, 0, Purpose::SharedFeatures);
-        let rf = RandomFeatures::draw(30, 2, 0.1, 2.5, true, &mut rng);
+        let rf = RandomFeatures::draw(30, 2, Kernel::Se, &[0.1], 2.5, true, &mut rng);
         let xs = ndarray::array![[0.1, 0.9], [0.5, 0.5], [1.0, 0.0]];
         for row in rf.matrix(xs.view()).rows() {
             assert!((row.dot(&row) - 2.5).abs() < 1e-12);
@@ -464,7 +533,7 @@ mod tests {
     fn value_gradient_matches_central_differences() {
         for normalize in [true, false] {
             let mut rng = stream(9, 0, 0, Purpose::SharedFeatures);
-            let rf = RandomFeatures::draw(50, 3, 0.3, 1.7, normalize, &mut rng);
+            let rf = RandomFeatures::draw(50, 3, Kernel::Se, &[0.3], 1.7, normalize, &mut rng);
             let w: Vec<f64> = (0..50).map(|j| ((j * 5 % 13) as f64 - 6.0) / 4.0).collect();
             let x = [0.2, 0.7, 0.45];
             let mut g = [0.0; 3];
@@ -489,7 +558,7 @@ mod tests {
     #[test]
     fn feature_jacobian_matches_central_differences() {
         let mut rng = stream(4, 0, 0, Purpose::SharedFeatures);
-        let rf = RandomFeatures::draw(20, 2, 0.2, 1.0, true, &mut rng);
+        let rf = RandomFeatures::draw(20, 2, Kernel::Se, &[0.2], 1.0, true, &mut rng);
         let x = [0.3, 0.8];
         let (phi, jac) = rf.feature_jacobian(&x);
         assert!(
@@ -513,7 +582,7 @@ mod tests {
     #[test]
     fn streaming_argmax_agrees_with_matrix_product() {
         let mut rng = stream(3, 0, 0, Purpose::SharedFeatures);
-        let rf = RandomFeatures::draw(40, 1, 0.05, 1.0, true, &mut rng);
+        let rf = RandomFeatures::draw(40, 1, Kernel::Se, &[0.05], 1.0, true, &mut rng);
         let xs = Array::linspace(0.0, 1.0, 500).insert_axis(ndarray::Axis(1));
         let w = Array::from_iter((0..40).map(|j| ((j * 7 % 11) as f64 - 5.0) / 3.0));
         let vals = rf.matrix(xs.view()).dot(&w);
