@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# The closed-form benchmark suite (issue 24), fbo's side: single-agent TS with the RFF and the
-# pathwise own sample at M_target = 100 and 1000 on every problem, the same seeds, initial
-# points and noise (s.d. 0.1); then the final simple regret per problem and setting, and fbo
-# compare's paired differences (M = 1000 against 100, pathwise against RFF). Not part of CI: about an hour on 2 cores (the M = 1000 samples
-# dominate); FBO_SUITE_QUICK=1 runs two problems on 3 seeds to check the script, and
-# FBO_SUITE_PROBLEMS (see below) a subset.
+# The closed-form benchmark suite (issue 24), fbo's side: single-agent TS with the papers' own
+# sample (SE kernel, one length scale, maximum likelihood, RFF posterior on M_target = 100
+# features) against fbo's defaults for new specs (pathwise conditioning, Hvarfner et al.'s
+# priors, one length scale per axis from 10 observations per axis on), on every problem, the
+# same seeds, initial points and noise (s.d. 0.1); then the final simple regret per problem and
+# setting, and fbo compare's paired differences. Not part of CI: about 15 minutes on 2 cores;
+# FBO_SUITE_QUICK=1 runs two problems on 3 seeds to check the script, and FBO_SUITE_PROBLEMS
+# (see below) a subset.
 #
 #   scripts/bench-suite.sh            # writes results/bench-suite/final.csv and compare/*.txt
 #
-# The BoTorch side (issue 24 item 4) is not here yet.
+# BoTorch side by side: scripts/bench-botorch.sh.
 source "$(dirname "$0")/lib.sh"
 OUT="$ROOT/results/bench-suite"
 mkdir -p "$OUT/specs" "$OUT/compare"
@@ -60,27 +62,22 @@ agents = 1
 
 [[algorithm]]
 kind = "ts"
-label = "TS rff"
 
-[[algorithm]]
-kind = "ts"
-label = "TS pathwise"
-own_sample = "pathwise"
-
-# M_target, the own sample's features: the same seeds and initial points at both.
+# The papers' own sample against the defaults (set explicitly, so that this comparison does not
+# move if the defaults do): the same seeds and initial points at both.
 [sweep]
-"surrogate.own.features" = [100, 1000]
+points = [
+  { "surrogate.own.sample" = "rff", "surrogate.own.ard" = false, "surrogate.own.prior" = "none" },
+  { "surrogate.own.sample" = "pathwise", "surrogate.own.ard" = "auto", "surrogate.own.prior" = "dimension-scaled" },
+]
 EOF
     echo "bench-suite: $name" >&2
     "$FBO" sweep "$spec" --out "$OUT/$name" --quiet --no-timing
-    # point, features, algorithm, runs, ..., mean and s.e. of the final simple regret.
+    # point, the three keys, algorithm, runs, ..., mean and s.e. of the final simple regret.
     awk -F, -v p="$name" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-        { print p "," $c["algorithm"] " M=" $2 "," $c["runs"] "," $c["mean_simple_regret"] "," $c["se_simple_regret"] }' \
+        { print p "," ($c["surrogate.own.sample"] == "rff" ? "papers" : "default") "," $c["runs"] "," $c["mean_simple_regret"] "," $c["se_simple_regret"] }' \
         "$OUT/$name/sweep.csv" >>"$final"
-    # Paired: M = 1000 against M = 100 per sampler, and pathwise against RFF at each M.
-    "$FBO" compare "$OUT/$name" >"$OUT/compare/$name-features.txt"
-    for point in "$OUT/$name"/points/*/; do
-        "$FBO" compare "$point" >"$OUT/compare/$name-$(basename "$point")-sampler.txt"
-    done
+    # Paired: the defaults against the papers' sample, run by run.
+    "$FBO" compare "$OUT/$name" >"$OUT/compare/$name.txt"
 done
 column -s, -t "$final"

@@ -245,7 +245,7 @@ fn fit_quality(path: &std::path::Path) -> Result<()> {
             );
             t_full += tf;
             t_cheap += tc;
-            let dist = Distances::new(x.view(), own.model.ard);
+            let dist = Distances::new(x.view(), own.model.ard.applies(n, d));
             let lml = |h: &Option<GpHyper>| {
                 h.as_ref()
                     .and_then(|h| log_marginal_likelihood(&dist, y.view(), h, false))
@@ -408,7 +408,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             },
             model: HyperModel {
                 kernel: Kernel::Se,
-                ard: false,
+                ard: crate::surrogate::gp::Ard::Off,
                 bounds: HyperBounds {
                     length_scale: (0.005, 2.0),
                     signal_var: (0.05, 20.0),

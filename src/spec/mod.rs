@@ -13,7 +13,7 @@ use crate::objective::space::{Domain, Param, Scale, Space};
 use crate::objective::table::TableMeta;
 use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Sampling};
-use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel};
+use crate::surrogate::gp::{Ard, FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel};
 use crate::surrogate::own::{OwnSampler, OwnSettings};
 use schedule::{Form, Schedule};
 use serde::Deserialize;
@@ -447,7 +447,7 @@ struct RawSurrogate {
 #[serde(deny_unknown_fields)]
 struct RawOwn {
     features: Option<i64>,
-    ard: Option<bool>,
+    ard: Option<toml::Value>,
     prior: Option<String>,
     fit: Option<bool>,
     refit_every: Option<i64>,
@@ -812,12 +812,23 @@ impl Spec {
         );
         let model = HyperModel {
             kernel,
-            ard: ro.ard.unwrap_or(false),
+            ard: match &ro.ard {
+                None => Ard::AUTO,
+                Some(toml::Value::Boolean(false)) => Ard::Off,
+                Some(toml::Value::Boolean(true)) => Ard::On,
+                Some(toml::Value::String(s)) if s == "auto" => Ard::AUTO,
+                Some(other) => {
+                    return Err(c.err(
+                        "surrogate.own.ard",
+                        format!("must be true, false or \"auto\", got {other}"),
+                    ));
+                }
+            },
             bounds,
             prior: c.choice(
                 "surrogate.own.prior",
                 ro.prior.as_deref(),
-                HyperPrior::None,
+                HyperPrior::DimensionScaled,
                 "prior",
                 HyperPrior::NAMES,
                 HyperPrior::parse,
@@ -848,7 +859,7 @@ impl Spec {
             sampler: c.sampler(
                 "surrogate.own.sample",
                 ro.sample.as_deref(),
-                OwnSampler::Rff,
+                OwnSampler::Pathwise,
             )?,
         };
         let surrogate = SurrogateSpec {
@@ -1082,9 +1093,12 @@ impl Spec {
                         (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
                         _ => "TS".to_string(),
                     };
-                    match own_sample {
-                        OwnSampler::Pathwise => base + " pathwise",
-                        OwnSampler::Rff => base,
+                    // Named only where it departs from the spec's, so that the algorithms of a
+                    // spec that sets no own sample keep their plain names.
+                    if own_sample == surrogate.own.sampler {
+                        base
+                    } else {
+                        format!("{base} {}", own_sample.name())
                     }
                 }
             };

@@ -172,12 +172,38 @@ pub fn gamma(u: f64, a: f64, b: f64) -> (f64, f64) {
     (v, (a - 1.0) - b * x)
 }
 
+/// One length scale for all axes or one per axis (automatic relevance determination).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ard {
+    Off,
+    On,
+    /// One per axis once there are at least this many observations per axis, one before:
+    /// D + 2 hyperparameters fitted to a handful of points mistake chance for structure
+    /// (docs/results.md: in 5 and 6 dimensions after 35 evaluations ARD loses to one length
+    /// scale on 7 of 8 problems, in 2 and 3 it wins).
+    PerAxisFrom(usize),
+}
+
+impl Ard {
+    /// The observations per axis `auto` waits for.
+    pub const AUTO: Ard = Ard::PerAxisFrom(10);
+
+    /// Whether a fit to n observations of a D-dimensional input uses one length scale per axis.
+    pub fn applies(self, n: usize, dim: usize) -> bool {
+        match self {
+            Ard::Off => false,
+            Ard::On => true,
+            Ard::PerAxisFrom(k) => n >= k * dim,
+        }
+    }
+}
+
 /// What a fit chooses among and how: the kernel family, one length scale or one per axis,
 /// the box and the prior.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HyperModel {
     pub kernel: Kernel,
-    pub ard: bool,
+    pub ard: Ard,
     pub bounds: HyperBounds,
     pub prior: HyperPrior,
 }
@@ -480,7 +506,7 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
     warm: Option<&GpHyper>,
     rng: &mut R,
 ) -> Option<GpHyper> {
-    let dist = Distances::new(x, model.ard);
+    let dist = Distances::new(x, model.ard.applies(x.nrows(), x.ncols()));
     let p = dist.len();
     let lb = model.bounds.log_box(p);
     let mut objective = NegLikelihood {
@@ -798,7 +824,7 @@ mod tests {
     fn model() -> HyperModel {
         HyperModel {
             kernel: Kernel::Se,
-            ard: false,
+            ard: Ard::Off,
             bounds: bounds(),
             prior: HyperPrior::None,
         }
@@ -947,6 +973,31 @@ mod tests {
         }
     }
 
+    /// "auto" fits one length scale until there are 10 observations per axis.
+    #[test]
+    fn auto_ard_waits_for_ten_observations_per_axis() {
+        assert!(!Ard::AUTO.applies(19, 2) && Ard::AUTO.applies(20, 2));
+        assert!(!Ard::AUTO.applies(49, 5) && Ard::AUTO.applies(50, 5));
+        assert!(Ard::On.applies(1, 9) && !Ard::Off.applies(1000, 1));
+        let mut rng = stream(3, 0, 0, Purpose::AgentData);
+        let m = HyperModel {
+            kernel: Kernel::Se,
+            ard: Ard::AUTO,
+            bounds: bounds(),
+            prior: HyperPrior::DimensionScaled,
+        };
+        let budget = FitBudget {
+            starts: 3,
+            restarts: 1,
+        };
+        for (n, scales) in [(19, 1), (20, 2)] {
+            let x = Array2::from_shape_fn((n, 2), |_| rng.random::<f64>());
+            let y = x.column(0).mapv(|v| (6.0 * v).sin());
+            let h = fit_hyperparameters(x.view(), y.view(), &m, budget, None, &mut rng).unwrap();
+            assert_eq!(h.length_scales.len(), scales, "{n} observations");
+        }
+    }
+
     #[test]
     fn fit_stays_inside_the_bounds() {
         let x = ndarray::array![[0.1, 0.5], [0.2, 0.3], [0.9, 0.8]];
@@ -960,7 +1011,7 @@ mod tests {
             ] {
                 let m = HyperModel {
                     kernel,
-                    ard,
+                    ard: if ard { Ard::On } else { Ard::Off },
                     bounds: b,
                     prior,
                 };

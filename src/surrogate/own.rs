@@ -33,6 +33,13 @@ impl OwnSampler {
             _ => None,
         }
     }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OwnSampler::Rff => "rff",
+            OwnSampler::Pathwise => "pathwise",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -247,7 +254,7 @@ mod tests {
             },
             model: HyperModel {
                 kernel,
-                ard: false,
+                ard: crate::surrogate::gp::Ard::Off,
                 bounds: HyperBounds {
                     length_scale: (0.01, 1.0),
                     signal_var: (0.1, 10.0),

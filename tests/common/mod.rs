@@ -24,6 +24,10 @@ features = 20
 
 [surrogate.own]
 features = 30
+# The papers' own sample (the defaults for new specs differ), as the tests on this spec assume.
+sample = "rff"
+ard = false
+prior = "none"
 
 [federation]
 agents = 3
