@@ -22,6 +22,8 @@ pub struct KernelUpdate {
     x: Array2<f64>,
     v: Array1<f64>,
     hyper: GpHyper,
+    /// hyper.inv2l2(), kept: every evaluation of the sample needs it.
+    inv: Vec<f64>,
 }
 
 impl KernelUpdate {
@@ -38,6 +40,7 @@ impl KernelUpdate {
             x: x.as_standard_layout().into_owned(),
             v,
             hyper: hyper.clone(),
+            inv: hyper.inv2l2(),
         })
     }
 
@@ -47,7 +50,7 @@ impl KernelUpdate {
     /// axes, so are the exponentials.
     pub fn on_grid(&self, grid: &Domain) -> Vec<f64> {
         let n = self.x.nrows();
-        let inv = self.hyper.inv2l2();
+        let inv = &self.inv;
         let s2 = self.hyper.signal_var;
         let kernel = self.hyper.kernel;
         let Some(axes) = grid.axes() else {
@@ -59,7 +62,7 @@ impl KernelUpdate {
                     let p = p.as_slice().expect("standard layout");
                     let mut sum = 0.0;
                     for (xi, vi) in self.x.rows().into_iter().zip(&self.v) {
-                        let h = half_r2(p, xi.as_slice().expect("standard layout"), &inv);
+                        let h = half_r2(p, xi.as_slice().expect("standard layout"), inv);
                         sum += vi * kernel.corr(h);
                     }
                     s2 * sum
@@ -146,7 +149,7 @@ impl KernelUpdate {
     /// The update at one point, and its gradient added into `grad` when given:
     /// d/dx_d k(x, X_i) = -s^2 (-dc/dh) (x_d - X_id) / l_d^2.
     pub fn value_grad(&self, x: &[f64], grad: Option<&mut [f64]>) -> f64 {
-        let inv = self.hyper.inv2l2();
+        let inv = &self.inv;
         let c = |k: usize| if inv.len() == 1 { inv[0] } else { inv[k] };
         let s2 = self.hyper.signal_var;
         let kernel = self.hyper.kernel;
@@ -154,7 +157,7 @@ impl KernelUpdate {
         let mut g = grad;
         for (xi, &vi) in self.x.rows().into_iter().zip(&self.v) {
             let xi = xi.as_slice().expect("standard layout");
-            let h = half_r2(x, xi, &inv);
+            let h = half_r2(x, xi, inv);
             value += s2 * kernel.corr(h) * vi;
             if let Some(g) = g.as_deref_mut() {
                 let slope = s2 * kernel.neg_dcorr(h) * vi;
