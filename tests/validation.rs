@@ -110,6 +110,21 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
             "key `surrogate.own.length_scale_bounds`",
         ),
         (
+            "unknown kernel",
+            with("features = 20", "features = 20\nkernel = \"rbf\""),
+            "key `surrogate.kernel`: unknown kernel \"rbf\"; allowed: \"se\", \"matern52\", \"matern32\"",
+        ),
+        (
+            "ard neither a bool nor auto",
+            with("ard = false", "ard = 3"),
+            "key `surrogate.own.ard`: must be true, false or \"auto\", got 3",
+        ),
+        (
+            "unknown prior",
+            with("prior = \"none\"", "prior = \"gamma\""),
+            "key `surrogate.own.prior`: unknown prior \"gamma\"; allowed: \"none\", \"dimension-scaled\"",
+        ),
+        (
             "unknown algorithm",
             with("kind = \"fts\"", "kind = \"ftz\""),
             "key `algorithm[1].kind`: unknown algorithm \"ftz\"",
