@@ -625,15 +625,14 @@ impl Check<'_> {
     }
 
     fn sampler(&self, key: &str, v: Option<&str>, default: OwnSampler) -> Result<OwnSampler> {
-        match v {
-            None => Ok(default),
-            Some(s) => OwnSampler::parse(s).ok_or_else(|| {
-                self.err(
-                    key,
-                    format!("unknown own sample \"{s}\"; allowed: \"rff\", \"pathwise\""),
-                )
-            }),
-        }
+        self.choice(
+            key,
+            v,
+            default,
+            "own sample",
+            "\"rff\", \"pathwise\"",
+            OwnSampler::parse,
+        )
     }
 }
 
