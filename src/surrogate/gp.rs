@@ -180,7 +180,7 @@ pub enum Ard {
     /// One per axis once there are at least this many observations per axis, one before:
     /// D + 2 hyperparameters fitted to a handful of points mistake chance for structure
     /// (docs/results.md: in 5 and 6 dimensions after 35 evaluations ARD loses to one length
-    /// scale on 7 of 8 problems, in 2 and 3 it wins).
+    /// scale on 6 of 8 problems, by 1.3-12x in regret, and ties on 2; in 2 and 3 it wins).
     PerAxisFrom(usize),
 }
 
