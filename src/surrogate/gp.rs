@@ -5,7 +5,7 @@
 //! that checks the random-feature posterior.
 
 pub use super::kernel::Kernel;
-use super::kernel::half_r2;
+use super::kernel::{for_axis, half_r2};
 use crate::fastmath::fast_exp;
 use crate::optim::{LbfgsOptions, lbfgs};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
@@ -624,41 +624,29 @@ pub fn kernel_matrix(a: ArrayView2<f64>, b: ArrayView2<f64>, h: &GpHyper) -> Arr
         .zip(ad.chunks_exact(d.max(1)))
     {
         for (kij, bj) in krow.iter_mut().zip(bd.chunks_exact(d.max(1))) {
-            *kij = match inv.as_slice() {
-                // The squared distance alone, scaled inside the exponential's loop below.
-                [_] => {
-                    let mut r2 = 0.0;
-                    for (u, v) in ai.iter().zip(bj) {
-                        r2 += (u - v) * (u - v);
-                    }
-                    r2
-                }
-                per_axis => half_r2(ai, bj, per_axis),
-            };
+            *kij = half_r2(ai, bj, &inv);
         }
     }
-    let c = if inv.len() == 1 { inv[0] } else { 1.0 };
     scaled_corr(
         k.as_slice_mut().expect("fresh arrays are contiguous"),
         h.signal_var,
-        c,
         h.kernel,
     );
     k
 }
 
 crate::multiversion! {
-    /// v <- scale c(v c), element-wise.
-    fn scaled_corr(v: &mut [f64], scale: f64, c: f64, kernel: Kernel) {
+    /// v <- scale c(v), element-wise.
+    fn scaled_corr(v: &mut [f64], scale: f64, kernel: Kernel) {
         match kernel {
             Kernel::Se => {
                 for x in v.iter_mut() {
-                    *x = scale * fast_exp(-*x * c);
+                    *x = scale * fast_exp(-*x);
                 }
             }
             other => {
                 for x in v.iter_mut() {
-                    *x = scale * other.corr_with(*x * c, fast_exp);
+                    *x = scale * other.corr_with(*x, fast_exp);
                 }
             }
         }
@@ -671,6 +659,8 @@ crate::multiversion! {
 pub struct GpPosterior {
     x: Array2<f64>,
     hyper: GpHyper,
+    /// hyper.inv2l2(), kept: every pointwise prediction needs it.
+    inv: Vec<f64>,
     chol: Array2<f64>,
     alpha: Array1<f64>,
 }
@@ -685,8 +675,9 @@ impl GpPosterior {
         let z = crate::linalg::solve_lower(chol.view(), y);
         let alpha = crate::linalg::solve_lower_t(chol.view(), z.view());
         Some(GpPosterior {
-            x: x.to_owned(),
+            x: x.as_standard_layout().into_owned(),
             hyper: hyper.clone(),
+            inv: hyper.inv2l2(),
             chol,
             alpha,
         })
@@ -713,10 +704,10 @@ impl GpPosterior {
     pub fn predict_grad(&self, x: &[f64]) -> (f64, f64, Vec<f64>, Vec<f64>) {
         let h = &self.hyper;
         let n = self.x.nrows();
-        let inv = h.inv2l2();
-        let c = |k: usize| if inv.len() == 1 { inv[0] } else { inv[k] };
+        let inv = &self.inv;
+        let c = |k: usize| for_axis(inv, k);
         let hs: Vec<f64> = (0..n)
-            .map(|i| half_r2(self.x.row(i).as_slice().expect("standard layout"), x, &inv))
+            .map(|i| half_r2(self.x.row(i).as_slice().expect("standard layout"), x, inv))
             .collect();
         let kx = Array1::from_iter(hs.iter().map(|&hi| h.signal_var * h.kernel.corr(hi)));
         let v = crate::linalg::cho_solve(self.chol.view(), kx.view());

@@ -103,6 +103,13 @@ impl Kernel {
     }
 }
 
+/// The value of axis `d` from per-axis values that may be given once for every axis
+/// (length scales, 1 / (2 l^2) factors).
+#[inline]
+pub fn for_axis(per_axis: &[f64], d: usize) -> f64 {
+    if let [v] = per_axis { *v } else { per_axis[d] }
+}
+
 /// h = r^2 / 2 between two points for per-axis factors `inv2l2[d]` = 1 / (2 l_d^2) (one
 /// factor for all axes when it has one entry).
 #[inline]

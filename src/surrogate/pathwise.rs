@@ -11,7 +11,7 @@
 //! domain, against the M x M posterior of the feature weights.
 
 use super::gp::{GpHyper, kernel_matrix};
-use super::kernel::half_r2;
+use super::kernel::{for_axis, half_r2};
 use crate::linalg::{cho_solve, cholesky_jittered, dot};
 use crate::objective::space::Domain;
 use ndarray::{Array1, Array2, ArrayView2};
@@ -69,7 +69,7 @@ impl KernelUpdate {
                 })
                 .collect();
         };
-        let c = |k: usize| if inv.len() == 1 { inv[0] } else { inv[k] };
+        let c = |k: usize| for_axis(inv, k);
         // table[k][a * n + i]: exp(-(axes[k][a] - X[i, k])^2 c_k) for the SE kernel, the
         // term (axes[k][a] - X[i, k])^2 c_k itself otherwise. Observations contiguous, so the
         // combinations and the final sums run over contiguous slices.
@@ -150,7 +150,7 @@ impl KernelUpdate {
     /// d/dx_d k(x, X_i) = -s^2 (-dc/dh) (x_d - X_id) / l_d^2.
     pub fn value_grad(&self, x: &[f64], grad: Option<&mut [f64]>) -> f64 {
         let inv = &self.inv;
-        let c = |k: usize| if inv.len() == 1 { inv[0] } else { inv[k] };
+        let c = |k: usize| for_axis(inv, k);
         let s2 = self.hyper.signal_var;
         let kernel = self.hyper.kernel;
         let mut value = 0.0;

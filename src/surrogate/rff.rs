@@ -6,7 +6,7 @@
 //! phi(x)^T phi(x) equal the kernel's variance exactly; without it the kernel estimate is
 //! unbiased instead.
 
-use super::kernel::Kernel;
+use super::kernel::{Kernel, for_axis};
 use crate::fastmath::{fast_cos, fast_sin};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
@@ -131,8 +131,7 @@ impl RandomFeatures {
             let t = kernel.spectral_scale(rng);
             for (d, f) in freq.iter_mut().enumerate() {
                 let z: f64 = StandardNormal.sample(rng);
-                let l = length_scales[if length_scales.len() == 1 { 0 } else { d }];
-                f[j] = z * t / l;
+                f[j] = z * t / for_axis(length_scales, d);
             }
             phase[j] = rng.random::<f64>() * 2.0 * PI;
         }
