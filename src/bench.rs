@@ -475,6 +475,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         z: 1.0,
         steps: 1000,
         sampling: Sampling::Poisson,
+        adjacency: crate::privacy::Adjacency::AddRemove,
     };
     for acc in Accountant::ALL {
         let mut times = Vec::new();

@@ -175,6 +175,9 @@ pub enum Command {
         /// Number of agents N (required with --sampling fixed).
         #[arg(long)]
         agents: Option<usize>,
+        /// Neighbouring relation [default: add-remove for poisson, replace-one for fixed].
+        #[arg(long, value_parser = ["add-remove", "replace-one"])]
+        adjacency: Option<String>,
     },
     /// Paired comparison of a run's algorithms against a baseline (same seeds, objectives and
     /// initial points): mean difference, bootstrap 95% interval, Wilcoxon signed-rank p-value,
@@ -586,6 +589,9 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(", ")
             );
+            for note in s.budget_notes() {
+                println!("{}: {note}", spec.display());
+            }
             match whole {
                 None => println!(
                     "{}: estimated: about {} of memory, about {} on {threads} threads",
@@ -610,16 +616,22 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             accountant,
             sampling,
             agents,
+            adjacency,
         } => {
             let bad = |key: &str, msg: String| FboError::spec("fbo privacy", key, msg);
             let sampling: Sampling = sampling.parse().map_err(|e: String| bad("--sampling", e))?;
+            let adjacency: privacy::Adjacency = match adjacency {
+                Some(a) => a.parse().map_err(|e: String| bad("--adjacency", e))?,
+                None => privacy::Adjacency::default_for(sampling),
+            };
             let nominal = Mechanism {
                 q,
                 z,
                 steps,
                 sampling,
+                adjacency,
             };
-            privacy::check(&nominal, delta).map_err(|e| bad("", e))?;
+            privacy::check(&nominal, delta).map_err(|e| bad("--adjacency", e))?;
             // Every refusal comes before the first line of output.
             // The mechanism accounted, and for fixed-size sampling (selected, of N agents).
             let (m, fixed) = match (sampling, agents) {
@@ -632,28 +644,34 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 (_, Some(0)) => return Err(bad("--agents", "must be >= 1, got 0".into())),
                 (Sampling::Fixed, Some(n)) => {
                     let k = privacy::checked_fixed_sample_size(q, n).map_err(|e| bad("--q", e))?;
-                    (Mechanism::server(q, z, steps, sampling, n), Some((k, n)))
+                    (
+                        Mechanism::server(q, z, steps, sampling, adjacency, n),
+                        Some((k, n)),
+                    )
                 }
                 (Sampling::Poisson, _) => (nominal, None),
             };
             let which: Vec<Accountant> = match accountant {
                 Some(a) => vec![a.parse().map_err(|e: String| bad("--accountant", e))?],
-                None if sampling == Sampling::Fixed => vec![Accountant::RdpInt, Accountant::Rdp],
-                None => Accountant::ALL.to_vec(),
+                None => Accountant::ALL
+                    .into_iter()
+                    .filter(|&a| privacy::supports(a, sampling, adjacency).is_ok())
+                    .collect(),
             };
-            if sampling == Sampling::Fixed && which.contains(&Accountant::Pld) {
-                return Err(bad(
-                    "--accountant",
-                    "pld supports Poisson sampling only; use rdp or rdp-int with --sampling fixed"
-                        .into(),
-                ));
+            for &acc in &which {
+                privacy::supports(acc, sampling, adjacency).map_err(|e| bad("--accountant", e))?;
             }
             match fixed {
                 Some((k, n)) => println!(
-                    "sampling fixed: {k} of {n} agents per round, accounted at q = {}",
-                    m.q
+                    "sampling fixed: {k} of {n} agents per round, accounted at q = {}; adjacency {}",
+                    m.q,
+                    adjacency.name()
                 ),
-                None => println!("sampling poisson: accounted at q = {}", m.q),
+                None => println!(
+                    "sampling poisson: accounted at q = {}; adjacency {}",
+                    m.q,
+                    adjacency.name()
+                ),
             }
             let show = |e: f64| {
                 if e.is_finite() {
@@ -664,14 +682,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             };
             for acc in which {
                 if acc == Accountant::Pld {
-                    let b = privacy::pld::epsilon_bounds(
-                        m.q,
-                        z,
-                        steps,
-                        delta,
-                        privacy::pld::DEFAULT_INTERVAL,
-                    )
-                    .map_err(|e| bad("--steps", e))?;
+                    let b = privacy::pld::epsilon_bounds(&m, delta, privacy::pld::DEFAULT_INTERVAL)
+                        .map_err(|e| bad("--steps", e))?;
                     println!(
                         "pld      epsilon {}  (true epsilon in [{:.6}, {:.6}]; loss grid {:.2e})",
                         show(b.upper),

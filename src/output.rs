@@ -145,8 +145,7 @@ pub fn trace_csv(rows: &[TraceRow], dim: usize, names: &[String]) -> Result<Vec<
         .map_err(|e| FboError::Run(format!("formatting trace CSV: {e}")))
 }
 
-pub const SERVER_HEADER: &str =
-    "algorithm,run,round,selected,clipped,clipped_fraction,a_t,phi_max,noise_sd\n";
+pub const SERVER_HEADER: &str = "algorithm,run,round,selected,clipped,clipped_fraction,a_t,phi_max,noise_sd,arrived,selected_agents,missing_agents\n";
 
 /// server.csv rows (no header) of one run.
 pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<u8> {
@@ -157,9 +156,24 @@ pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<
         } else {
             0.0
         };
+        // Agent lists are ';'-separated; "all" when the server took every agent.
+        let list = |v: &[usize]| {
+            v.iter()
+                .map(|a| a.to_string())
+                .collect::<Vec<_>>()
+                .join(";")
+        };
+        let selected = r.selected_agents.as_deref().map_or("all".to_string(), list);
         out += &format!(
-            "{label},{run},{},{},{},{frac},{},{},{}\n",
-            r.round, r.selected, r.clipped, r.a_t, r.phi_max, r.noise_sd
+            "{label},{run},{},{},{},{frac},{},{},{},{},{selected},{}\n",
+            r.round,
+            r.selected,
+            r.clipped,
+            r.a_t,
+            r.phi_max,
+            r.noise_sd,
+            r.arrived,
+            list(&r.missing_agents)
         );
     }
     out.into_bytes()
@@ -171,7 +185,9 @@ pub fn privacy_csv(
     curves: &[(usize, Accountant, Vec<f64>)],
     done: &[(usize, usize)],
 ) -> Vec<u8> {
-    let mut out = String::from("algorithm,run,iteration,accountant,sampling,q,delta,epsilon\n");
+    // Every epsilon names what it is a guarantee for: the sampling and the neighbouring relation.
+    let mut out =
+        String::from("algorithm,run,iteration,accountant,sampling,adjacency,q,delta,epsilon\n");
     for &(a, run) in done {
         let Some(dp) = spec.algorithms[a].server.as_ref().and_then(|s| s.dp) else {
             continue;
@@ -181,10 +197,11 @@ pub fn privacy_csv(
         for (_, acc, curve) in curves.iter().filter(|(i, _, _)| *i == a) {
             for (t, eps) in curve.iter().enumerate() {
                 out += &format!(
-                    "{},{run},{},{acc},{},{},{},{eps}\n",
+                    "{},{run},{},{acc},{},{},{},{},{eps}\n",
                     spec.algorithms[a].label,
                     t + 1,
                     m.sampling.name(),
+                    m.adjacency.name(),
                     m.q,
                     spec.privacy.delta
                 );

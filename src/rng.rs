@@ -33,6 +33,8 @@ pub enum Purpose {
     Acquisition = 12,
     /// Each agent's shift and rotation of a benchmark function (`objective.heterogeneity`).
     Heterogeneity = 13,
+    /// Which messages reach the server (`server.drop`, `latency`, `outage`).
+    Participation = 14,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

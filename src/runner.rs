@@ -656,6 +656,11 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     // Everything that can refuse the input comes before the folder is touched.
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
     let (estimate, landscapes) = prepare(spec, threads)?;
+    if !opts.quiet {
+        for note in spec.budget_notes() {
+            eprintln!("{note}");
+        }
+    }
     if opts.progress.is_none()
         && !opts.quiet
         && let Some(note) = crate::budget::long_run_note(spec, &estimate, threads)

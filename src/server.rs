@@ -105,24 +105,69 @@ pub struct RoundRecord {
     pub clipped: usize,
     pub a_t: f64,
     pub phi_max: f64,
-    /// Standard deviation of the noise added to each coordinate (0 without DP).
+    /// Standard deviation of the noise added to each coordinate (0 without DP). Messages that
+    /// do not arrive leave it unchanged.
     pub noise_sd: f64,
+    /// Selected agents whose messages arrived (and were aggregated).
+    pub arrived: usize,
+    /// The agents selected, in order; None: every agent (no subsampling).
+    pub selected_agents: Option<Vec<usize>>,
+    /// Selected agents whose messages did not arrive.
+    pub missing_agents: Vec<usize>,
 }
 
 pub struct Server {
     spec: ServerSpec,
     assignment: Vec<usize>,
     rng: Rng,
+    /// Arrivals have their own stream, so that a participation model leaves selection and
+    /// noise draws where they were.
+    arrivals: Rng,
 }
 
 impl Server {
     /// `assignment[n]` is the sub-region agent n explores.
-    pub fn new(spec: ServerSpec, assignment: Vec<usize>, rng: Rng) -> Self {
+    pub fn new(spec: ServerSpec, assignment: Vec<usize>, rng: Rng, arrivals: Rng) -> Self {
         Server {
             spec,
             assignment,
             rng,
+            arrivals,
         }
+    }
+
+    /// Whether each of `n` agents' messages reaches the server this round. Drawn for every
+    /// agent in every round, before and whatever the selection, from draws that never see the
+    /// data.
+    fn arrivals(&mut self, n: usize) -> Vec<bool> {
+        let part = &self.spec.participation;
+        let mut arrived = vec![true; n];
+        if part.is_full() {
+            return arrived;
+        }
+        if let Some((p, block)) = part.outage
+            && self.arrivals.random::<f64>() < p
+        {
+            let start = self.arrivals.random_range(0..n);
+            for k in 0..block.min(n) {
+                arrived[(start + k) % n] = false;
+            }
+        }
+        for (agent, ok) in arrived.iter_mut().enumerate() {
+            if let Some(&d) = part.drop.get(agent)
+                && self.arrivals.random::<f64>() < d
+            {
+                *ok = false;
+            }
+            if let Some((mean, deadline)) = part.latency {
+                let u: f64 = self.arrivals.random();
+                // Exponential latency by inversion: -mean ln(1 - u) > deadline.
+                if -mean * (-u).ln_1p() > deadline {
+                    *ok = false;
+                }
+            }
+        }
+        arrived
     }
 
     /// One round: the P vectors omega^(i) from every agent's omega_n (Algorithm 1 lines 5-11).
@@ -142,8 +187,10 @@ impl Server {
         };
         let phi_max = w.iter().cloned().fold(0.0, f64::max);
         let mut out = vec![Array1::zeros(m); p];
+        let arrived = self.arrivals(n);
         let Some(dp) = self.spec.dp else {
-            for (agent, omega) in omegas.iter().enumerate() {
+            // What did not arrive is left out; the weights stay those of all N agents.
+            for (agent, omega) in omegas.iter().enumerate().filter(|(a, _)| arrived[*a]) {
                 for (i, o) in out.iter_mut().enumerate() {
                     o.scaled_add(w[[i, agent]], omega);
                 }
@@ -155,6 +202,9 @@ impl Server {
                 a_t: a,
                 phi_max,
                 noise_sd: 0.0,
+                arrived: arrived.iter().filter(|&&a| a).count(),
+                selected_agents: None,
+                missing_agents: (0..n).filter(|&a| !arrived[a]).collect(),
             };
             return (out, rec);
         };
@@ -172,7 +222,10 @@ impl Server {
         };
         let bound = dp.clip / (p as f64).sqrt();
         let mut clipped = 0;
-        for &agent in &selected {
+        // A selected message that does not arrive is left out, with the weights, the 1/rate
+        // scaling and the noise unchanged: rescaling by what arrived would tie the output's
+        // scale to who was included, which the accountant does not see.
+        for &agent in selected.iter().filter(|&&a| arrived[a]) {
             let omega = &omegas[agent];
             let norm = omega.dot(omega).sqrt();
             let scale = if norm > bound {
@@ -193,6 +246,8 @@ impl Server {
                 *v += noise_sd * e;
             }
         }
+        let missing_agents: Vec<usize> =
+            selected.iter().copied().filter(|&a| !arrived[a]).collect();
         let rec = RoundRecord {
             round,
             selected: selected.len(),
@@ -200,6 +255,9 @@ impl Server {
             a_t: a,
             phi_max,
             noise_sd,
+            arrived: selected.len() - missing_agents.len(),
+            selected_agents: Some(selected),
+            missing_agents,
         };
         (out, rec)
     }
@@ -209,7 +267,7 @@ impl Server {
 mod tests {
     use super::*;
     use crate::rng::{Purpose, SHARED, stream};
-    use crate::spec::{DpSpec, InitRegion};
+    use crate::spec::{DpSpec, InitRegion, Participation};
     use ndarray::array;
 
     fn spec(p: usize, dp: Option<DpSpec>, weights: WeightMode) -> ServerSpec {
@@ -221,6 +279,7 @@ mod tests {
             t_const: 5,
             t_decay: 5,
             init: InitRegion::Subregion,
+            participation: Participation::default(),
         }
     }
 
@@ -291,7 +350,12 @@ mod tests {
     #[test]
     fn non_private_aggregate_is_the_weighted_sum() {
         let s = spec(2, None, WeightMode::Adaptive);
-        let mut srv = Server::new(s, vec![0, 1], stream(1, 0, SHARED, Purpose::Server));
+        let mut srv = Server::new(
+            s,
+            vec![0, 1],
+            stream(1, 0, SHARED, Purpose::Server),
+            stream(1, 0, SHARED, Purpose::Participation),
+        );
         let omegas = [array![1.0, 0.0], array![0.0, 1.0]];
         let (out, rec) = srv.aggregate(0, &omegas);
         let b = 15f64.exp();
@@ -310,13 +374,20 @@ mod tests {
             z: 1.0,
             clip: 2.0,
             sampling: Sampling::Poisson,
+            adjacency: crate::privacy::Adjacency::AddRemove,
+            budget: None,
         };
         let s = spec(1, Some(dp), WeightMode::Equal);
         let n = 400;
         let omegas: Vec<Array1<f64>> = (0..n)
             .map(|i| array![if i % 2 == 0 { 10.0 } else { 0.5 }])
             .collect();
-        let mut srv = Server::new(s, vec![0; n], stream(2, 0, SHARED, Purpose::Server));
+        let mut srv = Server::new(
+            s,
+            vec![0; n],
+            stream(2, 0, SHARED, Purpose::Server),
+            stream(2, 0, SHARED, Purpose::Participation),
+        );
         let mut selected = 0;
         let mut clipped = 0;
         let mut noise = Vec::new();
@@ -336,22 +407,34 @@ mod tests {
         let fixed = ServerSpec {
             dp: Some(DpSpec {
                 sampling: Sampling::Fixed,
+                adjacency: crate::privacy::Adjacency::ReplaceOne,
                 ..dp
             }),
             ..spec(1, None, WeightMode::Equal)
         };
-        let mut srv = Server::new(fixed, vec![0; n], stream(3, 0, SHARED, Purpose::Server));
+        let mut srv = Server::new(
+            fixed,
+            vec![0; n],
+            stream(3, 0, SHARED, Purpose::Server),
+            stream(3, 0, SHARED, Purpose::Participation),
+        );
         assert_eq!(srv.aggregate(0, &omegas).1.selected, 200);
         // N = 30, q = 0.35: 11 agents, so the rate behind the scaling and the noise is 11/30.
         let fixed = ServerSpec {
             dp: Some(DpSpec {
                 q: 0.35,
                 sampling: Sampling::Fixed,
+                adjacency: crate::privacy::Adjacency::ReplaceOne,
                 ..dp
             }),
             ..spec(1, None, WeightMode::Equal)
         };
-        let mut srv = Server::new(fixed, vec![0; 30], stream(3, 0, SHARED, Purpose::Server));
+        let mut srv = Server::new(
+            fixed,
+            vec![0; 30],
+            stream(3, 0, SHARED, Purpose::Server),
+            stream(3, 0, SHARED, Purpose::Participation),
+        );
         let rec = srv.aggregate(0, &omegas[..30]).1;
         assert_eq!(rec.selected, 11);
         assert!((rec.noise_sd - (1.0 / 30.0) * 2.0 / (11.0 / 30.0)).abs() < 1e-12);
@@ -365,12 +448,19 @@ mod tests {
             z: 0.5,
             clip: 100.0,
             sampling: Sampling::Poisson,
+            adjacency: crate::privacy::Adjacency::AddRemove,
+            budget: None,
         };
         let s = spec(1, Some(dp), WeightMode::Equal);
         let n = 50;
         let omegas: Vec<Array1<f64>> = (0..n).map(|i| array![i as f64 / 10.0]).collect();
         let exact = omegas.iter().map(|o| o[0]).sum::<f64>() / n as f64;
-        let mut srv = Server::new(s, vec![0; n], stream(4, 0, SHARED, Purpose::Server));
+        let mut srv = Server::new(
+            s,
+            vec![0; n],
+            stream(4, 0, SHARED, Purpose::Server),
+            stream(4, 0, SHARED, Purpose::Participation),
+        );
         let reps = 20_000;
         let mean = (0..reps)
             .map(|r| srv.aggregate(r, &omegas).0[0][0])
@@ -378,5 +468,93 @@ mod tests {
             / reps as f64;
         // Var per draw: sampling (~1.6) + noise (z phi S / q)^2 = 16 -> s.e. ~ 0.03.
         assert!((mean - exact).abs() < 0.15, "{mean} vs {exact}");
+    }
+
+    #[test]
+    fn messages_that_do_not_arrive_are_left_out_with_weights_and_noise_unchanged() {
+        // Poisson q = 0.5, every agent dropped with probability 0.4, N = 200, 400 rounds: an
+        // agent's message enters the aggregate with probability 0.5 x 0.6 = 0.3 <= q, and the
+        // noise is what it is without dropouts, so each round is the subsampled Gaussian at
+        // rate 0.3 with the same z, which the accountant at q = 0.5 bounds from above.
+        let dp = DpSpec {
+            q: 0.5,
+            z: 1.0,
+            clip: 2.0,
+            sampling: Sampling::Poisson,
+            adjacency: crate::privacy::Adjacency::AddRemove,
+            budget: None,
+        };
+        let n = 200;
+        let omegas: Vec<Array1<f64>> = (0..n).map(|_| array![1.0]).collect();
+        let full = spec(1, Some(dp), WeightMode::Equal);
+        let lossy = ServerSpec {
+            participation: Participation {
+                drop: vec![0.4; n],
+                ..Participation::default()
+            },
+            ..full.clone()
+        };
+        let mut a = Server::new(
+            full,
+            vec![0; n],
+            stream(5, 0, SHARED, Purpose::Server),
+            stream(5, 0, SHARED, Purpose::Participation),
+        );
+        let mut b = Server::new(
+            lossy,
+            vec![0; n],
+            stream(5, 0, SHARED, Purpose::Server),
+            stream(5, 0, SHARED, Purpose::Participation),
+        );
+        let (mut included, mut missing) = (0usize, 0usize);
+        for round in 0..400 {
+            let (ra, rb) = (a.aggregate(round, &omegas).1, b.aggregate(round, &omegas).1);
+            // The same selection (arrivals have their own stream) and the same noise.
+            assert_eq!(ra.selected_agents, rb.selected_agents);
+            assert_eq!(ra.noise_sd, rb.noise_sd);
+            assert!(ra.missing_agents.is_empty() && ra.arrived == ra.selected);
+            assert_eq!(rb.arrived + rb.missing_agents.len(), rb.selected);
+            included += rb.arrived;
+            missing += rb.missing_agents.len();
+        }
+        let rate = included as f64 / (n * 400) as f64;
+        assert!((rate - 0.3).abs() < 0.01, "{rate}");
+        let lost = missing as f64 / (included + missing) as f64;
+        assert!((lost - 0.4).abs() < 0.01, "{lost}");
+
+        // What arrived is all that is aggregated: with z tiny and every vector 1, the output is
+        // (arrived / N) / q.
+        let exact = ServerSpec {
+            dp: Some(DpSpec {
+                z: 1e-12,
+                clip: 10.0,
+                ..dp
+            }),
+            participation: Participation {
+                drop: vec![0.4; n],
+                latency: Some((1.0, 2.0)),
+                outage: Some((0.5, 50)),
+            },
+            ..spec(1, None, WeightMode::Equal)
+        };
+        let mut c = Server::new(
+            exact,
+            vec![0; n],
+            stream(6, 0, SHARED, Purpose::Server),
+            stream(6, 0, SHARED, Purpose::Participation),
+        );
+        let (mut arrived, mut selected) = (0, 0);
+        for round in 0..200 {
+            let (out, rec) = c.aggregate(round, &omegas);
+            let want = rec.arrived as f64 / n as f64 / 0.5;
+            assert!((out[0][0] - want).abs() < 1e-9, "{} vs {want}", out[0][0]);
+            arrived += rec.arrived;
+            selected += rec.selected;
+        }
+        // Arrival: not dropped (0.6), latency within the deadline (1 - e^-2), and not in the
+        // quarter of the agents an outage takes in half the rounds (1 - 0.5 x 0.25).
+        let want = 0.6 * (1.0 - (-2.0f64).exp()) * (1.0 - 0.5 * 0.25);
+        let got = arrived as f64 / selected as f64;
+        assert!((got - want).abs() < 0.02, "{got} vs {want}");
     }
 }

@@ -298,19 +298,29 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
         // (means over agents and runs).
         let fin = summary.iter().find(|r| r[0] == a.label && r[1] == last);
         let get = |c: usize| fin.map(|r| r[c].clone()).unwrap_or_default();
-        // privacy.csv: algorithm, run, iteration, accountant, sampling, q, delta, epsilon.
+        // privacy.csv: algorithm, run, iteration, accountant, sampling, adjacency, q, delta,
+        // epsilon.
         let final_row = |acc: Accountant| {
             privacy
                 .iter()
                 .find(|r| r[0] == a.label && r[1] == "0" && r[2] == last && r[3] == acc.name())
         };
         let eps = |acc: Accountant| -> String {
-            final_row(acc).map(|r| r[7].clone()).unwrap_or_default()
+            final_row(acc).map(|r| r[8].clone()).unwrap_or_default()
         };
         let accounted_q = Accountant::ALL
             .into_iter()
             .find_map(final_row)
-            .map(|r| r[5].clone())
+            .map(|r| r[6].clone())
+            .unwrap_or_default();
+        let dp = a.server.as_ref().and_then(|s| s.dp);
+        let sampling = dp.map(|d| d.sampling.name()).unwrap_or_default();
+        let adjacency = dp.map(|d| d.adjacency.name()).unwrap_or_default();
+        // The round after which a privacy budget stopped the server; empty if it never did.
+        let stopped_after = dp
+            .and_then(|d| d.budget)
+            .filter(|b| b.rounds < spec.iterations as u64)
+            .map(|b| b.rounds.to_string())
             .unwrap_or_default();
         let (sel, clip) =
             server
@@ -340,6 +350,9 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
             eps(Accountant::Rdp),
             eps(Accountant::Pld),
             accounted_q,
+            sampling.to_string(),
+            adjacency.to_string(),
+            stopped_after,
             clipped,
             wall_s.map(|w| format!("{w:.3}")).unwrap_or_default(),
             spec.total_agents().to_string(),
@@ -660,6 +673,9 @@ fn sweep_header(sweep: &Sweep) -> Vec<String> {
             "epsilon_rdp",
             "epsilon_pld",
             "accounted_q",
+            "sampling",
+            "adjacency",
+            "budget_stopped_after",
             "clipped_fraction",
             "wall_s",
             "agents",

@@ -116,7 +116,7 @@ fn run_writes_server_and_privacy_files_deterministically() {
             curves
                 .entry((f[0].into(), f[3].into()))
                 .or_default()
-                .push(f[7].parse().unwrap());
+                .push(f[8].parse().unwrap());
         }
     }
     let int = &curves[&("DP-FTS-DE P=2 q=0.5 z=1 S=3".into(), "rdp-int".into())];
@@ -157,8 +157,53 @@ fn server_options_are_checked() {
         ),
         (
             "clip = 3.0",
-            "clip = 3.0\nsampling = \"fixed\"",
-            "fixed-size sampling has no PLD analysis",
+            "clip = 3.0\nsampling = \"fixed\"\nadjacency = \"add-remove\"",
+            "key `algorithm[1].server.adjacency`: fixed-size sampling is analysed under replace-one adjacency only",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nadjacency = \"replace-one\"",
+            "the rdp-int accountant has no replace-one analysis of Poisson sampling; use pld",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nmax_epsilon = -1.0",
+            "key `algorithm[1].server.max_epsilon`: must be a finite number > 0, got -1",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nbudget_accountant = \"rdp\"",
+            "key `algorithm[1].server.budget_accountant`: applies only with max_epsilon",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nmax_epsilon = 2.0\nbudget_accountant = \"rdp\"\nadjacency = \"replace-one\"",
+            "key `algorithm[1].server.budget_accountant`: the rdp accountant has no replace-one analysis",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\ndrop = 1.0",
+            "key `algorithm[1].server.drop`: must be a probability in [0, 1), got 1",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\ndrop = [0.1, 0.2]",
+            "has 2 entries; give one drop probability per agent (12) or a single number",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nlatency = 2.0",
+            "key `algorithm[1].server.deadline`: latency (the mean of an exponential delay) and deadline go together",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\noutage = 0.1\noutage_agents = 13",
+            "key `algorithm[1].server.outage_agents`: must be an integer in [1, 12], got 13",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nadjacency = \"neighbours\"",
+            "unknown adjacency \"neighbours\"; allowed: \"add-remove\", \"replace-one\"",
         ),
         (
             "kind = \"ts\"",
@@ -166,13 +211,7 @@ fn server_options_are_checked() {
             "TS uses no federation",
         ),
     ] {
-        let mut text = SMALL_DP.replace(from, to);
-        if expect.contains("PLD") {
-            text = text.replace(
-                "accountants = [\"rdp-int\", \"rdp\"]",
-                "accountants = [\"pld\"]",
-            );
-        }
+        let text = SMALL_DP.replace(from, to);
         let p = write(dir.path(), "bad.toml", &text);
         let o = validate(&p);
         assert_eq!(o.status.code(), Some(2), "{expect}: {}", stderr(&o));
@@ -190,7 +229,8 @@ fn fixed_size_sampling_is_accounted_at_the_rate_the_server_realises() {
     // Wang, Balle & Kasiviswanathan (2019, Thm. 9) with eps(j) = 2 j / z^2 and the classic
     // conversion over orders 2..=32, written independently in Python with mpmath (50 digits):
     // T = 8, z = 1, delta = 30^-1.1 gives 25.760831706309 at q = 11/30 (25.066102571507 at the
-    // nominal 0.35, which is what fbo wrote before).
+    // nominal 0.35, which is what fbo wrote before). The optimal order is 2, where Thm. 27
+    // (what fbo now uses) and Thm. 9 coincide.
     let dir = tempfile::tempdir().unwrap();
     let text = SMALL_DP
         .replace("agents = 12", "agents = 30")
@@ -205,11 +245,17 @@ fn fixed_size_sampling_is_accounted_at_the_rate_the_server_realises() {
     let out = dir.path().join("out");
     fbo_ok("run", &spec_path, &out, &["--no-timing"]);
     let privacy = fs::read_to_string(out.join("privacy.csv")).unwrap();
-    assert!(privacy.starts_with("algorithm,run,iteration,accountant,sampling,q,delta,epsilon\n"));
+    assert!(
+        privacy
+            .starts_with("algorithm,run,iteration,accountant,sampling,adjacency,q,delta,epsilon\n")
+    );
     let last: Vec<&str> = privacy.lines().last().unwrap().split(',').collect();
-    assert_eq!((last[2], last[3], last[4]), ("8", "rdp-int", "fixed"));
-    assert!((last[5].parse::<f64>().unwrap() - 11.0 / 30.0).abs() < 1e-15);
-    let eps: f64 = last[7].parse().unwrap();
+    assert_eq!(
+        (last[2], last[3], last[4], last[5]),
+        ("8", "rdp-int", "fixed", "replace-one")
+    );
+    assert!((last[6].parse::<f64>().unwrap() - 11.0 / 30.0).abs() < 1e-15);
+    let eps: f64 = last[8].parse().unwrap();
     assert!((eps - 25.760831706309).abs() < 1e-6, "{eps}");
     // Every server round selected exactly those 11.
     let server = fs::read_to_string(out.join("server.csv")).unwrap();
@@ -259,5 +305,155 @@ fn a_run_with_a_vanishing_noise_multiplier_finishes_and_reports_no_finite_epsilo
         rows[0].starts_with("DP-FTS-DE P=2 q=0.5 z=1e-200 S=3,"),
         "{}",
         rows[0]
+    );
+}
+
+/// Exact epsilon of one round of the Poisson-subsampled Gaussian at rate r and noise z
+/// (add/remove adjacency): delta(eps) = r delta_G(u) with e^eps = 1 - r + r e^u, where
+/// delta_G(u) = Phi(-z u + 1/(2z)) - e^u Phi(-z u - 1/(2z)) is the Gaussian mechanism's curve
+/// (Balle & Wang 2018); the add direction never exceeds it above 0. Bisection on u.
+fn one_round_epsilon(r: f64, z: f64, delta: f64) -> f64 {
+    let phi = |x: f64| 0.5 * libm::erfc(-x / std::f64::consts::SQRT_2);
+    let dg = |u: f64| phi(-z * u + 0.5 / z) - u.exp() * phi(-z * u - 0.5 / z);
+    let (mut a, mut b) = (0.0, 50.0);
+    for _ in 0..200 {
+        let m = 0.5 * (a + b);
+        if r * dg(m) > delta { a = m } else { b = m }
+    }
+    (1.0 - r + r * b.exp()).ln()
+}
+
+#[test]
+fn dropped_messages_keep_the_accounted_epsilon_an_upper_bound() {
+    // 12 agents, q = 0.5, z = 1, every message dropped with probability 0.5: each round an
+    // agent's message enters the aggregate with probability 0.25, the noise unchanged. The true
+    // epsilon of one round is then the subsampled Gaussian's at rate 0.25 (closed form above);
+    // fbo accounts at the nominal 0.5, which must not be below it, and must write the same
+    // epsilons as without dropouts. A server that rescaled its noise to what arrived, or an
+    // accountant given an "effective" rate while the noise shrank, fails here.
+    let dir = tempfile::tempdir().unwrap();
+    let base = SMALL_DP
+        .replace("runs = 3", "runs = 4")
+        .replace("iterations = 8", "iterations = 20")
+        .replace(
+            "accountants = [\"rdp-int\", \"rdp\"]",
+            "accountants = [\"pld\"]\ndelta = 1e-5",
+        );
+    let lossy = base.replace("clip = 3.0", "clip = 3.0\ndrop = 0.5");
+    let mut outs = Vec::new();
+    for (name, text) in [("full", &base), ("lossy", &lossy)] {
+        let spec_path = write(dir.path(), &format!("{name}.toml"), text);
+        let out = dir.path().join(name);
+        fbo_ok("run", &spec_path, &out, &["--no-timing"]);
+        outs.push(out);
+    }
+    let read = |d: &Path, f: &str| fs::read_to_string(d.join(f)).unwrap();
+    assert_eq!(read(&outs[0], "privacy.csv"), read(&outs[1], "privacy.csv"));
+    let rows = |d: &Path| -> Vec<Vec<String>> {
+        read(d, "server.csv")
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(String::from).collect())
+            .collect()
+    };
+    let (full, lossy) = (rows(&outs[0]), rows(&outs[1]));
+    assert_eq!(full.len(), lossy.len());
+    let (mut arrived, mut selected) = (0usize, 0usize);
+    for (f, l) in full.iter().zip(&lossy) {
+        // Same selection, same noise; the missing agents are among the selected ones.
+        assert_eq!((&f[3], &f[8], &f[10]), (&l[3], &l[8], &l[10]));
+        let sel: Vec<&str> = l[10].split(';').filter(|s| !s.is_empty()).collect();
+        let missing: Vec<&str> = l[11].split(';').filter(|s| !s.is_empty()).collect();
+        assert!(missing.iter().all(|m| sel.contains(m)));
+        assert_eq!(l[9].parse::<usize>().unwrap() + missing.len(), sel.len());
+        arrived += l[9].parse::<usize>().unwrap();
+        selected += sel.len();
+    }
+    let kept = arrived as f64 / selected as f64;
+    assert!((kept - 0.5).abs() < 0.1, "{kept}");
+    // The first round's epsilon against the exact one at the effective rate 0.25, and at 0.5.
+    let first: f64 = read(&outs[1], "privacy.csv")
+        .lines()
+        .nth(1)
+        .unwrap()
+        .rsplit(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let (effective, nominal) = (
+        one_round_epsilon(0.25, 1.0, 1e-5),
+        one_round_epsilon(0.5, 1.0, 1e-5),
+    );
+    assert!(
+        first >= nominal - 1e-3 && first <= nominal * 1.01,
+        "{first} vs {nominal}"
+    );
+    assert!(first > effective, "{first} vs {effective}");
+}
+
+#[test]
+fn a_privacy_budget_stops_the_server_before_it_would_be_exceeded() {
+    // SMALL_DP's DP-FTS-DE (q = 0.5, z = 1, N = 12, delta = 12^-1.1) with epsilon <= 3 (pld):
+    // the rounds that fit are found here by a plain scan of the accountant.
+    let delta = 12f64.powf(-1.1);
+    let mech = |t: u64| fbo::privacy::Mechanism {
+        q: 0.5,
+        z: 1.0,
+        steps: t,
+        sampling: fbo::privacy::Sampling::Poisson,
+        adjacency: fbo::privacy::Adjacency::AddRemove,
+    };
+    let eps = |t: u64| {
+        fbo::privacy::epsilon(fbo::privacy::Accountant::Pld, &mech(t), delta)
+            .unwrap()
+            .epsilon
+    };
+    let fit = (0..=8u64).take_while(|&t| eps(t) <= 3.0).last().unwrap();
+    assert!(
+        fit > 0 && fit < 8,
+        "the setting must stop the server part-way: {fit}"
+    );
+    let text = SMALL_DP
+        .replace("clip = 3.0", "clip = 3.0\nmax_epsilon = 3.0")
+        .replace(
+            "accountants = [\"rdp-int\", \"rdp\"]",
+            "accountants = [\"rdp\", \"pld\"]",
+        );
+    let dir = tempfile::tempdir().unwrap();
+    let spec_path = write(dir.path(), "dp.toml", &text);
+    // It says so, before anything runs.
+    let v = validate(&spec_path);
+    assert!(v.status.success(), "{}", stderr(&v));
+    let said = String::from_utf8_lossy(&v.stdout).to_string();
+    assert!(
+        said.contains(&format!(
+            "allows {fit} of 8 rounds; its server stops after round {fit}"
+        )),
+        "{said}"
+    );
+    let out = dir.path().join("out");
+    fbo_ok("run", &spec_path, &out, &["--no-timing"]);
+    // Only the rounds within the budget were released, in every run.
+    let server = fs::read_to_string(out.join("server.csv")).unwrap();
+    assert_eq!(server.lines().count(), 1 + 3 * fit as usize);
+    // Epsilon stops growing there, within the budget for its accountant, and no later query
+    // comes from the server.
+    let privacy = fs::read_to_string(out.join("privacy.csv")).unwrap();
+    for line in privacy.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (t, e): (u64, f64) = (f[2].parse().unwrap(), f[8].parse().unwrap());
+        if f[3] == "pld" {
+            assert!(e <= 3.0, "{line}");
+            assert!((e - eps(t.min(fit))).abs() < 1e-9, "{line}");
+        }
+    }
+    let s = spec(&text);
+    let rows = run_one(&s, 1, 0, landscape(&s)).unwrap().rows;
+    assert!(rows.iter().any(|r| r.source == "server"));
+    assert!(
+        rows.iter()
+            .filter(|r| r.iteration > fit as i64)
+            .all(|r| r.source != "server")
     );
 }

@@ -51,6 +51,8 @@ pub struct DpFtsDe {
     server: Server,
     schedule: Schedule,
     records: Vec<RoundRecord>,
+    /// Rounds the privacy budget allows (`server.max_epsilon`); unlimited without one.
+    budget_rounds: u64,
 }
 
 /// Each grid point's sub-region, and each sub-region's points; refuses a partition that
@@ -149,9 +151,14 @@ impl DpFtsDe {
                 server_spec.clone(),
                 assignment,
                 stream(seed, ctx.run as u64, SHARED, Purpose::Server),
+                stream(seed, ctx.run as u64, SHARED, Purpose::Participation),
             ),
             schedule: alg.p_t.clone(),
             records: Vec::new(),
+            budget_rounds: server_spec
+                .dp
+                .and_then(|d| d.budget)
+                .map_or(u64::MAX, |b| b.rounds),
         })
     }
 
@@ -198,6 +205,21 @@ impl Algorithm for DpFtsDe {
     }
 
     fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
+        if t as u64 > self.budget_rounds {
+            // The budget is spent: the server releases nothing more, and every agent goes on
+            // with its own Thompson sample (what the DP paper recommends once p_t is near 1).
+            return self
+                .peers
+                .par_iter_mut()
+                .map(|peer| {
+                    Ok(Query {
+                        agent: peer.learner.agent,
+                        point: peer.learner.thompson()?,
+                        source: Source::Own,
+                    })
+                })
+                .collect();
+        }
         // Round t - 1: every agent's omega_n goes to the server (Algorithm 1 lines 3-12).
         let omegas: Vec<Array1<f64>> = self
             .peers
@@ -237,9 +259,9 @@ impl Algorithm for DpFtsDe {
     }
 
     /// Every agent sends its M-vector to the server in every round (the server, not the
-    /// agent, subsamples), so t rounds cost M t.
+    /// agent, subsamples), so t rounds cost M t; none once the privacy budget is spent.
     fn params_sent(&self, t: usize) -> u64 {
-        (self.shared.features.len() * t) as u64
+        self.shared.features.len() as u64 * (t as u64).min(self.budget_rounds)
     }
 
     fn server_records(&self) -> &[RoundRecord] {

@@ -7,12 +7,13 @@
 //!   2..=32, classic conversion eps = min_a [RDP_T(a) + ln(1/delta) / (a - 1)].
 //! - `rdp`: RDP over a fine grid of fractional and integer orders, improved conversion
 //!   (Canonne, Kamath & Steinke 2020 / Asoodeh et al. 2021).
-//! - `pld`: a privacy-loss-distribution accountant (Poisson sampling only), the tightest.
+//! - `pld`: a privacy-loss-distribution accountant, the tightest, with a [lower, upper] bracket.
 //!
-//! Adjacency: Poisson sampling is analysed under add/remove-one neighbours (as the papers do);
-//! fixed-size sampling (exactly m of N agents, without replacement) under replace-one
-//! neighbours with the bound of Wang, Balle & Kasiviswanathan (2019, Thm. 9), where replacing one
-//! agent moves the clipped sum by up to 2S, so each order uses eps(j) = 2 j / z^2.
+//! Adjacency (`Adjacency`): Poisson sampling is analysed under add/remove-one neighbours (as
+//! the papers do) or, on request, replace-one; fixed-size sampling (exactly m of N agents,
+//! without replacement) under replace-one only, where replacing one agent moves the clipped
+//! sum by up to 2S: the RDP accountants use Wang, Balle & Kasiviswanathan (2019, Thm. 27),
+//! `pld` the dominating pairs of `pld::pairs`.
 
 pub mod pld;
 pub mod rdp;
@@ -45,6 +46,56 @@ impl FromStr for Sampling {
                 "unknown sampling \"{s}\"; allowed: \"poisson\", \"fixed\""
             )),
         }
+    }
+}
+
+/// The neighbouring relation a guarantee is stated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Adjacency {
+    /// One agent added or removed (the papers' relation, for Poisson sampling).
+    AddRemove,
+    /// One agent's data replaced (N fixed): the relation fixed-size sampling needs.
+    ReplaceOne,
+}
+
+impl Adjacency {
+    pub fn name(self) -> &'static str {
+        match self {
+            Adjacency::AddRemove => "add-remove",
+            Adjacency::ReplaceOne => "replace-one",
+        }
+    }
+
+    /// The relation a spec gets unless it names one: the papers' add/remove for Poisson
+    /// sampling, replace-one for fixed size (the only one it has).
+    pub fn default_for(sampling: Sampling) -> Self {
+        match sampling {
+            Sampling::Poisson => Adjacency::AddRemove,
+            Sampling::Fixed => Adjacency::ReplaceOne,
+        }
+    }
+}
+
+impl FromStr for Adjacency {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "add-remove" => Ok(Adjacency::AddRemove),
+            "replace-one" => Ok(Adjacency::ReplaceOne),
+            _ => Err(format!(
+                "unknown adjacency \"{s}\"; allowed: \"add-remove\", \"replace-one\""
+            )),
+        }
+    }
+}
+
+/// Whether `sampling` can be analysed under `adjacency`, and why not.
+pub fn check_relation(sampling: Sampling, adjacency: Adjacency) -> Result<(), String> {
+    match (sampling, adjacency) {
+        (Sampling::Fixed, Adjacency::AddRemove) => Err(
+            "fixed-size sampling is analysed under replace-one adjacency only: adding or removing an agent changes N, and with it the rate m / N the analysis rests on; use adjacency = \"replace-one\"".into(),
+        ),
+        _ => Ok(()),
     }
 }
 
@@ -85,15 +136,16 @@ impl FromStr for Accountant {
     }
 }
 
-/// The mechanism being composed: `steps` rounds of sampling rate q and noise multiplier z.
-/// For fixed-size sampling, q must be the rate the server realises, m / N (see
-/// `Mechanism::server`), not the nominal one.
+/// The mechanism being composed: `steps` rounds of sampling rate q and noise multiplier z,
+/// and the neighbouring relation the guarantee is for. For fixed-size sampling, q must be the
+/// rate the server realises, m / N (see `Mechanism::server`), not the nominal one.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Mechanism {
     pub q: f64,
     pub z: f64,
     pub steps: u64,
     pub sampling: Sampling,
+    pub adjacency: Adjacency,
 }
 
 /// How many of `n` agents a fixed-size round selects for the nominal rate q: round(n q),
@@ -128,13 +180,26 @@ pub fn realised_rate(sampling: Sampling, q: f64, n: usize) -> f64 {
 impl Mechanism {
     /// The mechanism a server with `agents` agents runs for nominal rate q: the rate is the
     /// realised one (`realised_rate`).
-    pub fn server(q: f64, z: f64, steps: u64, sampling: Sampling, agents: usize) -> Self {
+    pub fn server(
+        q: f64,
+        z: f64,
+        steps: u64,
+        sampling: Sampling,
+        adjacency: Adjacency,
+        agents: usize,
+    ) -> Self {
         Mechanism {
             q: realised_rate(sampling, q, agents),
             z,
             steps,
             sampling,
+            adjacency,
         }
+    }
+
+    /// "poisson, add-remove": what a written epsilon is a guarantee for.
+    pub fn relation(&self) -> String {
+        format!("{}, {}", self.sampling.name(), self.adjacency.name())
     }
 }
 
@@ -159,12 +224,26 @@ pub fn check(m: &Mechanism, delta: f64) -> Result<(), String> {
     if !(delta > 0.0 && delta < 1.0) {
         return Err(format!("delta must be in (0, 1), got {delta}"));
     }
-    Ok(())
+    check_relation(m.sampling, m.adjacency)
+}
+
+/// Whether accountant `acc` has an analysis of `m`'s sampling under its adjacency.
+pub fn supports(acc: Accountant, sampling: Sampling, adjacency: Adjacency) -> Result<(), String> {
+    check_relation(sampling, adjacency)?;
+    match (acc, sampling, adjacency) {
+        (Accountant::Rdp | Accountant::RdpInt, Sampling::Poisson, Adjacency::ReplaceOne) => {
+            Err(format!(
+                "the {acc} accountant has no replace-one analysis of Poisson sampling; use pld, or add-remove adjacency"
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// epsilon at `delta` after `m.steps` rounds. Zero steps release nothing: epsilon 0.
 pub fn epsilon(acc: Accountant, m: &Mechanism, delta: f64) -> Result<Guarantee, String> {
     check(m, delta)?;
+    supports(acc, m.sampling, m.adjacency)?;
     if m.steps == 0 {
         return Ok(Guarantee {
             epsilon: 0.0,
@@ -194,17 +273,7 @@ pub fn epsilon(acc: Accountant, m: &Mechanism, delta: f64) -> Result<Guarantee, 
             })
         }
         Accountant::Pld => {
-            if m.sampling != Sampling::Poisson {
-                return Err("the pld accountant supports Poisson sampling only; use rdp or rdp-int for fixed-size sampling".into());
-            }
-            let (epsilon, _) = pld::epsilon(
-                m.q,
-                m.z,
-                m.steps,
-                delta,
-                pld::DEFAULT_INTERVAL,
-                pld::Bound::Upper,
-            )?;
+            let (epsilon, _) = pld::epsilon(m, delta, pld::DEFAULT_INTERVAL, pld::Bound::Upper)?;
             Ok(Guarantee {
                 epsilon,
                 order: None,
@@ -260,6 +329,7 @@ mod tests {
             z,
             steps,
             sampling: Sampling::Poisson,
+            adjacency: Adjacency::AddRemove,
         }
     }
 
@@ -328,22 +398,48 @@ mod tests {
     }
 
     #[test]
-    fn fixed_size_sampling_has_its_own_bound_and_pld_refuses_it() {
-        let m = Mechanism {
+    fn fixed_size_sampling_is_bracketed_by_the_symmetrised_pair_and_a_concrete_pair() {
+        // Issue 25's setting, whose bracket was computed independently: N = 30, q = 0.35
+        // (11 agents), z = 1, T = 60, delta = 1e-5. Upper: the symmetrised dominating pair,
+        // 77.3; lower: the concrete pair (one agent S e, the others -S e), 72.1.
+        let m = Mechanism::server(0.35, 1.0, 60, Sampling::Fixed, Adjacency::ReplaceOne, 30);
+        let b = pld::epsilon_bounds(&m, 1e-5, pld::DEFAULT_INTERVAL).unwrap();
+        assert!((b.upper - 77.3).abs() < 0.05, "{b:?}");
+        assert!((b.lower - 72.1).abs() < 0.05, "{b:?}");
+        assert_eq!(epsilon(Accountant::Pld, &m, 1e-5).unwrap().epsilon, b.upper);
+        // The RDP bounds are valid (above the concrete pair) and far looser.
+        for acc in [Accountant::RdpInt, Accountant::Rdp] {
+            let e = epsilon(acc, &m, 1e-5).unwrap().epsilon;
+            assert!(e > b.lower && e > 2.0 * b.upper, "{acc}: {e}");
+        }
+        // Replace-one doubles the sensitivity: a weaker guarantee than Poisson add/remove at
+        // the same rate and noise.
+        let poisson = epsilon(Accountant::Pld, &mech(m.q, 1.0, 60), 1e-5).unwrap();
+        assert!(poisson.epsilon < b.lower, "{poisson:?} {b:?}");
+    }
+
+    #[test]
+    fn relations_without_an_analysis_are_refused() {
+        let fixed_add_remove = Mechanism {
             sampling: Sampling::Fixed,
             ..mech(0.25, 1.0, 40)
         };
-        let fixed = epsilon(Accountant::RdpInt, &m, 1e-3).unwrap().epsilon;
-        let poisson = epsilon(Accountant::RdpInt, &mech(0.25, 1.0, 40), 1e-3)
-            .unwrap()
-            .epsilon;
-        // Replace-one adjacency doubles the sensitivity: a weaker guarantee.
-        assert!(fixed > poisson, "{fixed} vs {poisson}");
-        assert!(
-            epsilon(Accountant::Pld, &m, 1e-3)
-                .unwrap_err()
-                .contains("Poisson")
-        );
+        for acc in Accountant::ALL {
+            let e = epsilon(acc, &fixed_add_remove, 1e-5).unwrap_err();
+            assert!(e.contains("replace-one"), "{e}");
+        }
+        let poisson_replace = Mechanism {
+            adjacency: Adjacency::ReplaceOne,
+            ..mech(0.25, 1.0, 40)
+        };
+        for acc in [Accountant::RdpInt, Accountant::Rdp] {
+            let e = epsilon(acc, &poisson_replace, 1e-5).unwrap_err();
+            assert!(e.contains("use pld"), "{e}");
+        }
+        // Poisson under replace-one: bracketed, and weaker than under add/remove.
+        let b = pld::epsilon_bounds(&poisson_replace, 1e-5, pld::DEFAULT_INTERVAL).unwrap();
+        let add_remove = epsilon(Accountant::Pld, &mech(0.25, 1.0, 40), 1e-5).unwrap();
+        assert!(b.lower <= b.upper && add_remove.epsilon < b.upper, "{b:?}");
     }
 
     #[test]
@@ -401,30 +497,43 @@ mod tests {
             for q in [1e-6, 0.3, 1.0] {
                 for steps in [1u64, 100_000] {
                     let m = mech(q, z, steps);
-                    let mut floor =
-                        pld::epsilon(q, z, steps, delta, pld::DEFAULT_INTERVAL, pld::Bound::Lower)
-                            .unwrap()
-                            .0;
-                    if q == 1.0 && z >= 0.01 {
-                        floor = floor.max(gaussian_exact(z, steps, delta));
-                    }
+                    let floor_of = |m: &Mechanism| {
+                        let mut floor =
+                            pld::epsilon(m, delta, pld::DEFAULT_INTERVAL, pld::Bound::Lower)
+                                .unwrap()
+                                .0;
+                        if q == 1.0 && z >= 0.01 {
+                            // Replace-one doubles the sensitivity: noise z/2 relative to it.
+                            let zr = match m.adjacency {
+                                Adjacency::AddRemove => z,
+                                Adjacency::ReplaceOne => 0.5 * z,
+                            };
+                            floor = floor.max(gaussian_exact(zr, steps, delta));
+                        }
+                        floor
+                    };
                     let fixed = Mechanism {
                         sampling: Sampling::Fixed,
+                        adjacency: Adjacency::ReplaceOne,
                         ..m
                     };
-                    let answers = Accountant::ALL
-                        .into_iter()
-                        .map(|acc| (acc.name(), epsilon(acc, &m, delta).unwrap().epsilon))
-                        .chain(
-                            [Accountant::RdpInt, Accountant::Rdp]
-                                .into_iter()
-                                .map(|acc| ("fixed", epsilon(acc, &fixed, delta).unwrap().epsilon)),
-                        );
-                    for (name, e) in answers {
-                        assert!(
-                            e >= 0.0 && e >= floor * (1.0 - 1e-9) - 1e-9,
-                            "{name}: q={q} z={z} T={steps}: {e} below {floor}"
-                        );
+                    let poisson_replace = Mechanism {
+                        adjacency: Adjacency::ReplaceOne,
+                        ..m
+                    };
+                    for mm in [m, fixed, poisson_replace] {
+                        let floor = floor_of(&mm);
+                        for acc in Accountant::ALL {
+                            if supports(acc, mm.sampling, mm.adjacency).is_err() {
+                                continue;
+                            }
+                            let e = epsilon(acc, &mm, delta).unwrap().epsilon;
+                            assert!(
+                                e >= 0.0 && e >= floor * (1.0 - 1e-9) - 1e-9,
+                                "{acc} {}: q={q} z={z} T={steps}: {e} below {floor}",
+                                mm.relation()
+                            );
+                        }
                     }
                 }
             }

@@ -99,13 +99,42 @@ pub struct DpSpec {
     /// S: vectors are clipped to norm S / sqrt(P).
     pub clip: f64,
     pub sampling: Sampling,
+    /// The neighbouring relation every epsilon of this algorithm is stated for.
+    pub adjacency: crate::privacy::Adjacency,
+    /// `server.max_epsilon`: the server releases no round that would take epsilon past it.
+    pub budget: Option<Budget>,
+}
+
+/// A privacy budget and what it allows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    pub max_epsilon: f64,
+    /// The accountant the budget is kept with (at `privacy.delta`).
+    pub accountant: Accountant,
+    /// How many rounds fit in it, found when the spec is checked (epsilon depends on q, z, N
+    /// and the round count only, so this is known before anything runs).
+    pub rounds: u64,
 }
 
 impl DpSpec {
-    /// The mechanism released after `steps` rounds by a server of `agents` agents, at the rate
-    /// it realises (the one every epsilon fbo writes is computed for).
+    /// Rounds the server releases by iteration t: t, or fewer once a budget is spent.
+    pub fn released(&self, t: u64) -> u64 {
+        self.budget.map_or(t, |b| t.min(b.rounds))
+    }
+
+    /// The mechanism released after `steps` iterations by a server of `agents` agents, at the
+    /// rate it realises (the one every epsilon fbo writes is computed for); a spent budget
+    /// stops the rounds, and with them epsilon.
     pub fn mechanism(&self, steps: u64, agents: usize) -> crate::privacy::Mechanism {
-        crate::privacy::Mechanism::server(self.q, self.z, steps, self.sampling, agents)
+        let steps = self.released(steps);
+        crate::privacy::Mechanism::server(
+            self.q,
+            self.z,
+            steps,
+            self.sampling,
+            self.adjacency,
+            agents,
+        )
     }
 }
 
@@ -120,6 +149,31 @@ pub struct ServerSpec {
     pub t_const: usize,
     pub t_decay: usize,
     pub init: InitRegion,
+    /// Which agents' messages reach the server in a round.
+    pub participation: Participation,
+}
+
+/// Messages that do not arrive (issue 25): each round, agent n's message reaches the server
+/// only if it is not dropped (probability `drop[n]`), its latency (exponential, mean
+/// `latency`) is within `deadline`, and it is not in an outage (with probability `outage` a
+/// round loses a block of `outage_agents` consecutive agents at a random start, wrapping).
+/// The server aggregates what arrived with unchanged weights and noise. Every draw is
+/// independent of the data, which is what keeps the accountant's epsilon at the nominal rate an
+/// upper bound (docs/algorithms.md).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Participation {
+    /// One probability per agent, or empty: nobody drops.
+    pub drop: Vec<f64>,
+    /// (mean latency, deadline), in the same arbitrary unit.
+    pub latency: Option<(f64, f64)>,
+    /// (probability per round, agents lost).
+    pub outage: Option<(f64, usize)>,
+}
+
+impl Participation {
+    pub fn is_full(&self) -> bool {
+        self.drop.iter().all(|&d| d == 0.0) && self.latency.is_none() && self.outage.is_none()
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -347,11 +401,27 @@ struct RawServer {
     z: Option<f64>,
     clip: Option<f64>,
     sampling: Option<String>,
+    adjacency: Option<String>,
     weights: Option<String>,
     a: Option<f64>,
     t_const: Option<i64>,
     t_decay: Option<i64>,
     init: Option<String>,
+    drop: Option<RawDrop>,
+    latency: Option<f64>,
+    deadline: Option<f64>,
+    outage: Option<f64>,
+    outage_agents: Option<i64>,
+    max_epsilon: Option<f64>,
+    budget_accountant: Option<String>,
+}
+
+/// `drop = 0.1` (every agent) or `drop = [0.1, 0.0, ...]` (one per agent).
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+enum RawDrop {
+    All(f64),
+    PerAgent(Vec<f64>),
 }
 
 impl RawServer {
@@ -364,11 +434,19 @@ impl RawServer {
             z: self.z.or(b.z),
             clip: self.clip.or(b.clip),
             sampling: self.sampling.or(b.sampling),
+            adjacency: self.adjacency.or(b.adjacency),
             weights: self.weights.or(b.weights),
             a: self.a.or(b.a),
             t_const: self.t_const.or(b.t_const),
             t_decay: self.t_decay.or(b.t_decay),
             init: self.init.or(b.init),
+            drop: self.drop.or(b.drop),
+            latency: self.latency.or(b.latency),
+            deadline: self.deadline.or(b.deadline),
+            outage: self.outage.or(b.outage),
+            outage_agents: self.outage_agents.or(b.outage_agents),
+            max_epsilon: self.max_epsilon.or(b.max_epsilon),
+            budget_accountant: self.budget_accountant.or(b.budget_accountant),
         }
     }
 }
@@ -1045,6 +1123,7 @@ impl Spec {
                     ra.server.clone().unwrap_or_default().or(&raw_server),
                     ra.server.as_ref(),
                     objective.domain_size(),
+                    total_agents,
                 )?),
                 _ => None,
             };
@@ -1155,20 +1234,33 @@ impl Spec {
             }
         };
         for (i, a) in algorithms.iter().enumerate() {
-            if let Some(dp) = a.server.as_ref().and_then(|s| s.dp)
-                && dp.sampling == Sampling::Fixed
-                && accountants.contains(&Accountant::Pld)
-            {
-                return Err(c.err(
-                    &format!("algorithm[{i}].server.sampling"),
-                    "fixed-size sampling has no PLD analysis here; set privacy.accountants = [\"rdp-int\", \"rdp\"]",
-                ));
+            if let Some(dp) = a.server.as_ref().and_then(|s| s.dp) {
+                for (j, &acc) in accountants.iter().enumerate() {
+                    crate::privacy::supports(acc, dp.sampling, dp.adjacency).map_err(|e| {
+                        c.err(
+                            &format!("algorithm[{i}].server.adjacency"),
+                            format!("{e} (privacy.accountants[{j}] = \"{acc}\")"),
+                        )
+                    })?;
+                }
             }
             if let Some(dp) = a.server.as_ref().and_then(|s| s.dp)
                 && dp.sampling == Sampling::Fixed
             {
                 crate::privacy::checked_fixed_sample_size(dp.q, total_agents)
                     .map_err(|e| c.err(&format!("algorithm[{i}].server.q"), e))?;
+            }
+        }
+        for (i, a) in algorithms.iter_mut().enumerate() {
+            if let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut())
+                && let Some(b) = dp.budget.as_mut()
+            {
+                let unlimited = DpSpec {
+                    budget: None,
+                    ..*dp
+                };
+                b.rounds = budget_rounds(&unlimited, b, iterations as u64, total_agents, delta)
+                    .map_err(|e| c.err(&format!("algorithm[{i}].server.max_epsilon"), e))?;
             }
         }
         let privacy = PrivacySpec { delta, accountants };
@@ -1202,6 +1294,28 @@ impl Spec {
     }
 
     /// Number of agents the objective defines (target included).
+    /// One line per private algorithm whose privacy budget stops its server early.
+    pub fn budget_notes(&self) -> Vec<String> {
+        self.algorithms
+            .iter()
+            .filter_map(|a| {
+                let b = a.server.as_ref()?.dp?.budget?;
+                (b.rounds < self.iterations as u64).then(|| {
+                    format!(
+                        "note: {}: the privacy budget epsilon <= {} ({}, delta {}) allows {} of {} rounds; its server stops after round {} and its agents go on with their own samples",
+                        a.label,
+                        b.max_epsilon,
+                        b.accountant,
+                        self.privacy.delta,
+                        b.rounds,
+                        self.iterations,
+                        b.rounds
+                    )
+                })
+            })
+            .collect()
+    }
+
     pub fn total_agents(&self) -> usize {
         match self.objective.kind {
             ObjectiveKind::SyntheticFts => self.federation.agents + 1,
@@ -1252,6 +1366,7 @@ fn check_server(
     r: RawServer,
     own: Option<&RawServer>,
     grid: Option<usize>,
+    agents: usize,
 ) -> Result<ServerSpec> {
     let k = |f: &str| format!("{key}.{f}");
     // A box can be cut into any number of sub-regions; a grid into at most its points.
@@ -1269,11 +1384,44 @@ fn check_server(
             None => Sampling::Poisson,
             Some(s) => s.parse().map_err(|e: String| c.err(&k("sampling"), e))?,
         };
+        let adjacency = match r.adjacency.as_deref() {
+            None => crate::privacy::Adjacency::default_for(sampling),
+            Some(s) => s.parse().map_err(|e: String| c.err(&k("adjacency"), e))?,
+        };
+        crate::privacy::check_relation(sampling, adjacency)
+            .map_err(|e| c.err(&k("adjacency"), e))?;
+        let budget = match r.max_epsilon {
+            None => {
+                if r.budget_accountant.is_some() {
+                    return Err(c.err(&k("budget_accountant"), "applies only with max_epsilon"));
+                }
+                None
+            }
+            Some(e) => {
+                let max_epsilon = c.positive(&k("max_epsilon"), Some(e), 1.0)?;
+                let accountant = match r.budget_accountant.as_deref() {
+                    Some(a) => a
+                        .parse()
+                        .map_err(|e: String| c.err(&k("budget_accountant"), e))?,
+                    None => Accountant::Pld,
+                };
+                crate::privacy::supports(accountant, sampling, adjacency)
+                    .map_err(|e| c.err(&k("budget_accountant"), e))?;
+                // The rounds it allows need N, T and delta: `budget_rounds` fills them in.
+                Some(Budget {
+                    max_epsilon,
+                    accountant,
+                    rounds: u64::MAX,
+                })
+            }
+        };
         Some(DpSpec {
             q,
             z: c.positive(&k("z"), r.z, 1.0)?,
             clip: c.positive(&k("clip"), r.clip, 11.0)?,
             sampling,
+            adjacency,
+            budget,
         })
     } else {
         let own = own.cloned().unwrap_or_default();
@@ -1282,6 +1430,9 @@ fn check_server(
             ("z", own.z.is_some()),
             ("clip", own.clip.is_some()),
             ("sampling", own.sampling.is_some()),
+            ("adjacency", own.adjacency.is_some()),
+            ("max_epsilon", own.max_epsilon.is_some()),
+            ("budget_accountant", own.budget_accountant.is_some()),
         ] {
             if set {
                 return Err(c.err(&k(name), "applies only with dp = true"));
@@ -1310,6 +1461,7 @@ fn check_server(
             ));
         }
     };
+    let participation = check_participation(c, key, &r, agents)?;
     Ok(ServerSpec {
         subregions,
         dp,
@@ -1318,6 +1470,106 @@ fn check_server(
         t_const: c.int(&k("t_const"), r.t_const, 5, 0, MAX_COUNT)?,
         t_decay: c.int(&k("t_decay"), r.t_decay, 5, 0, MAX_COUNT)?,
         init,
+        participation,
+    })
+}
+
+/// The most rounds t <= `iterations` whose epsilon (the budget's accountant, at `delta`) stays
+/// within the budget. Epsilon grows with t, so a bisection needs about log2(T) accountings.
+fn budget_rounds(
+    dp: &DpSpec,
+    b: &Budget,
+    iterations: u64,
+    agents: usize,
+    delta: f64,
+) -> std::result::Result<u64, String> {
+    let fits = |t: u64| -> std::result::Result<bool, String> {
+        let g = crate::privacy::epsilon(b.accountant, &dp.mechanism(t, agents), delta)?;
+        Ok(g.epsilon <= b.max_epsilon)
+    };
+    if fits(iterations)? {
+        return Ok(iterations);
+    }
+    let (mut lo, mut hi) = (0, iterations); // fits(lo), !fits(hi)
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid)? { lo = mid } else { hi = mid }
+    }
+    Ok(lo)
+}
+
+fn check_participation(
+    c: &Check,
+    key: &str,
+    r: &RawServer,
+    agents: usize,
+) -> Result<Participation> {
+    let k = |f: &str| format!("{key}.{f}");
+    let probability = |name: &str, v: f64| -> Result<f64> {
+        if v.is_finite() && (0.0..1.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(c.err(name, format!("must be a probability in [0, 1), got {v}")))
+        }
+    };
+    let drop = match &r.drop {
+        None => Vec::new(),
+        Some(RawDrop::All(d)) => vec![probability(&k("drop"), *d)?; agents],
+        Some(RawDrop::PerAgent(list)) => {
+            if list.len() != agents {
+                return Err(c.err(
+                    &k("drop"),
+                    format!(
+                        "has {} entries; give one drop probability per agent ({agents}) or a single number",
+                        list.len()
+                    ),
+                ));
+            }
+            list.iter()
+                .enumerate()
+                .map(|(i, &d)| probability(&format!("{key}.drop[{i}]"), d))
+                .collect::<Result<Vec<f64>>>()?
+        }
+    };
+    let latency = match (r.latency, r.deadline) {
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(c.err(
+                &k(if r.latency.is_some() {
+                    "deadline"
+                } else {
+                    "latency"
+                }),
+                "latency (the mean of an exponential delay) and deadline go together",
+            ));
+        }
+        (Some(l), Some(d)) => Some((
+            c.positive(&k("latency"), Some(l), 1.0)?,
+            c.positive(&k("deadline"), Some(d), 1.0)?,
+        )),
+    };
+    let outage = match r.outage {
+        None => {
+            if r.outage_agents.is_some() {
+                return Err(c.err(&k("outage_agents"), "applies only with outage"));
+            }
+            None
+        }
+        Some(p) => Some((
+            probability(&k("outage"), p)?,
+            c.int(
+                &k("outage_agents"),
+                r.outage_agents,
+                1,
+                1,
+                agents.max(1) as i64,
+            )?,
+        )),
+    };
+    Ok(Participation {
+        drop,
+        latency,
+        outage,
     })
 }
 

@@ -1,0 +1,114 @@
+//! fbo's accountants against reference values made with Google's dp_accounting 0.4.4
+//! (`scripts/privacy_reference.py`, which says how each row was made), one row per setting in
+//! tests/fixtures/privacy_reference.csv. The references are written to 6 decimals, so each
+//! comparison allows half a unit of the last one (ROUNDING).
+
+use fbo::privacy::{self, Accountant, Adjacency, Mechanism, Sampling, pld};
+
+const ROUNDING: f64 = 5e-7;
+
+struct Row {
+    kind: String,
+    q: f64,
+    z: f64,
+    steps: u64,
+    delta: f64,
+    agents: Option<usize>,
+    reference: f64,
+}
+
+fn rows() -> Vec<Row> {
+    let text = include_str!("fixtures/privacy_reference.csv");
+    text.lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            Row {
+                kind: f[0].to_string(),
+                q: f[1].parse().unwrap(),
+                z: f[2].parse().unwrap(),
+                steps: f[3].parse().unwrap(),
+                delta: f[4].parse().unwrap(),
+                agents: (!f[5].is_empty()).then(|| f[5].parse().unwrap()),
+                reference: f[6].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn poisson_pld_brackets_the_reference_and_its_upper_end_is_within_two_percent() {
+    // The reference is dp_accounting's pessimistic connect-the-dots PLD on a grid of 1e-5 or
+    // 1e-4: an upper bound on the true epsilon, itself within its discretisation of the truth.
+    // So fbo's lower end must not exceed it, and fbo's upper end must neither sit far below
+    // it (that would be an under-report) nor far above it.
+    let mut n = 0;
+    for r in rows().iter().filter(|r| r.kind == "poisson") {
+        let m = Mechanism {
+            q: r.q,
+            z: r.z,
+            steps: r.steps,
+            sampling: Sampling::Poisson,
+            adjacency: Adjacency::AddRemove,
+        };
+        let b = pld::epsilon_bounds(&m, r.delta, pld::DEFAULT_INTERVAL).unwrap();
+        let what = format!(
+            "q={} z={} T={}: {b:?} vs {}",
+            r.q, r.z, r.steps, r.reference
+        );
+        assert!(b.lower <= r.reference + ROUNDING, "{what}");
+        assert!(b.upper >= 0.995 * r.reference - ROUNDING, "{what}");
+        assert!(b.upper <= 1.02 * r.reference + ROUNDING, "{what}");
+        n += 1;
+    }
+    assert!(n >= 90, "{n} rows");
+}
+
+#[test]
+fn fixed_size_pld_contains_the_concrete_pair_and_rdp_matches_theorem_27() {
+    // fixed-lower: dp_accounting's PLD of the pair a concrete pair of datasets attains under
+    // fixed-size sampling (rate m/N, noise z/2, both directions): fbo's bracket must contain
+    // it, its lower end (the same pair) close to it. fixed-rdp: dp_accounting's RDP accountant
+    // for sampling without replacement under replace-one (WBK Thm. 27), integer orders 2..256.
+    let mut n = 0;
+    for r in rows().iter().filter(|r| r.kind != "poisson") {
+        let agents = r.agents.expect("fixed-size rows name N");
+        let m = Mechanism::server(
+            r.q,
+            r.z,
+            r.steps,
+            Sampling::Fixed,
+            Adjacency::ReplaceOne,
+            agents,
+        );
+        let what = format!("N={agents} q={} z={} T={}", r.q, r.z, r.steps);
+        match r.kind.as_str() {
+            "fixed-lower" => {
+                let b = pld::epsilon_bounds(&m, r.delta, pld::DEFAULT_INTERVAL).unwrap();
+                assert!(
+                    b.upper >= 0.995 * r.reference - ROUNDING,
+                    "{what}: {b:?} vs {}",
+                    r.reference
+                );
+                assert!(
+                    b.lower <= r.reference + ROUNDING && b.lower >= 0.98 * r.reference - ROUNDING,
+                    "{what}: {b:?} vs {}",
+                    r.reference
+                );
+            }
+            "fixed-rdp" => {
+                let e = privacy::epsilon(Accountant::Rdp, &m, r.delta)
+                    .unwrap()
+                    .epsilon;
+                assert!(
+                    (e - r.reference).abs() < 1e-3 * r.reference + ROUNDING,
+                    "{what}: {e} vs {}",
+                    r.reference
+                );
+            }
+            other => panic!("unknown row kind {other}"),
+        }
+        n += 1;
+    }
+    assert!(n >= 80, "{n} rows");
+}
