@@ -146,6 +146,19 @@ pub enum Command {
         #[arg(long)]
         results: Option<PathBuf>,
     },
+    /// The objective of listed agents at given raw hyperparameter values: reads a CSV with a
+    /// column `agent` and one per hyperparameter (e.g. C,gamma), writes it to stdout with a
+    /// column `value` (the metric as the objective reports it) added.
+    Evaluate {
+        /// The spec whose objective is evaluated.
+        spec: PathBuf,
+        /// The points, CSV.
+        #[arg(long)]
+        points: PathBuf,
+        /// The run whose objective is used (synthetic objectives differ per run).
+        #[arg(long, default_value_t = 0)]
+        run: usize,
+    },
     /// Check a spec (or a tabulation config) and print what it would run; exit 2 if invalid.
     Validate {
         /// The spec or tabulation config (TOML) to check.
@@ -534,6 +547,12 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 results,
             },
         ),
+        Command::Evaluate { spec, points, run } => {
+            let s = load(&spec, None, false)?;
+            let csv = crate::evaluate::evaluate(&s, &spec, &points, run)?;
+            print!("{csv}");
+            Ok(())
+        }
         Command::Validate { spec } => {
             // A tabulation config is recognised by its `dataset` key.
             let is_table_config = std::fs::read_to_string(&spec)

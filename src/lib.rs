@@ -11,6 +11,7 @@ pub mod cli;
 pub mod compare;
 pub mod data;
 pub mod error;
+pub mod evaluate;
 pub mod fastmath;
 pub mod journal;
 pub mod linalg;

@@ -295,6 +295,70 @@ impl Space {
         }
     }
 
+    /// The point with raw hyperparameter values `raw` (in `names()` order): on a box the unit
+    /// coordinates that map onto them, refused outside the range; on a grid the row that holds
+    /// exactly those values (relative 1e-9), refused with the nearest row named otherwise.
+    pub fn point_at_raw(&self, raw: &[f64]) -> std::result::Result<Point, String> {
+        match self {
+            Space::Box(params) => {
+                let mut x = Vec::with_capacity(params.len());
+                for (p, &v) in params.iter().zip(raw) {
+                    let slack = 1e-12 * (p.high - p.low).abs().max(p.high.abs());
+                    if !(v.is_finite() && v >= p.low - slack && v <= p.high + slack) {
+                        return Err(format!(
+                            "{} = {v} is outside its range [{}, {}]",
+                            p.name, p.low, p.high
+                        ));
+                    }
+                    let u = match p.scale {
+                        Scale::Linear => (v - p.low) / (p.high - p.low),
+                        Scale::Log => (v.ln() - p.low.ln()) / (p.high.ln() - p.low.ln()),
+                    };
+                    x.push(u.clamp(0.0, 1.0));
+                }
+                Ok(Point::free(x))
+            }
+            Space::Grid(d) => {
+                let Some(table) = &d.raw else {
+                    return Err("this objective's grid has no named hyperparameters".into());
+                };
+                let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+                let mut nearest = (f64::INFINITY, 0);
+                for (i, row) in table.rows().into_iter().enumerate() {
+                    if row.iter().zip(raw).all(|(&a, &b)| close(a, b)) {
+                        return Ok(d.at(i));
+                    }
+                    // Distance in log space where every value is positive (C, gamma), else
+                    // plain: only to name the nearest row in the message.
+                    let dist: f64 = row
+                        .iter()
+                        .zip(raw)
+                        .map(|(&a, &b)| {
+                            if a > 0.0 && b > 0.0 {
+                                (a.ln() - b.ln()).powi(2)
+                            } else {
+                                (a - b).powi(2)
+                            }
+                        })
+                        .sum();
+                    if dist < nearest.0 {
+                        nearest = (dist, i);
+                    }
+                }
+                let row: Vec<String> = d
+                    .names
+                    .iter()
+                    .zip(table.row(nearest.1))
+                    .map(|(n, v)| format!("{n} = {v}"))
+                    .collect();
+                Err(format!(
+                    "no grid point has these values; the nearest is {}",
+                    row.join(", ")
+                ))
+            }
+        }
+    }
+
     /// The number of distinct points, None for a box.
     pub fn size(&self) -> Option<usize> {
         self.grid().map(Domain::len)
