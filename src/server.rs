@@ -283,6 +283,28 @@ mod tests {
         }
     }
 
+    /// Poisson sampling at (q, z) with clipping bound S, add/remove adjacency, no budget.
+    fn poisson(q: f64, z: f64, clip: f64) -> DpSpec {
+        DpSpec {
+            q,
+            z,
+            clip,
+            sampling: Sampling::Poisson,
+            adjacency: crate::privacy::Adjacency::AddRemove,
+            budget: None,
+        }
+    }
+
+    /// A server whose selection/noise and arrival streams both come from `seed`.
+    fn server(s: ServerSpec, assignment: Vec<usize>, seed: u64) -> Server {
+        Server::new(
+            s,
+            assignment,
+            stream(seed, 0, SHARED, Purpose::Server),
+            stream(seed, 0, SHARED, Purpose::Participation),
+        )
+    }
+
     #[test]
     fn a_t_follows_the_papers_synthetic_schedule() {
         let s = spec(2, None, WeightMode::Adaptive);
@@ -350,12 +372,7 @@ mod tests {
     #[test]
     fn non_private_aggregate_is_the_weighted_sum() {
         let s = spec(2, None, WeightMode::Adaptive);
-        let mut srv = Server::new(
-            s,
-            vec![0, 1],
-            stream(1, 0, SHARED, Purpose::Server),
-            stream(1, 0, SHARED, Purpose::Participation),
-        );
+        let mut srv = server(s, vec![0, 1], 1);
         let omegas = [array![1.0, 0.0], array![0.0, 1.0]];
         let (out, rec) = srv.aggregate(0, &omegas);
         let b = 15f64.exp();
@@ -369,25 +386,13 @@ mod tests {
 
     #[test]
     fn private_aggregate_clips_subsamples_and_adds_the_right_noise() {
-        let dp = DpSpec {
-            q: 0.5,
-            z: 1.0,
-            clip: 2.0,
-            sampling: Sampling::Poisson,
-            adjacency: crate::privacy::Adjacency::AddRemove,
-            budget: None,
-        };
+        let dp = poisson(0.5, 1.0, 2.0);
         let s = spec(1, Some(dp), WeightMode::Equal);
         let n = 400;
         let omegas: Vec<Array1<f64>> = (0..n)
             .map(|i| array![if i % 2 == 0 { 10.0 } else { 0.5 }])
             .collect();
-        let mut srv = Server::new(
-            s,
-            vec![0; n],
-            stream(2, 0, SHARED, Purpose::Server),
-            stream(2, 0, SHARED, Purpose::Participation),
-        );
+        let mut srv = server(s, vec![0; n], 2);
         let mut selected = 0;
         let mut clipped = 0;
         let mut noise = Vec::new();
@@ -412,12 +417,7 @@ mod tests {
             }),
             ..spec(1, None, WeightMode::Equal)
         };
-        let mut srv = Server::new(
-            fixed,
-            vec![0; n],
-            stream(3, 0, SHARED, Purpose::Server),
-            stream(3, 0, SHARED, Purpose::Participation),
-        );
+        let mut srv = server(fixed, vec![0; n], 3);
         assert_eq!(srv.aggregate(0, &omegas).1.selected, 200);
         // N = 30, q = 0.35: 11 agents, so the rate behind the scaling and the noise is 11/30.
         let fixed = ServerSpec {
@@ -429,12 +429,7 @@ mod tests {
             }),
             ..spec(1, None, WeightMode::Equal)
         };
-        let mut srv = Server::new(
-            fixed,
-            vec![0; 30],
-            stream(3, 0, SHARED, Purpose::Server),
-            stream(3, 0, SHARED, Purpose::Participation),
-        );
+        let mut srv = server(fixed, vec![0; 30], 3);
         let rec = srv.aggregate(0, &omegas[..30]).1;
         assert_eq!(rec.selected, 11);
         assert!((rec.noise_sd - (1.0 / 30.0) * 2.0 / (11.0 / 30.0)).abs() < 1e-12);
@@ -443,24 +438,12 @@ mod tests {
     #[test]
     fn private_mean_is_unbiased() {
         // E[omega^(i)] = sum_n phi_n omega_n when nothing is clipped.
-        let dp = DpSpec {
-            q: 0.25,
-            z: 0.5,
-            clip: 100.0,
-            sampling: Sampling::Poisson,
-            adjacency: crate::privacy::Adjacency::AddRemove,
-            budget: None,
-        };
+        let dp = poisson(0.25, 0.5, 100.0);
         let s = spec(1, Some(dp), WeightMode::Equal);
         let n = 50;
         let omegas: Vec<Array1<f64>> = (0..n).map(|i| array![i as f64 / 10.0]).collect();
         let exact = omegas.iter().map(|o| o[0]).sum::<f64>() / n as f64;
-        let mut srv = Server::new(
-            s,
-            vec![0; n],
-            stream(4, 0, SHARED, Purpose::Server),
-            stream(4, 0, SHARED, Purpose::Participation),
-        );
+        let mut srv = server(s, vec![0; n], 4);
         let reps = 20_000;
         let mean = (0..reps)
             .map(|r| srv.aggregate(r, &omegas).0[0][0])
@@ -476,14 +459,7 @@ mod tests {
         // agent's message enters the aggregate with probability 0.5 x 0.6 = 0.3 <= q, and the
         // noise is what it is without dropouts, so each round is the subsampled Gaussian at
         // rate 0.3 with the same z, which the accountant at q = 0.5 bounds from above.
-        let dp = DpSpec {
-            q: 0.5,
-            z: 1.0,
-            clip: 2.0,
-            sampling: Sampling::Poisson,
-            adjacency: crate::privacy::Adjacency::AddRemove,
-            budget: None,
-        };
+        let dp = poisson(0.5, 1.0, 2.0);
         let n = 200;
         let omegas: Vec<Array1<f64>> = (0..n).map(|_| array![1.0]).collect();
         let full = spec(1, Some(dp), WeightMode::Equal);
@@ -494,18 +470,8 @@ mod tests {
             },
             ..full.clone()
         };
-        let mut a = Server::new(
-            full,
-            vec![0; n],
-            stream(5, 0, SHARED, Purpose::Server),
-            stream(5, 0, SHARED, Purpose::Participation),
-        );
-        let mut b = Server::new(
-            lossy,
-            vec![0; n],
-            stream(5, 0, SHARED, Purpose::Server),
-            stream(5, 0, SHARED, Purpose::Participation),
-        );
+        let mut a = server(full, vec![0; n], 5);
+        let mut b = server(lossy, vec![0; n], 5);
         let (mut included, mut missing) = (0usize, 0usize);
         for round in 0..400 {
             let (ra, rb) = (a.aggregate(round, &omegas).1, b.aggregate(round, &omegas).1);
@@ -537,12 +503,7 @@ mod tests {
             },
             ..spec(1, None, WeightMode::Equal)
         };
-        let mut c = Server::new(
-            exact,
-            vec![0; n],
-            stream(6, 0, SHARED, Purpose::Server),
-            stream(6, 0, SHARED, Purpose::Participation),
-        );
+        let mut c = server(exact, vec![0; n], 6);
         let (mut arrived, mut selected) = (0, 0);
         for round in 0..200 {
             let (out, rec) = c.aggregate(round, &omegas);
