@@ -36,20 +36,22 @@ methods="${FBO_BENCH_METHODS:-ts,logei}"
 
 # fbo's engine configurations: label, then the [surrogate] lines of its spec, every choice
 # explicit so that the comparison does not move with the defaults. "papers" is the papers' own
-# sample (SE, one length scale, maximum likelihood, RFF posterior on 100 features); "default"
-# fbo's default for new specs (the exact posterior by pathwise conditioning, Hvarfner et al.'s
-# priors, one length scale per axis from 10 observations per axis on).
+# sample (SE, one length scale, maximum likelihood, zero mean, RFF posterior on 100 features);
+# "default" fbo's default for new specs (the exact posterior by pathwise conditioning, Hvarfner
+# et al.'s priors, one length scale per axis from 10 observations per axis on, a constant mean).
 configs=(
     "papers|kernel = \"se\"
 [surrogate.own]
 sample = \"rff\"
 ard = false
-prior = \"none\""
+prior = \"none\"
+mean = \"zero\""
     "default|kernel = \"se\"
 [surrogate.own]
 sample = \"pathwise\"
 ard = \"auto\"
-prior = \"dimension-scaled\""
+prior = \"dimension-scaled\"
+mean = \"constant\""
 )
 if [[ -n "${FBO_BENCH_CONFIGS:-}" ]]; then
     keep=()

@@ -415,6 +415,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                     noise_var: (1e-6, 1.0),
                 },
                 prior: HyperPrior::None,
+                mean: crate::surrogate::gp::MeanFn::Zero,
             },
             initial: GpHyper::isotropic(Kernel::Se, 0.03, 1.0, 0.01),
             normalize_y: true,

@@ -180,6 +180,7 @@ length_scale = 0.1
 sample = "rff"
 ard = false
 prior = "none"
+mean = "zero"
 
 [federation]
 agents = 2

@@ -115,9 +115,14 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
             "key `surrogate.kernel`: unknown kernel \"rbf\"; allowed: \"se\", \"matern52\", \"matern32\"",
         ),
         (
-            "ard neither a bool nor auto",
-            with("ard = false", "ard = 3"),
-            "key `surrogate.own.ard`: must be true, false or \"auto\", got 3",
+            "ard neither a bool, auto nor a count",
+            with("ard = false", "ard = 0"),
+            "key `surrogate.own.ard`: must be true, false, \"auto\" or a number of observations per axis in [1, 1000], got 0",
+        ),
+        (
+            "unknown mean",
+            with("mean = \"zero\"", "mean = \"linear\""),
+            "key `surrogate.own.mean`: unknown mean \"linear\"; allowed: \"zero\", \"constant\"",
         ),
         (
             "unknown prior",

@@ -13,7 +13,9 @@ use crate::objective::space::{Domain, Param, Scale, Space};
 use crate::objective::table::TableMeta;
 use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Sampling};
-use crate::surrogate::gp::{Ard, FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel};
+use crate::surrogate::gp::{
+    Ard, FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel, MeanFn,
+};
 use crate::surrogate::own::{OwnSampler, OwnSettings};
 use schedule::{Form, Schedule};
 use serde::Deserialize;
@@ -527,6 +529,7 @@ struct RawOwn {
     features: Option<i64>,
     ard: Option<toml::Value>,
     prior: Option<String>,
+    mean: Option<String>,
     fit: Option<bool>,
     refit_every: Option<i64>,
     fit_starts: Option<i64>,
@@ -881,12 +884,21 @@ impl Spec {
             )?,
         };
         let fit = ro.fit.unwrap_or(true);
+        let mean = c.choice(
+            "surrogate.own.mean",
+            ro.mean.as_deref(),
+            MeanFn::Constant,
+            "mean",
+            MeanFn::NAMES,
+            MeanFn::parse,
+        )?;
         let initial = GpHyper::isotropic(
             kernel,
             c.positive("surrogate.own.length_scale", ro.length_scale, length_scale)?,
             c.positive("surrogate.own.signal_variance", ro.signal_variance, 1.0)?,
             c.positive("surrogate.own.noise_variance", ro.noise_variance, 0.01)?,
-        );
+        )
+        .with_mean(mean);
         let model = HyperModel {
             kernel,
             ard: match &ro.ard {
@@ -894,10 +906,15 @@ impl Spec {
                 Some(toml::Value::Boolean(false)) => Ard::Off,
                 Some(toml::Value::Boolean(true)) => Ard::On,
                 Some(toml::Value::String(s)) if s == "auto" => Ard::AUTO,
+                Some(toml::Value::Integer(k)) if (1..=1000).contains(k) => {
+                    Ard::PerAxisFrom(*k as usize)
+                }
                 Some(other) => {
                     return Err(c.err(
                         "surrogate.own.ard",
-                        format!("must be true, false or \"auto\", got {other}"),
+                        format!(
+                            "must be true, false, \"auto\" or a number of observations per axis in [1, 1000], got {other}"
+                        ),
                     ));
                 }
             },
@@ -910,6 +927,7 @@ impl Spec {
                 HyperPrior::NAMES,
                 HyperPrior::parse,
             )?,
+            mean,
         };
         let own = OwnSettings {
             features: c.int("surrogate.own.features", ro.features, 100, 1, MAX_FEATURES)?,

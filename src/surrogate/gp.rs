@@ -18,6 +18,63 @@ pub struct GpHyper {
     pub length_scales: Vec<f64>,
     pub signal_var: f64,
     pub noise_var: f64,
+    pub mean: MeanFn,
+}
+
+/// The GP's prior mean of the (standardised) targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MeanFn {
+    /// Zero: far from the data a sample reverts to the data's average (the papers').
+    Zero,
+    /// A constant c fitted with the kernel, as BoTorch's and GPyTorch's ConstantMean. It is
+    /// profiled out rather than searched: at given kernel hyperparameters the likelihood's
+    /// maximiser is the generalised least-squares c = 1'K^-1 y / 1'K^-1 1, recomputed on
+    /// every use from the current data. When most observations are poor and a few good (a
+    /// bowl seen from its rim), c sits below the data's average, and a Thompson sample no
+    /// longer finds its maximum wherever nothing has been observed yet.
+    Constant,
+}
+
+impl MeanFn {
+    pub const NAMES: &'static str = "\"zero\", \"constant\"";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "zero" => Some(MeanFn::Zero),
+            "constant" => Some(MeanFn::Constant),
+            _ => None,
+        }
+    }
+}
+
+/// The profiled constant mean given the Cholesky factor `l` of K + s_n^2 I and the
+/// targets: c = 1'K^-1 y / 1'K^-1 1, and K^-1 1 (alpha moves by -c K^-1 1). Zero and no
+/// correction for the zero mean.
+pub fn profiled_constant(
+    mean: MeanFn,
+    l: ArrayView2<f64>,
+    y: ArrayView1<f64>,
+) -> Option<(f64, Array1<f64>)> {
+    if mean == MeanFn::Zero {
+        return None;
+    }
+    let kinv1 = crate::linalg::cho_solve(l, Array1::ones(y.len()).view());
+    let c = y.dot(&kinv1) / kinv1.sum();
+    Some((c, kinv1))
+}
+
+/// The profiled constant mean of targets y at inputs x (None for the zero mean, or when
+/// K + s_n^2 I is not positive definite even with jitter).
+pub fn constant_mean(x: ArrayView2<f64>, y: ArrayView1<f64>, h: &GpHyper) -> Option<f64> {
+    if h.mean == MeanFn::Zero {
+        return None;
+    }
+    let mut k = kernel_matrix(x, x, h);
+    for i in 0..k.nrows() {
+        k[[i, i]] += h.noise_var;
+    }
+    let (l, _) = crate::linalg::cholesky_jittered(&k)?;
+    profiled_constant(h.mean, l.view(), y).map(|(c, _)| c)
 }
 
 impl GpHyper {
@@ -27,7 +84,13 @@ impl GpHyper {
             length_scales: vec![length_scale],
             signal_var,
             noise_var,
+            mean: MeanFn::Zero,
         }
+    }
+
+    pub fn with_mean(mut self, mean: MeanFn) -> Self {
+        self.mean = mean;
+        self
     }
 
     /// 1 / (2 l^2) per length scale: h = r^2 / 2 = sum_d (x_d - x'_d)^2 inv2l2_d.
@@ -61,13 +124,14 @@ impl GpHyper {
         l
     }
 
-    fn from_log(kernel: Kernel, l: &[f64]) -> Self {
+    fn from_log(kernel: Kernel, mean: MeanFn, l: &[f64]) -> Self {
         let p = l.len() - 2;
         GpHyper {
             kernel,
             length_scales: l[..p].iter().map(|v| libm::exp(*v)).collect(),
             signal_var: libm::exp(l[p]),
             noise_var: libm::exp(l[p + 1]),
+            mean,
         }
     }
 }
@@ -102,6 +166,7 @@ impl HyperBounds {
                 .collect(),
             signal_var: h.signal_var.clamp(self.signal_var.0, self.signal_var.1),
             noise_var: h.noise_var.clamp(self.noise_var.0, self.noise_var.1),
+            mean: h.mean,
         }
     }
 }
@@ -199,13 +264,14 @@ impl Ard {
 }
 
 /// What a fit chooses among and how: the kernel family, one length scale or one per axis,
-/// the box and the prior.
+/// the box, the prior and the mean function.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HyperModel {
     pub kernel: Kernel,
     pub ard: Ard,
     pub bounds: HyperBounds,
     pub prior: HyperPrior,
+    pub mean: MeanFn,
 }
 
 /// Pairwise squared Euclidean distances between the rows of `x`.
@@ -308,9 +374,17 @@ impl Factored {
             k[[i, i]] += h.noise_var;
         }
         let l = crate::linalg::cholesky(&k)?;
-        let alpha = crate::linalg::cho_solve(l.view(), y);
+        let mut alpha = crate::linalg::cho_solve(l.view(), y);
+        // With a profiled constant the likelihood is that of y - c; its gradient in the
+        // kernel's hyperparameters is the formula below with alpha = K^-1 (y - c), as the
+        // likelihood is stationary in c there.
+        let mut centred = y.to_owned();
+        if let Some((c, kinv1)) = profiled_constant(h.mean, l.view(), y) {
+            alpha.scaled_add(-c, &kinv1);
+            centred -= c;
+        }
         let log_det: f64 = (0..n).map(|i| libm::log(l[[i, i]])).sum::<f64>() * 2.0;
-        let lml = -0.5 * y.dot(&alpha)
+        let lml = -0.5 * centred.dot(&alpha)
             - 0.5 * log_det
             - 0.5 * n as f64 * libm::log(2.0 * std::f64::consts::PI);
         Some(Factored {
@@ -417,6 +491,7 @@ struct NegLikelihood<'a> {
     kernel: Kernel,
     prior: HyperPrior,
     dim: usize,
+    mean: MeanFn,
     lb: Vec<(f64, f64)>,
     last: Option<(Vec<f64>, Option<Factored>)>,
 }
@@ -434,7 +509,7 @@ impl NegLikelihood<'_> {
     }
 
     fn hyper(&self, t: &[f64]) -> GpHyper {
-        GpHyper::from_log(self.kernel, t)
+        GpHyper::from_log(self.kernel, self.mean, t)
     }
 
     fn factored(&mut self, u: &[f64]) -> Option<&Factored> {
@@ -515,6 +590,7 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
         kernel: model.kernel,
         prior: model.prior,
         dim: x.ncols(),
+        mean: model.mean,
         lb: lb.clone(),
         last: None,
     };
@@ -663,6 +739,8 @@ pub struct GpPosterior {
     inv: Vec<f64>,
     chol: Array2<f64>,
     alpha: Array1<f64>,
+    /// The profiled constant mean (zero for the zero mean), added to every prediction.
+    constant: f64,
 }
 
 impl GpPosterior {
@@ -673,13 +751,19 @@ impl GpPosterior {
         }
         let (chol, _) = crate::linalg::cholesky_jittered(&k)?;
         let z = crate::linalg::solve_lower(chol.view(), y);
-        let alpha = crate::linalg::solve_lower_t(chol.view(), z.view());
+        let mut alpha = crate::linalg::solve_lower_t(chol.view(), z.view());
+        let mut constant = 0.0;
+        if let Some((c, kinv1)) = profiled_constant(hyper.mean, chol.view(), y) {
+            alpha.scaled_add(-c, &kinv1);
+            constant = c;
+        }
         Some(GpPosterior {
             x: x.as_standard_layout().into_owned(),
             hyper: hyper.clone(),
             inv: hyper.inv2l2(),
             chol,
             alpha,
+            constant,
         })
     }
 
@@ -711,7 +795,7 @@ impl GpPosterior {
             .collect();
         let kx = Array1::from_iter(hs.iter().map(|&hi| h.signal_var * h.kernel.corr(hi)));
         let v = crate::linalg::cho_solve(self.chol.view(), kx.view());
-        let mean = kx.dot(&self.alpha);
+        let mean = self.constant + kx.dot(&self.alpha);
         let raw_var = h.signal_var - kx.dot(&v);
         let d = x.len();
         let (mut dm, mut dv) = (vec![0.0; d], vec![0.0; d]);
@@ -747,7 +831,7 @@ impl GpPosterior {
         let kx = kernel_matrix(self.x.view(), xs, &self.hyper);
         // kx^T alpha, each entry summed over the training points in order, a row of kx at a
         // time (contiguous; the strided column dot products summed in the same order).
-        let mut mean = Array1::<f64>::zeros(kx.ncols());
+        let mut mean = Array1::<f64>::from_elem(kx.ncols(), self.constant);
         for (row, &a) in kx.rows().into_iter().zip(&self.alpha) {
             mean.scaled_add(a, &row);
         }
@@ -818,6 +902,7 @@ mod tests {
             ard: Ard::Off,
             bounds: bounds(),
             prior: HyperPrior::None,
+            mean: MeanFn::Zero,
         }
     }
 
@@ -836,19 +921,27 @@ mod tests {
         let mut rng = stream(1, 0, 0, Purpose::AgentData);
         let x = Array2::from_shape_fn((12, 3), |_| rng.random::<f64>());
         let y = Array1::from_iter((0..12).map(|i| (i as f64 * 0.7).sin()));
-        for kernel in [Kernel::Se, Kernel::Matern52, Kernel::Matern32] {
+        for (kernel, mean) in [Kernel::Se, Kernel::Matern52, Kernel::Matern32]
+            .into_iter()
+            .flat_map(|k| [(k, MeanFn::Zero), (k, MeanFn::Constant)])
+        {
             for ard in [false, true] {
                 let dist = Distances::new(x.view(), ard);
-                let mut h = GpHyper::isotropic(kernel, 0.4, 1.3, 0.05);
+                let mut h = GpHyper::isotropic(kernel, 0.4, 1.3, 0.05).with_mean(mean);
                 if ard {
                     h.length_scales = vec![0.3, 0.7, 1.9];
                 }
                 let (_, g) = log_marginal_likelihood(&dist, y.view(), &h, true).unwrap();
                 let l = h.to_log();
                 let lml = |l: &[f64]| {
-                    log_marginal_likelihood(&dist, y.view(), &GpHyper::from_log(kernel, l), false)
-                        .unwrap()
-                        .0
+                    log_marginal_likelihood(
+                        &dist,
+                        y.view(),
+                        &GpHyper::from_log(kernel, h.mean, l),
+                        false,
+                    )
+                    .unwrap()
+                    .0
                 };
                 for i in 0..l.len() {
                     let eps = 1e-6;
@@ -858,7 +951,7 @@ mod tests {
                     let fdg = (lml(&up) - lml(&dn)) / (2.0 * eps);
                     assert!(
                         (fdg - g[i]).abs() < 1e-5 * (1.0 + fdg.abs()),
-                        "{kernel:?} ard {ard} param {i}: {fdg} vs {}",
+                        "{kernel:?} {mean:?} ard {ard} param {i}: {fdg} vs {}",
                         g[i]
                     );
                 }
@@ -874,6 +967,51 @@ mod tests {
                         (prior.log_density(&up, 3).0 - prior.log_density(&dn, 3).0) / (2.0 * eps);
                     assert!((fdg - pg[i]).abs() < 1e-6 * (1.0 + fdg.abs()), "prior {i}");
                 }
+            }
+        }
+    }
+
+    /// The profiled constant is the likelihood's maximiser over c: the constant-mean
+    /// likelihood equals the zero-mean likelihood of y - c* and is not exceeded by any other
+    /// shift; and the constant-mean posterior is the zero-mean posterior of y - c* plus c*.
+    #[test]
+    fn profiled_constant_maximises_the_likelihood() {
+        let mut rng = stream(4, 0, 0, Purpose::AgentData);
+        let x = Array2::from_shape_fn((15, 2), |_| rng.random::<f64>());
+        // Not centred: c* is then not the data's average (GLS weights isolated points more).
+        let y =
+            Array1::from_iter((0..15).map(|i| if i < 2 { 2.0 } else { -0.4 - 0.05 * i as f64 }));
+        for kernel in [Kernel::Se, Kernel::Matern52] {
+            let h0 = GpHyper::isotropic(kernel, 0.25, 1.2, 0.01);
+            let hc = h0.clone().with_mean(MeanFn::Constant);
+            let dist = Distances::new(x.view(), false);
+            let lml = |h: &GpHyper, y: &Array1<f64>| {
+                log_marginal_likelihood(&dist, y.view(), h, false)
+                    .unwrap()
+                    .0
+            };
+            let c = constant_mean(x.view(), y.view(), &hc).unwrap();
+            let at = |c: f64| lml(&h0, &y.mapv(|v| v - c));
+            assert!((lml(&hc, &y) - at(c)).abs() < 1e-10);
+            for d in [-0.3, -0.01, -1e-4, 1e-4, 0.01, 0.3] {
+                assert!(at(c + d) < at(c), "{kernel:?}: shift {d} beats c* = {c}");
+            }
+            let mean_y = y.mean().unwrap();
+            assert!(
+                (c - mean_y).abs() > 0.1,
+                "c* {c} against the average {mean_y}"
+            );
+            let xs = Array2::from_shape_fn((9, 2), |_| rng.random::<f64>());
+            let (m_c, v_c) = GpPosterior::fit(x.view(), y.view(), &hc)
+                .unwrap()
+                .predict(xs.view());
+            let shifted = y.mapv(|v| v - c);
+            let (m_0, v_0) = GpPosterior::fit(x.view(), shifted.view(), &h0)
+                .unwrap()
+                .predict(xs.view());
+            for j in 0..9 {
+                assert!((m_c[j] - (m_0[j] + c)).abs() < 1e-10);
+                assert!((v_c[j] - v_0[j]).abs() < 1e-12);
             }
         }
     }
@@ -976,6 +1114,7 @@ mod tests {
             ard: Ard::AUTO,
             bounds: bounds(),
             prior: HyperPrior::DimensionScaled,
+            mean: MeanFn::Zero,
         };
         let budget = FitBudget {
             starts: 3,
@@ -1005,6 +1144,7 @@ mod tests {
                     ard: if ard { Ard::On } else { Ard::Off },
                     bounds: b,
                     prior,
+                    mean: MeanFn::Constant,
                 };
                 let budget = FitBudget {
                     starts: 5,

@@ -5,7 +5,7 @@
 //! corrected through the exact kernel (pathwise conditioning, `pathwise.rs`).
 
 use super::blr::BlrPosterior;
-use super::gp::{FitBudget, GpHyper, HyperModel, fit_hyperparameters, standardize};
+use super::gp::{FitBudget, GpHyper, HyperModel, constant_mean, fit_hyperparameters, standardize};
 use super::pathwise::KernelUpdate;
 use super::rff::RandomFeatures;
 use crate::error::{FboError, Result};
@@ -183,7 +183,10 @@ impl OwnModel {
             BlrPosterior::prior(self.settings.features, h.noise_var)
         } else {
             let phi: Array2<f64> = features.matrix(x);
-            let yv = self.targets(y);
+            let mut yv = self.targets(y);
+            if let Some(c) = constant_mean(x, yv.view(), h) {
+                yv -= c;
+            }
             BlrPosterior::from_data(phi.view(), yv.view(), h.noise_var).ok_or_else(|| {
                 FboError::Run(format!(
                     "own posterior is singular (noise variance {:.3e}); raise the noise lower bound",
@@ -213,14 +216,14 @@ impl OwnModel {
         let update = if y.is_empty() {
             None
         } else {
-            let prior_at_data = features.matrix(x).dot(&weights);
             let sd = h.noise_var.sqrt();
-            let residual =
-                Array1::from_iter(self.targets(y).iter().zip(&prior_at_data).map(|(yi, fi)| {
-                    let eps: f64 = StandardNormal.sample(rng);
-                    yi - fi - sd * eps
-                }));
-            Some(KernelUpdate::new(x, residual, h).ok_or_else(|| {
+            let prior_at_data = features.matrix(x).dot(&weights);
+            let targets = self.targets(y);
+            let residual = Array1::from_iter(targets.iter().zip(&prior_at_data).map(|(yi, fi)| {
+                let eps: f64 = StandardNormal.sample(rng);
+                yi - fi - sd * eps
+            }));
+            Some(KernelUpdate::new(x, targets.view(), residual, h).ok_or_else(|| {
                 FboError::Run(format!(
                     "own kernel matrix is singular (noise variance {:.3e}); raise the noise lower bound",
                     h.noise_var
@@ -239,7 +242,7 @@ impl OwnModel {
 mod tests {
     use super::*;
     use crate::objective::space::Domain;
-    use crate::surrogate::gp::{GpPosterior, HyperBounds, HyperPrior, Kernel};
+    use crate::surrogate::gp::{GpPosterior, HyperBounds, HyperPrior, Kernel, MeanFn};
     use rand::SeedableRng;
 
     fn model(sampler: OwnSampler, noise_var: f64, features: usize, kernel: Kernel) -> OwnModel {
@@ -261,6 +264,7 @@ mod tests {
                     noise_var: (1e-8, 1.0),
                 },
                 prior: HyperPrior::None,
+                mean: MeanFn::Zero,
             },
             initial: h,
             normalize_y: false,
@@ -300,8 +304,10 @@ mod tests {
         let (x, y) = data();
         let grid = Domain::grid_1d(41);
         let draws = 4000;
-        let worst_z = |sampler: OwnSampler, kernel: Kernel| -> f64 {
-            let m = model(sampler, 0.01, 10, kernel);
+        let worst_z = |sampler: OwnSampler, kernel: Kernel, mean: MeanFn| -> f64 {
+            let mut m = model(sampler, 0.01, 10, kernel);
+            m.hyper.mean = mean;
+            m.settings.model.mean = mean;
             let gp =
                 GpPosterior::fit(x.view(), ndarray::ArrayView1::from(&y[..]), m.hyper()).unwrap();
             let (mean, _) = gp.predict(grid.points());
@@ -336,12 +342,14 @@ mod tests {
                 .fold(0.0, f64::max)
         };
         for kernel in [Kernel::Se, Kernel::Matern52, Kernel::Matern32] {
-            let pathwise = worst_z(OwnSampler::Pathwise, kernel);
-            let rff = worst_z(OwnSampler::Rff, kernel);
-            assert!(
-                pathwise < 4.5,
-                "{kernel:?}: pathwise mean off by {pathwise} standard errors"
-            );
+            for mean in [MeanFn::Zero, MeanFn::Constant] {
+                let pathwise = worst_z(OwnSampler::Pathwise, kernel, mean);
+                assert!(
+                    pathwise < 4.5,
+                    "{kernel:?} {mean:?}: pathwise mean off by {pathwise} standard errors"
+                );
+            }
+            let rff = worst_z(OwnSampler::Rff, kernel, MeanFn::Zero);
             assert!(
                 rff > 10.0,
                 "{kernel:?}: RFF mean off by only {rff} standard errors"

@@ -10,35 +10,49 @@
 //! misstate the variance. The cost is an n x n Cholesky plus n kernel columns over the
 //! domain, against the M x M posterior of the feature weights.
 
-use super::gp::{GpHyper, kernel_matrix};
+use super::gp::{GpHyper, kernel_matrix, profiled_constant};
 use super::kernel::{for_axis, half_r2};
 use crate::linalg::{cho_solve, cholesky_jittered, dot};
 use crate::objective::space::Domain;
-use ndarray::{Array1, Array2, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
-/// The kernel term k(x, X) v of a pathwise sample, v = (K + s_n^2 I)^-1 (y - f(X) - eps).
+/// The kernel term c + k(x, X) v of a pathwise sample, v = (K + s_n^2 I)^-1 (y - c - f(X) -
+/// eps), with c the profiled constant mean (zero for the zero mean).
 #[derive(Clone, Debug)]
 pub struct KernelUpdate {
     x: Array2<f64>,
     v: Array1<f64>,
+    constant: f64,
     hyper: GpHyper,
     /// hyper.inv2l2(), kept: every evaluation of the sample needs it.
     inv: Vec<f64>,
 }
 
 impl KernelUpdate {
-    /// The update for observations at the rows of `x` given the residual y - f(X) - eps.
-    /// None when K + s_n^2 I is not positive definite even with jitter.
-    pub fn new(x: ArrayView2<f64>, residual: Array1<f64>, hyper: &GpHyper) -> Option<Self> {
+    /// The update for observations `y` at the rows of `x`, given the residual y - f(X) - eps
+    /// (the constant, if any, is estimated from y and taken off here). None when
+    /// K + s_n^2 I is not positive definite even with jitter.
+    pub fn new(
+        x: ArrayView2<f64>,
+        y: ArrayView1<f64>,
+        residual: Array1<f64>,
+        hyper: &GpHyper,
+    ) -> Option<Self> {
         let mut k = kernel_matrix(x, x, hyper);
         for i in 0..k.nrows() {
             k[[i, i]] += hyper.noise_var;
         }
         let (l, _) = cholesky_jittered(&k)?;
-        let v = cho_solve(l.view(), residual.view());
+        let mut v = cho_solve(l.view(), residual.view());
+        let mut constant = 0.0;
+        if let Some((c, kinv1)) = profiled_constant(hyper.mean, l.view(), y) {
+            v.scaled_add(-c, &kinv1);
+            constant = c;
+        }
         Some(KernelUpdate {
             x: x.as_standard_layout().into_owned(),
             v,
+            constant,
             hyper: hyper.clone(),
             inv: hyper.inv2l2(),
         })
@@ -65,7 +79,7 @@ impl KernelUpdate {
                         let h = half_r2(p, xi.as_slice().expect("standard layout"), inv);
                         sum += vi * kernel.corr(h);
                     }
-                    s2 * sum
+                    self.constant + s2 * sum
                 })
                 .collect();
         };
@@ -129,7 +143,7 @@ impl KernelUpdate {
             for a in 0..axes[d - 1].len() {
                 let t = &last[a * n..(a + 1) * n];
                 if separable {
-                    out.push(s2 * dot(row, t));
+                    out.push(self.constant + s2 * dot(row, t));
                 } else {
                     for ((h, p), e) in hs.iter_mut().zip(row).zip(t) {
                         *h = p + e;
@@ -139,7 +153,7 @@ impl KernelUpdate {
                         .zip(&self.v)
                         .map(|(&h, v)| v * kernel.corr_with(h, crate::fastmath::fast_exp))
                         .sum();
-                    out.push(s2 * sum);
+                    out.push(self.constant + s2 * sum);
                 }
             }
         }
@@ -153,7 +167,7 @@ impl KernelUpdate {
         let c = |k: usize| for_axis(inv, k);
         let s2 = self.hyper.signal_var;
         let kernel = self.hyper.kernel;
-        let mut value = 0.0;
+        let mut value = self.constant;
         let mut g = grad;
         for (xi, &vi) in self.x.rows().into_iter().zip(&self.v) {
             let xi = xi.as_slice().expect("standard layout");
@@ -195,7 +209,9 @@ mod tests {
     fn grid_update_equals_the_kernel_columns() {
         for hyper in hypers() {
             let x = ndarray::array![[0.1, 0.7], [0.4, 0.4], [0.95, 0.05]];
-            let upd = KernelUpdate::new(x.view(), ndarray::array![0.3, -1.2, 0.8], &hyper).unwrap();
+            let y = ndarray::array![0.3, -1.2, 0.8];
+            let residual = &y - &ndarray::array![0.1, 0.2, -0.4];
+            let upd = KernelUpdate::new(x.view(), y.view(), residual, &hyper).unwrap();
             let axis0 = [0.0, 0.3, 0.6, 1.0];
             let axis1 = [0.0, 0.5, 1.0];
             let mut pts = Array2::zeros((12, 2));

@@ -28,6 +28,7 @@ features = 30
 sample = "rff"
 ard = false
 prior = "none"
+mean = "zero"
 
 [federation]
 agents = 3
