@@ -27,6 +27,8 @@ pub struct TabulateConfig {
     /// Points per dimension.
     pub grid: usize,
     pub split_seed: u64,
+    /// A split file (`split`, relative to the config) instead of the seeded half split.
+    pub split_file: Option<std::sync::Arc<crate::objective::model::SplitFile>>,
     /// Training epochs (SGD models).
     pub epochs: usize,
     /// Minibatch size of the CNN (EMNIST); HAR tunes its batch size, the SVM has none.
@@ -43,6 +45,7 @@ struct RawConfig {
     dataset: String,
     name: Option<String>,
     grid: Option<i64>,
+    split: Option<String>,
     split_seed: Option<i64>,
     epochs: Option<i64>,
     batch_size: Option<i64>,
@@ -92,6 +95,21 @@ impl TabulateConfig {
         if split_seed < 0 {
             return Err(err("split_seed", format!("must be >= 0, got {split_seed}")));
         }
+        let split_file = match &raw.split {
+            None => None,
+            Some(_) if dataset == Dataset::Emnist => {
+                return Err(err(
+                    "split",
+                    "emnist uses its writers' own train / val split; a split file applies to landmine and har".into(),
+                ));
+            }
+            Some(rel) => {
+                let at = path.parent().unwrap_or(Path::new(".")).join(rel);
+                let file = crate::objective::model::SplitFile::read(&at)
+                    .map_err(|e| err("split", e.to_string()))?;
+                Some(std::sync::Arc::new(file))
+            }
+        };
         let epochs = raw.epochs.unwrap_or(20);
         if !(1..=100_000).contains(&epochs) {
             return Err(err(
@@ -199,6 +217,7 @@ impl TabulateConfig {
             name,
             grid: grid as usize,
             split_seed: split_seed as u64,
+            split_file,
             epochs: epochs as usize,
             batch_size: batch_size as usize,
             metric,
@@ -243,6 +262,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         dataset: cfg.dataset,
         data: opts.data.clone(),
         split_seed: cfg.split_seed,
+        split_file: cfg.split_file.clone(),
         epochs: cfg.epochs,
         batch_size: cfg.batch_size,
         metric: cfg.metric,
@@ -428,6 +448,7 @@ mod tests {
             name: "t".into(),
             grid: 4,
             split_seed: 0,
+            split_file: None,
             epochs: 1,
             batch_size: 0,
             metric: SvmMetric::Auc,

@@ -85,13 +85,167 @@ impl Dataset {
     }
 }
 
+/// A train/validation split read from a file (`objective.split`): per agent, its training
+/// and validation rows (indices within the agent's data) in the order the file gives them.
+/// Order matters to a solver that stops early (libsvm's SMO at its default tolerance).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SplitFile {
+    pub path: PathBuf,
+    pub sha256: String,
+    /// agents[a] = (training rows, validation rows).
+    pub agents: Vec<(Vec<usize>, Vec<usize>)>,
+}
+
+impl SplitFile {
+    /// Reads fbo's `split.csv` format, `agent,index,set` (rows in the order listed within each
+    /// set), or `agent,set,position,index` (rows ordered by position within each set).
+    /// Every agent from 0 to the largest must be present; an index may appear once per agent.
+    pub fn read(path: &Path) -> Result<Self> {
+        let bad =
+            |line: usize, msg: String| FboError::spec(path, "", format!("line {line}: {msg}"));
+        let bytes = std::fs::read(path).map_err(|e| FboError::io(path, e))?;
+        let text = String::from_utf8(bytes.clone())
+            .map_err(|_| FboError::spec(path, "", "not UTF-8 text"))?;
+        let mut lines = text.lines().enumerate();
+        let header = lines.next().map(|(_, h)| h.trim()).unwrap_or("");
+        let (ia, is, ip, ii) = match header {
+            "agent,index,set" => (0, 2, None, 1),
+            "agent,set,position,index" => (0, 1, Some(2), 3),
+            other => {
+                return Err(bad(
+                    1,
+                    format!(
+                        "header must be agent,index,set or agent,set,position,index, got {other:?}"
+                    ),
+                ));
+            }
+        };
+        // (agent, is training set) -> its rows as (position, index, line).
+        type Rows = Vec<(usize, usize, usize)>;
+        let mut sets: std::collections::BTreeMap<(usize, bool), Rows> = Default::default();
+        let mut seen = std::collections::HashMap::new();
+        for (n, line) in lines {
+            let n = n + 1;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let f: Vec<&str> = line.split(',').map(str::trim).collect();
+            if f.len() != if ip.is_some() { 4 } else { 3 } {
+                return Err(bad(
+                    n,
+                    format!("expected the header's columns, got {line:?}"),
+                ));
+            }
+            let int = |s: &str, what: &str| {
+                s.parse::<usize>()
+                    .map_err(|_| bad(n, format!("{what} must be a whole number >= 0, got {s:?}")))
+            };
+            let agent = int(f[ia], "agent")?;
+            let index = int(f[ii], "index")?;
+            let train = match f[is] {
+                "train" => true,
+                "valid" => false,
+                other => return Err(bad(n, format!("set must be train or valid, got {other:?}"))),
+            };
+            let position = match ip {
+                Some(i) => int(f[i], "position")?,
+                None => n,
+            };
+            if let Some(first) = seen.insert((agent, index), n) {
+                return Err(bad(
+                    n,
+                    format!("agent {agent} row {index} is listed twice (also line {first})"),
+                ));
+            }
+            sets.entry((agent, train))
+                .or_default()
+                .push((position, index, n));
+        }
+        let count = sets.keys().map(|k| k.0 + 1).max().unwrap_or(0);
+        let mut agents = Vec::with_capacity(count);
+        for a in 0..count {
+            let mut take = |train: bool| -> Result<Vec<usize>> {
+                let mut rows = sets.remove(&(a, train)).ok_or_else(|| {
+                    FboError::spec(
+                        path,
+                        "",
+                        format!(
+                            "agent {a} has no {} rows",
+                            if train { "train" } else { "valid" }
+                        ),
+                    )
+                })?;
+                rows.sort_by_key(|r| r.0);
+                if let Some(w) = rows.windows(2).find(|w| w[0].0 == w[1].0) {
+                    return Err(bad(
+                        w[1].2,
+                        format!("position {} repeats line {}", w[1].0, w[0].2),
+                    ));
+                }
+                Ok(rows.into_iter().map(|r| r.1).collect())
+            };
+            agents.push((take(true)?, take(false)?));
+        }
+        Ok(SplitFile {
+            path: path.to_path_buf(),
+            sha256: data::sha256_hex(&bytes),
+            agents,
+        })
+    }
+
+    /// Agent `a`'s training and validation rows, checked against its `n` rows of data.
+    fn rows(&self, a: usize, n: usize) -> Result<(Vec<usize>, Vec<usize>, Vec<bool>)> {
+        let (tr, va) = self.agents.get(a).ok_or_else(|| {
+            FboError::spec(
+                &self.path,
+                "",
+                format!(
+                    "has agents 0..{} but the data have agent {a}",
+                    self.agents.len().saturating_sub(1)
+                ),
+            )
+        })?;
+        let mut mask = vec![None; n];
+        for (rows, train) in [(tr, true), (va, false)] {
+            for &i in rows {
+                let slot = mask.get_mut(i).ok_or_else(|| {
+                    FboError::spec(
+                        &self.path,
+                        "",
+                        format!("agent {a} row {i} is out of range (its data have {n} rows)"),
+                    )
+                })?;
+                *slot = Some(train);
+            }
+        }
+        if let Some(i) = mask.iter().position(Option::is_none) {
+            return Err(FboError::spec(
+                &self.path,
+                "",
+                format!(
+                    "agent {a} row {i} is in neither set (every row of the data must be listed)"
+                ),
+            ));
+        }
+        Ok((
+            tr.clone(),
+            va.clone(),
+            mask.into_iter().map(|m| m == Some(true)).collect(),
+        ))
+    }
+}
+
 /// What fixes a dataset's models apart from the tuned hyperparameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelSettings {
     pub dataset: Dataset,
     /// The raw data: the landmine .mat file, the HAR or EMNIST folder.
     pub data: PathBuf,
+    /// Seeds the stratified half split (unless `split_file` gives it) and the models' own
+    /// randomness (Platt folds, SGD batch order).
     pub split_seed: u64,
+    /// The split from a file instead of the seeded half split (landmine and HAR).
+    pub split_file: Option<Arc<SplitFile>>,
     /// Training epochs (SGD models).
     pub epochs: usize,
     /// Minibatch size of the CNN (EMNIST); HAR tunes its batch size, the SVM has none.
@@ -108,20 +262,37 @@ pub struct AgentSplit {
     pub valid_pos: Vec<bool>,
 }
 
+/// Agent `a`'s training rows, validation rows and train mask: from the split file if there is
+/// one, else the seeded stratified half split.
+fn split_rows(
+    cfg: &ModelSettings,
+    labels: &[usize],
+    a: usize,
+) -> Result<(Vec<usize>, Vec<usize>, Vec<bool>)> {
+    match &cfg.split_file {
+        Some(file) => file.rows(a, labels.len()),
+        None => Ok(data::half_split_rows(labels, cfg.split_seed, a)),
+    }
+}
+
 impl AgentSplit {
     /// Splits a field with `stratified_half_split`; returns it with the train mask.
     pub fn landmine(f: &landmine::Field, seed: u64, agent: usize) -> (Self, Vec<bool>) {
         let (tr, va, train_rows) = data::half_split_rows(&f.labels, seed, agent);
-        let split = AgentSplit {
-            x_train: f.x.select(Axis(0), &tr),
+        (Self::from_rows(f, &tr, &va), train_rows)
+    }
+
+    /// The field's rows `tr` for training and `va` for validation, in that order.
+    pub fn from_rows(f: &landmine::Field, tr: &[usize], va: &[usize]) -> Self {
+        AgentSplit {
+            x_train: f.x.select(Axis(0), tr),
             y_train: tr
                 .iter()
                 .map(|&i| if f.labels[i] == 1 { 1.0 } else { -1.0 })
                 .collect(),
-            x_valid: f.x.select(Axis(0), &va),
+            x_valid: f.x.select(Axis(0), va),
             valid_pos: va.iter().map(|&i| f.labels[i] == 1).collect(),
-        };
-        (split, train_rows)
+        }
     }
 }
 
@@ -248,8 +419,13 @@ pub struct ClassSplit {
 impl ClassSplit {
     pub fn new(x: &Array2<f64>, labels: &[usize], seed: u64, agent: usize) -> (Self, Vec<bool>) {
         let (tr, va, train_rows) = data::half_split_rows(labels, seed, agent);
-        let mut x_train = x.select(Axis(0), &tr);
-        let mut x_valid = x.select(Axis(0), &va);
+        (Self::from_rows(x, labels, &tr, &va), train_rows)
+    }
+
+    /// Rows `tr` for training and `va` for validation, features standardised by the former.
+    pub fn from_rows(x: &Array2<f64>, labels: &[usize], tr: &[usize], va: &[usize]) -> Self {
+        let mut x_train = x.select(Axis(0), tr);
+        let mut x_valid = x.select(Axis(0), va);
         let mean: Array1<f64> = x_train.mean_axis(Axis(0)).expect("training rows");
         let sd: Array1<f64> = x_train
             .std_axis(Axis(0), 0.0)
@@ -258,13 +434,12 @@ impl ClassSplit {
             *m -= &mean;
             *m /= &sd;
         }
-        let split = ClassSplit {
+        ClassSplit {
             x_train,
             y_train: tr.iter().map(|&i| labels[i]).collect(),
             x_valid,
             y_valid: va.iter().map(|&i| labels[i]).collect(),
-        };
-        (split, train_rows)
+        }
     }
 }
 
@@ -343,10 +518,18 @@ impl Task {
     }
 }
 
-fn half_split_note(seed: u64) -> String {
-    format!(
-        "split = \"stratified 50/50 per agent, split_seed {seed}: split.csv (set = train | valid)\"\n"
-    )
+fn half_split_note(cfg: &ModelSettings) -> String {
+    match &cfg.split_file {
+        Some(f) => format!(
+            "split = \"from {} (sha256 {}), training rows in its order: split.csv (set = train | valid)\"\n",
+            f.path.display(),
+            f.sha256
+        ),
+        None => format!(
+            "split = \"stratified 50/50 per agent, split_seed {}: split.csv (set = train | valid)\"\n",
+            cfg.split_seed
+        ),
+    }
 }
 
 /// Reads and splits the raw data: the task, split.csv, the source's sha256, and the lines of
@@ -363,9 +546,9 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
             let (fields, sha) = landmine::read(data_path)?;
             let mut agents = Vec::with_capacity(fields.len());
             for (a, f) in fields.iter().enumerate() {
-                let (split, rows) = AgentSplit::landmine(f, cfg.split_seed, a);
+                let (tr, va, rows) = split_rows(cfg, &f.labels, a)?;
                 note(a, &rows);
-                agents.push(split);
+                agents.push(AgentSplit::from_rows(f, &tr, &va));
             }
             let (score, metric) = match cfg.metric {
                 SvmMetric::Auc => ("decision value", "auc"),
@@ -378,7 +561,7 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
                 "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking), raw features, score = {score}\"\n\
                  metric = \"{metric}\"\ndirection = \"maximize\"\n\
                  agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n{}",
-                half_split_note(cfg.split_seed)
+                half_split_note(cfg)
             );
             Ok((Task::Landmine(agents), split_csv, sha, meta))
         }
@@ -386,9 +569,9 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
             let (subjects, sha) = har::read(data_path)?;
             let mut agents = Vec::with_capacity(subjects.len());
             for (a, s) in subjects.iter().enumerate() {
-                let (split, rows) = ClassSplit::new(&s.x, &s.labels, cfg.split_seed, a);
+                let (tr, va, rows) = split_rows(cfg, &s.labels, a)?;
                 note(a, &rows);
-                agents.push(split);
+                agents.push(ClassSplit::from_rows(&s.x, &s.labels, &tr, &va));
             }
             let ids: Vec<String> = subjects.iter().map(|s| s.id.to_string()).collect();
             let meta = format!(
@@ -397,7 +580,7 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
                  agent_ids = \"UCI HAR subjects [{}] in this order; split.csv index = the subject's row among its X_train rows\"\n{}",
                 cfg.epochs,
                 ids.join(", "),
-                half_split_note(cfg.split_seed)
+                half_split_note(cfg)
             );
             Ok((Task::Har(agents), split_csv, sha, meta))
         }

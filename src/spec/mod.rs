@@ -479,6 +479,7 @@ struct RawObjective {
     heterogeneity: Option<f64>,
     dataset: Option<String>,
     data: Option<String>,
+    split: Option<String>,
     split_seed: Option<i64>,
     epochs: Option<i64>,
     batch_size: Option<i64>,
@@ -1661,6 +1662,7 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
         for (k, set) in [
             ("dataset", o.dataset.is_some()),
             ("data", o.data.is_some()),
+            ("split", o.split.is_some()),
             ("split_seed", o.split_seed.is_some()),
             ("epochs", o.epochs.is_some()),
             ("batch_size", o.batch_size.is_some()),
@@ -2120,6 +2122,21 @@ fn check_model(
         ));
     }
     let split_seed = c.int("objective.split_seed", o.split_seed, 0, 0, i64::MAX)? as u64;
+    let split_file = match o.split.take() {
+        None => None,
+        Some(_) if dataset == Dataset::Emnist => {
+            return Err(c.err(
+                "objective.split",
+                "emnist uses its writers' own train / val split; a split file applies to landmine and har",
+            ));
+        }
+        Some(rel) => {
+            let path = base.join(&rel);
+            let file = crate::objective::model::SplitFile::read(&path)
+                .map_err(|e| c.err("objective.split", e.to_string()))?;
+            Some(std::sync::Arc::new(file))
+        }
+    };
     let epochs = c.int("objective.epochs", o.epochs, 20, 1, 100_000)?;
     let batch_size = match dataset {
         Dataset::Emnist => c.int("objective.batch_size", o.batch_size, 20, 1, 100_000)?,
@@ -2193,6 +2210,7 @@ fn check_model(
         dataset,
         data,
         split_seed,
+        split_file,
         epochs,
         batch_size,
         metric,
