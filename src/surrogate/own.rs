@@ -184,6 +184,7 @@ impl OwnModel {
         } else {
             let phi: Array2<f64> = features.matrix(x);
             let mut yv = self.targets(y);
+            // The weights then describe f - c: a constant shift, which no argmax sees.
             if let Some(c) = constant_mean(x, yv.view(), h) {
                 yv -= c;
             }
