@@ -78,6 +78,7 @@ fn iteration_cost(path: &std::path::Path) -> Result<()> {
 /// Mean milliseconds of one live landmine evaluation (training included) at the points of a
 /// CSV (agent, C, gamma first), on one thread: decision-value AUC, then Platt AUC.
 fn live_landmine(points: &std::path::Path, data: &std::path::Path) -> Result<()> {
+    use crate::model::svm::SvmParams;
     use crate::objective::model::{AgentSplit, svm_auc, svm_platt_auc};
     let (fields, _) = crate::data::landmine::read(data)?;
     let text = std::fs::read_to_string(points).map_err(|e| FboError::io(points, e))?;
@@ -112,14 +113,14 @@ fn live_landmine(points: &std::path::Path, data: &std::path::Path) -> Result<()>
     println!("metric,mean_ms,total_s");
     let t0 = Instant::now();
     for &(a, c, g) in &pts {
-        std::hint::black_box(svm_auc(&splits[a], c, g));
+        std::hint::black_box(svm_auc(&splits[a], &SvmParams::new(c, g)));
     }
     let t = t0.elapsed().as_secs_f64();
     println!("auc,{:.3},{t:.3}", t * 1e3 / pts.len() as f64);
     let t0 = Instant::now();
     for (k, &(a, c, g)) in pts.iter().enumerate() {
         let mut rng = stream(0, k as u64, a as u64, Purpose::HyperFit);
-        std::hint::black_box(svm_platt_auc(&splits[a], c, g, &mut rng));
+        std::hint::black_box(svm_platt_auc(&splits[a], &SvmParams::new(c, g), &mut rng));
     }
     let t = t0.elapsed().as_secs_f64();
     println!("platt-auc,{:.3},{t:.3}", t * 1e3 / pts.len() as f64);

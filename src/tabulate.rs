@@ -29,6 +29,8 @@ pub struct TabulateConfig {
     pub split_seed: u64,
     /// A split file (`split`, relative to the config) instead of the seeded half split.
     pub split_file: Option<std::sync::Arc<crate::objective::model::SplitFile>>,
+    /// Where the landmine SVM's solver stops (`svm_stopping`).
+    pub svm_stopping: crate::model::svm::Stopping,
     /// Training epochs (SGD models).
     pub epochs: usize,
     /// Minibatch size of the CNN (EMNIST); HAR tunes its batch size, the SVM has none.
@@ -47,6 +49,7 @@ struct RawConfig {
     grid: Option<i64>,
     split: Option<String>,
     split_seed: Option<i64>,
+    svm_stopping: Option<String>,
     epochs: Option<i64>,
     batch_size: Option<i64>,
     metric: Option<String>,
@@ -109,6 +112,22 @@ impl TabulateConfig {
                     .map_err(|e| err("split", e.to_string()))?;
                 Some(std::sync::Arc::new(file))
             }
+        };
+        use crate::model::svm::Stopping;
+        let svm_stopping = match raw.svm_stopping.as_deref() {
+            None => Stopping::Converged,
+            Some(_) if dataset != Dataset::Landmine => {
+                return Err(err(
+                    "svm_stopping",
+                    "applies only to dataset = \"landmine\"".into(),
+                ));
+            }
+            Some(v) => Stopping::parse(v).ok_or_else(|| {
+                err(
+                    "svm_stopping",
+                    format!("unknown stopping \"{v}\"; allowed: {}", Stopping::NAMES),
+                )
+            })?,
         };
         let epochs = raw.epochs.unwrap_or(20);
         if !(1..=100_000).contains(&epochs) {
@@ -218,6 +237,7 @@ impl TabulateConfig {
             grid: grid as usize,
             split_seed: split_seed as u64,
             split_file,
+            svm_stopping,
             epochs: epochs as usize,
             batch_size: batch_size as usize,
             metric,
@@ -263,6 +283,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         data: opts.data.clone(),
         split_seed: cfg.split_seed,
         split_file: cfg.split_file.clone(),
+        svm_stopping: cfg.svm_stopping,
         epochs: cfg.epochs,
         batch_size: cfg.batch_size,
         metric: cfg.metric,
@@ -449,6 +470,7 @@ mod tests {
             grid: 4,
             split_seed: 0,
             split_file: None,
+            svm_stopping: crate::model::svm::Stopping::Converged,
             epochs: 1,
             batch_size: 0,
             metric: SvmMetric::Auc,

@@ -9,6 +9,7 @@
 //! precision as libsvm's cache does (src/model/svm.rs), so the two agree entry by entry.
 
 use fbo::data::landmine;
+use fbo::model::svm::SvmParams;
 use fbo::tabulate::{AgentSplit, svm_auc};
 use std::path::Path;
 
@@ -30,7 +31,7 @@ fn landmine_svm_auc_matches_libsvm() {
     ];
     for (a, c, g, want) in reference {
         let (split, _) = AgentSplit::landmine(&fields[a], 0, a);
-        let got = svm_auc(&split, c, g);
+        let got = svm_auc(&split, &SvmParams::new(c, g));
         // One swapped positive-negative pair moves the AUC by about 1/(12 x 240) = 0.0003, so
         // 1e-4 means the same ranking of every validation pair.
         assert!(
@@ -87,7 +88,7 @@ fn landmine_svm_converges_on_whole_small_gamma_columns() {
             r[3].parse().unwrap(),
             r[4].parse().unwrap(),
         );
-        let d = (svm_auc(&splits[a], c, g) - want).abs();
+        let d = (svm_auc(&splits[a], &SvmParams::new(c, g)) - want).abs();
         n += 1;
         worst = worst.max(d);
         if d > 1e-4 {
@@ -122,7 +123,7 @@ fn landmine_platt_auc_matches_scikit_learn_off_the_grid() {
         let f: Vec<f64> = line.split(',').map(|v| v.parse().unwrap()).collect();
         let (a, c, g, auc, platt, pa, pb) = (f[0] as usize, f[1], f[2], f[3], f[4], f[5], f[6]);
         let (split, _) = AgentSplit::landmine(&fields[a], 0, a);
-        let got = svm_auc(&split, c, g);
+        let got = svm_auc(&split, &SvmParams::new(c, g));
         assert!(
             (got - auc).abs() < 1e-4,
             "field {a} C {c} gamma {g}: {got} vs {auc}"

@@ -10,7 +10,7 @@ use crate::error::{FboError, Result};
 use crate::model::cnn::{self, CnnParams};
 use crate::model::logreg::{self, SgdParams};
 use crate::model::metrics::roc_auc;
-use crate::model::svm::{SvmParams, rbf_kernel, train};
+use crate::model::svm::{Stopping, SvmParams, rbf_kernel, train};
 use crate::objective::space::Param;
 use crate::rng::{Purpose, stream};
 use crate::spec::ObjectiveSpec;
@@ -235,6 +235,16 @@ impl SplitFile {
     }
 }
 
+impl ModelSettings {
+    /// The landmine SVM's solver settings at (C, gamma).
+    pub fn svm_params(&self, c: f64, gamma: f64) -> SvmParams {
+        match self.svm_stopping {
+            Stopping::Converged => SvmParams::new(c, gamma),
+            Stopping::Libsvm => SvmParams::libsvm(c, gamma),
+        }
+    }
+}
+
 /// What fixes a dataset's models apart from the tuned hyperparameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelSettings {
@@ -246,6 +256,8 @@ pub struct ModelSettings {
     pub split_seed: u64,
     /// The split from a file instead of the seeded half split (landmine and HAR).
     pub split_file: Option<Arc<SplitFile>>,
+    /// Where the landmine SVM's solver stops (unused by the other datasets).
+    pub svm_stopping: Stopping,
     /// Training epochs (SGD models).
     pub epochs: usize,
     /// Minibatch size of the CNN (EMNIST); HAR tunes its batch size, the SVM has none.
@@ -297,10 +309,10 @@ impl AgentSplit {
 }
 
 /// Validation ROC-AUC of an RBF SVM trained on the split's training half.
-pub fn svm_auc(a: &AgentSplit, c: f64, gamma: f64) -> f64 {
-    let k = rbf_kernel(a.x_train.view(), a.x_train.view(), gamma);
-    let model = train(&k, &a.y_train, &SvmParams::new(c, gamma));
-    let kv = rbf_kernel(a.x_train.view(), a.x_valid.view(), gamma);
+pub fn svm_auc(a: &AgentSplit, p: &SvmParams) -> f64 {
+    let k = p.train_kernel(a.x_train.view());
+    let model = train(&k, &a.y_train, p);
+    let kv = rbf_kernel(a.x_train.view(), a.x_valid.view(), p.gamma);
     let scores = model.decision(&kv);
     roc_auc(scores.as_slice().expect("contiguous"), &a.valid_pos)
         .expect("both classes in validation")
@@ -378,17 +390,11 @@ pub fn platt_fit<R: rand::Rng + ?Sized>(
 /// scikit-learn's predict_proba gives them: the clamped sigmoid of P(negative class), coupled
 /// by libsvm's two-class `multiclass_probability`, then P(positive). The fold shuffle draws
 /// from `rng`.
-pub fn svm_platt_auc<R: rand::Rng + ?Sized>(
-    a: &AgentSplit,
-    c: f64,
-    gamma: f64,
-    rng: &mut R,
-) -> f64 {
-    let params = SvmParams::new(c, gamma);
-    let k = rbf_kernel(a.x_train.view(), a.x_train.view(), gamma);
-    let model = train(&k, &a.y_train, &params);
-    let (pa, pb) = platt_fit(&k, &a.y_train, &params, rng);
-    let kv = rbf_kernel(a.x_train.view(), a.x_valid.view(), gamma);
+pub fn svm_platt_auc<R: rand::Rng + ?Sized>(a: &AgentSplit, p: &SvmParams, rng: &mut R) -> f64 {
+    let k = p.train_kernel(a.x_train.view());
+    let model = train(&k, &a.y_train, p);
+    let (pa, pb) = platt_fit(&k, &a.y_train, p, rng);
+    let kv = rbf_kernel(a.x_train.view(), a.x_valid.view(), p.gamma);
     calibrated_auc(
         model.decision(&kv).as_slice().expect("contiguous"),
         pa,
@@ -489,10 +495,10 @@ impl Task {
     pub fn evaluate(&self, cfg: &ModelSettings, agent: usize, point: u64, raw: &[f64]) -> f64 {
         match self {
             Task::Landmine(a) => match cfg.metric {
-                SvmMetric::Auc => svm_auc(&a[agent], raw[0], raw[1]),
+                SvmMetric::Auc => svm_auc(&a[agent], &cfg.svm_params(raw[0], raw[1])),
                 SvmMetric::PlattAuc => {
                     let mut rng = stream(cfg.split_seed, point, agent as u64, Purpose::HyperFit);
-                    svm_platt_auc(&a[agent], raw[0], raw[1], &mut rng)
+                    svm_platt_auc(&a[agent], &cfg.svm_params(raw[0], raw[1]), &mut rng)
                 }
             },
             Task::Har(a) => {
@@ -557,8 +563,16 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
                     "platt_auc",
                 ),
             };
+            let solver = match cfg.svm_stopping {
+                Stopping::Converged => {
+                    "libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking"
+                }
+                Stopping::Libsvm => {
+                    "libsvm's Solver as scikit-learn's default SVC(): tolerance 1e-3, shrinking, libsvm's kernel formula and label order, Q in single precision; training rows in the split's order"
+                }
+            };
             let meta = format!(
-                "model = \"RBF-kernel SVM, C-SVC trained by SMO (libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking), raw features, score = {score}\"\n\
+                "model = \"RBF-kernel SVM, C-SVC trained by SMO ({solver}), raw features, score = {score}\"\n\
                  metric = \"{metric}\"\ndirection = \"maximize\"\n\
                  agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n{}",
                 half_split_note(cfg)

@@ -6,6 +6,7 @@ pub mod portable;
 pub mod schedule;
 
 use crate::error::{FboError, Result};
+use crate::model::svm::Stopping;
 use crate::objective::command::{CommandSettings, OnFailure};
 use crate::objective::function::Function;
 use crate::objective::model::{Dataset, ModelSettings, SvmMetric};
@@ -481,6 +482,7 @@ struct RawObjective {
     data: Option<String>,
     split: Option<String>,
     split_seed: Option<i64>,
+    svm_stopping: Option<String>,
     epochs: Option<i64>,
     batch_size: Option<i64>,
     metric: Option<String>,
@@ -1664,6 +1666,7 @@ fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec
             ("data", o.data.is_some()),
             ("split", o.split.is_some()),
             ("split_seed", o.split_seed.is_some()),
+            ("svm_stopping", o.svm_stopping.is_some()),
             ("epochs", o.epochs.is_some()),
             ("batch_size", o.batch_size.is_some()),
             ("metric", o.metric.is_some()),
@@ -2137,6 +2140,23 @@ fn check_model(
             Some(std::sync::Arc::new(file))
         }
     };
+    let svm_stopping = match o.svm_stopping.take() {
+        None => Stopping::Converged,
+        Some(_) if dataset != Dataset::Landmine => {
+            return Err(c.err(
+                "objective.svm_stopping",
+                "applies only to dataset = \"landmine\"",
+            ));
+        }
+        Some(v) => c.choice(
+            "objective.svm_stopping",
+            Some(v.as_str()),
+            Stopping::Converged,
+            "stopping",
+            Stopping::NAMES,
+            Stopping::parse,
+        )?,
+    };
     let epochs = c.int("objective.epochs", o.epochs, 20, 1, 100_000)?;
     let batch_size = match dataset {
         Dataset::Emnist => c.int("objective.batch_size", o.batch_size, 20, 1, 100_000)?,
@@ -2211,6 +2231,7 @@ fn check_model(
         data,
         split_seed,
         split_file,
+        svm_stopping,
         epochs,
         batch_size,
         metric,
