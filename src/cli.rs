@@ -159,6 +159,19 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         run: usize,
     },
+    /// What each incumbent is worth under a reference objective: for every row of a trace,
+    /// the best point observed so far by its (algorithm, run, agent) valued by SPEC's
+    /// objective (e.g. the converged SVM where the run's objective stopped early or was noisy).
+    /// Writes to stdout a trace that `fbo compare` reads: best_f and best_metric hold the
+    /// incumbent's reference value, observed_best_metric the run's own.
+    Incumbents {
+        /// A run's folder (holding trace.csv) or a trace.csv.
+        input: PathBuf,
+        /// The spec whose objective values the incumbents; its hyperparameters must be the
+        /// trace's columns.
+        #[arg(long)]
+        reference: PathBuf,
+    },
     /// Check a spec (or a tabulation config) and print what it would run; exit 2 if invalid.
     Validate {
         /// The spec or tabulation config (TOML) to check.
@@ -550,6 +563,17 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         Command::Evaluate { spec, points, run } => {
             let s = load(&spec, None, false)?;
             let csv = crate::evaluate::evaluate(&s, &spec, &points, run)?;
+            print!("{csv}");
+            Ok(())
+        }
+        Command::Incumbents { input, reference } => {
+            let s = load(&reference, None, false)?;
+            let trace = if input.is_dir() {
+                input.join("trace.csv")
+            } else {
+                input
+            };
+            let csv = crate::evaluate::incumbents(&s, &reference, &trace)?;
             print!("{csv}");
             Ok(())
         }

@@ -1,5 +1,6 @@
 //! `fbo evaluate SPEC --points FILE.csv`: the objective of listed agents at given raw
-//! hyperparameter values, to check a recommended configuration or a paper's reported point.
+//! hyperparameter values, to check a recommended configuration or a paper's reported point;
+//! and `fbo incumbents RUN --reference SPEC`: every incumbent of a run valued that way.
 
 use crate::error::{FboError, Result};
 use crate::journal::Request;
@@ -107,6 +108,167 @@ pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Res
         let f = land.value(&Request::new("evaluate", run, agent, 0), &point)?;
         let mut fields: Vec<String> = rec.iter().map(String::from).collect();
         fields.push(format!("{}", land.metric(f)));
+        out.write_record(&fields).map_err(err)?;
+    }
+    let bytes = out
+        .into_inner()
+        .map_err(|e| FboError::Run(format!("writing CSV: {e}")))?;
+    Ok(String::from_utf8(bytes).expect("CSV of UTF-8 fields"))
+}
+
+/// One trace's rows with each (algorithm, run, agent)'s incumbent so far (the row with the
+/// highest observation y, the first on ties) valued by `spec`'s objective, as CSV text: the
+/// trace's identifying columns (algorithm, run, agent, iteration, x_index, x0..: the query, so
+/// that `fbo compare` checks initial points as on the trace), the incumbent's raw values as
+/// `incumbent_<name>`, the run's own `observed_best_metric`, and `best_f` / `best_metric`, the
+/// incumbent's value under the reference (best_f in fbo's maximised orientation). Each
+/// distinct (run's landscape, agent, point) is evaluated once.
+pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String> {
+    if matches!(spec.objective.kind, ObjectiveKind::Command(_)) {
+        return Err(FboError::spec(
+            spec_path,
+            "objective.kind",
+            "a reference objective must be a table, function or live model that fbo evaluates itself",
+        ));
+    }
+    let landscapes = crate::objective::landscapes(spec)?;
+    let names = landscapes[0].space.names();
+    let bad = |msg: String| FboError::spec(trace, "", msg);
+    let mut rdr = csv::Reader::from_path(trace).map_err(|e| bad(e.to_string()))?;
+    let header: Vec<String> = rdr
+        .headers()
+        .map_err(|e| bad(e.to_string()))?
+        .iter()
+        .map(String::from)
+        .collect();
+    let col = |name: &str| {
+        header.iter().position(|h| h == name).ok_or_else(|| {
+            bad(format!(
+                "no column `{name}` (a trace.csv of a run whose hyperparameters are the reference's: {})",
+                names.join(", ")
+            ))
+        })
+    };
+    let (c_alg, c_run, c_agent, c_it, c_x, c_y, c_best) = (
+        col("algorithm")?,
+        col("run")?,
+        col("agent")?,
+        col("iteration")?,
+        col("x_index")?,
+        col("y")?,
+        col("best_metric")?,
+    );
+    // The unit columns x0, x1, .. directly after x_index.
+    let mut c_unit = Vec::new();
+    while header.get(c_x + 1 + c_unit.len()) == Some(&format!("x{}", c_unit.len())) {
+        c_unit.push(c_x + 1 + c_unit.len());
+    }
+    // The raw columns follow the unit ones (a function's x1.. may repeat a unit column's name).
+    let c_raw: Vec<usize> = names
+        .iter()
+        .map(|n| {
+            let after = c_unit.last().copied().unwrap_or(c_x);
+            header
+                .iter()
+                .enumerate()
+                .skip(after + 1)
+                .find(|(_, h)| *h == n)
+                .map(|(i, _)| i)
+                .ok_or_else(|| {
+                    bad(format!(
+                        "no column `{n}`: the reference's hyperparameters are {}",
+                        names.join(", ")
+                    ))
+                })
+        })
+        .collect::<Result<_>>()?;
+    let mut rows: Vec<csv::StringRecord> = Vec::new();
+    for rec in rdr.records() {
+        rows.push(rec.map_err(|e| bad(e.to_string()))?);
+    }
+    let num = |line: usize, rec: &csv::StringRecord, c: usize| -> Result<f64> {
+        rec[c]
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| bad(format!("row {}: `{}` is not a number", line + 2, &rec[c])))
+    };
+    // Rows of one unit in iteration order (stable: equal iterations keep the file's order).
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    let mut keys = Vec::with_capacity(rows.len());
+    for (i, r) in rows.iter().enumerate() {
+        keys.push((
+            r[c_alg].to_string(),
+            num(i, r, c_run)? as u64,
+            num(i, r, c_agent)? as u64,
+            num(i, r, c_it)? as i64,
+        ));
+    }
+    order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
+    let mut memo: std::collections::HashMap<(usize, usize, Vec<u64>), (f64, f64)> =
+        Default::default();
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let err = |e: csv::Error| FboError::Run(format!("writing CSV: {e}"));
+    let mut head: Vec<String> = ["algorithm", "run", "agent", "iteration", "x_index"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    head.extend((0..c_unit.len()).map(|d| format!("x{d}")));
+    head.extend(names.iter().map(|n| format!("incumbent_{n}")));
+    head.extend(["observed_best_metric", "best_f", "best_metric"].map(String::from));
+    out.write_record(&head).map_err(err)?;
+    // (unit, its best observation so far, that point's raw values)
+    type Incumbent = ((String, u64, u64), f64, Vec<f64>);
+    let mut current: Option<Incumbent> = None;
+    for &i in &order {
+        let rec = &rows[i];
+        let (alg, run, agent, _) = &keys[i];
+        let unit = (alg.clone(), *run, *agent);
+        let y = num(i, rec, c_y)?;
+        let raw: Vec<f64> = c_raw
+            .iter()
+            .map(|&c| num(i, rec, c))
+            .collect::<Result<_>>()?;
+        let better = match &current {
+            Some((u, best, _)) if *u == unit => y > *best,
+            _ => true,
+        };
+        if better {
+            current = Some((unit, y, raw));
+        }
+        let (_, _, inc) = current.as_ref().expect("set above");
+        let land_idx = *run as usize % landscapes.len();
+        let land = &landscapes[land_idx];
+        let agent = *agent as usize;
+        if agent >= land.agents() {
+            return Err(bad(format!(
+                "row {}: agent {agent}, but the reference objective has agents 0..{}",
+                i + 2,
+                land.agents() - 1
+            )));
+        }
+        let key = (land_idx, agent, inc.iter().map(|v| v.to_bits()).collect());
+        let (f, metric) = match memo.get(&key) {
+            Some(v) => *v,
+            None => {
+                let point = land
+                    .space
+                    .point_at_raw(inc)
+                    .map_err(|e| bad(format!("row {}: {e}", i + 2)))?;
+                let f = land.value(&Request::new("incumbents", *run as usize, agent, 0), &point)?;
+                let v = (f, land.metric(f));
+                memo.insert(key, v);
+                v
+            }
+        };
+        let mut fields: Vec<String> = [c_alg, c_run, c_agent, c_it, c_x]
+            .iter()
+            .map(|&c| rec[c].to_string())
+            .collect();
+        fields.extend(c_unit.iter().map(|&c| rec[c].to_string()));
+        fields.extend(inc.iter().map(|v| format!("{v}")));
+        fields.push(rec[c_best].to_string());
+        fields.push(format!("{f}"));
+        fields.push(format!("{metric}"));
         out.write_record(&fields).map_err(err)?;
     }
     let bytes = out

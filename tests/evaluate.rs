@@ -93,3 +93,100 @@ fn evaluate_refuses_bad_points_before_printing_anything() {
         assert!(stderr(&o).contains(expect), "{points}: {}", stderr(&o));
     }
 }
+
+/// `fbo incumbents`: every row's incumbent (the best observation so far of its algorithm,
+/// run and agent) valued by a reference objective, here the same function without noise, so
+/// each value must be the trace's own noiseless f at that incumbent; `fbo compare` reads it.
+#[test]
+fn incumbents_are_valued_by_the_reference_objective() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two algorithms differing in their own sample, so that compare has a pair.
+    let noisy = SPEC.replace("noise_var = 0.01", "noise_var = 4.0").replace(
+        "[[algorithm]]\nkind = \"ts\"\n",
+        "[[algorithm]]\nkind = \"ts\"\n\n[[algorithm]]\nkind = \"ts\"\nown_sample = \"rff\"\nlabel = \"TS-rff\"\n",
+    );
+    let spec = write(
+        dir.path(),
+        "noisy.toml",
+        &noisy.replace("iterations = 2", "iterations = 6"),
+    );
+    let reference = write(dir.path(), "reference.toml", SPEC);
+    let out = dir.path().join("run");
+    let o = fbo()
+        .arg("run")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = fbo()
+        .arg("incumbents")
+        .arg(&out)
+        .arg("--reference")
+        .arg(&reference)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    // The trace: per unit, the rows in iteration order with (y, f).
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let mut lines = trace.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let c = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    // (algorithm, run, agent) -> its rows as (iteration, y, f)
+    type Rows = Vec<(i64, f64, f64)>;
+    let mut units: std::collections::BTreeMap<(String, String, String), Rows> = Default::default();
+    for l in lines {
+        let r: Vec<&str> = l.split(',').collect();
+        units
+            .entry((
+                r[c("algorithm")].into(),
+                r[c("run")].into(),
+                r[c("agent")].into(),
+            ))
+            .or_default()
+            .push((
+                r[c("iteration")].parse().unwrap(),
+                r[c("y")].parse().unwrap(),
+                r[c("f")].parse().unwrap(),
+            ));
+    }
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert!(head.contains(&"incumbent_x1") && head.contains(&"observed_best_metric"));
+    let c = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let mut checked = 0;
+    let mut moved = 0;
+    for l in lines {
+        let r: Vec<&str> = l.split(',').collect();
+        let rows = &units[&(
+            r[c("algorithm")].into(),
+            r[c("run")].into(),
+            r[c("agent")].into(),
+        )];
+        let it: i64 = r[c("iteration")].parse().unwrap();
+        let mut best = (f64::NEG_INFINITY, 0.0);
+        for &(_, y, f) in rows.iter().filter(|row| row.0 <= it) {
+            if y > best.0 {
+                best = (y, f);
+            }
+        }
+        let got: f64 = r[c("best_f")].parse().unwrap();
+        assert!((got - best.1).abs() < 1e-9, "{l}: want {}", best.1);
+        let observed: f64 = r[c("observed_best_metric")].parse().unwrap();
+        if (observed - got).abs() > 1e-6 {
+            moved += 1;
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, units.values().map(Vec::len).sum::<usize>());
+    assert!(
+        moved > 0,
+        "the noise never separated the observed best from the reference"
+    );
+    let file = write(dir.path(), "incumbents.csv", &text);
+    let o = fbo().arg("compare").arg(&file).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+}
