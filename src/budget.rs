@@ -147,12 +147,14 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
                     n_total * (t_n * t_n + t_n * dim) * F,
                 )
             }
-            AlgorithmKind::Ts => (o.targets.len() as f64, 0.0),
+            AlgorithmKind::Ts | AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb => {
+                (o.targets.len() as f64, 0.0)
+            }
         };
         state_max = state_max.max(state_bytes + 3.0 * own_m * own_m * F + search_points * dim * F);
         gp_max = gp_max.max(acting * 4.0 * n_obs * n_obs * F);
         let mut run_s = acting * spec.iterations as f64 * ts_step(n_obs);
-        if alg.kind != AlgorithmKind::Ts {
+        if !alg.kind.is_single_agent() {
             // The shared sample over the search points, and the message preparation.
             run_s += acting * spec.iterations as f64 * (search_points * m * FEATURE_S);
             run_s += n_total * spec.iterations as f64 * m.powi(3) / 3.0 * FLOP_S;

@@ -35,6 +35,8 @@ pub enum Purpose {
     Heterogeneity = 13,
     /// Which messages reach the server (`server.drop`, `latency`, `outage`).
     Participation = 14,
+    /// Random search's queries.
+    Random = 15,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

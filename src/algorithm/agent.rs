@@ -132,6 +132,11 @@ impl Learner {
         &self.space
     }
 
+    /// How this agent searches a box.
+    pub fn search(&self) -> BoxSearch {
+        self.search
+    }
+
     pub fn inputs(&self) -> Array2<f64> {
         let d = self.space.dim();
         let mut x = Array2::zeros((self.points.len(), d));

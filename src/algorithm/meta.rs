@@ -42,7 +42,7 @@
 
 use super::agent::{Learner, SharedFeatures, build_senders};
 use super::{Algorithm, Query, RunContext, Source};
-use crate::acquisition::{expected_improvement, normal_cdf, normal_pdf};
+use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::{FboError, Result};
 use crate::linalg::{argmax, cholesky_jittered};
 use crate::objective::{Point, Region};
@@ -102,25 +102,6 @@ impl Surrogate {
     fn mean_grad(&self, phi: &Array1<f64>, jac: &Array2<f64>) -> (f64, Vec<f64>) {
         (phi.dot(&self.nu), jac.t().dot(&self.nu).to_vec())
     }
-}
-
-/// Expected improvement of N(m, v) over `best` with its gradient from those of m and v:
-/// dEI = Phi(z) dm + phi(z) ds, ds = dv / (2 s).
-fn ei_grad(m: f64, v: f64, dm: &[f64], dv: &[f64], best: f64) -> (f64, Vec<f64>) {
-    let s = v.max(0.0).sqrt();
-    let value = expected_improvement(m, s, best);
-    if s <= 0.0 {
-        let on = if m > best { 1.0 } else { 0.0 };
-        return (value, dm.iter().map(|d| on * d).collect());
-    }
-    let z = (m - best) / s;
-    let (cdf, pdf) = (normal_cdf(z), normal_pdf(z));
-    let grad = dm
-        .iter()
-        .zip(dv)
-        .map(|(a, b)| cdf * a + pdf * b / (2.0 * s))
-        .collect();
-    (value, grad)
 }
 
 /// What agent n sends: nu_n, Sigma_n^-1 and (TAF) its incumbent.

@@ -3,6 +3,7 @@
 //! files, progress bars or clocks.
 
 pub mod agent;
+pub mod baseline;
 pub mod dp_fts_de;
 pub mod fts;
 pub mod meta;
@@ -25,8 +26,10 @@ pub enum Source {
     Agent(usize),
     /// The server's aggregated vector (DP-FTS-DE).
     Server,
-    /// The maximiser of an acquisition function (RGPE, TAF).
+    /// The maximiser of an acquisition function (RGPE, TAF, EI, UCB).
     Acquisition,
+    /// A uniform draw (random search).
+    Random,
 }
 
 impl fmt::Display for Source {
@@ -37,6 +40,7 @@ impl fmt::Display for Source {
             Source::Agent(a) => write!(f, "{a}"),
             Source::Server => write!(f, "server"),
             Source::Acquisition => write!(f, "acquisition"),
+            Source::Random => write!(f, "random"),
         }
     }
 }
@@ -113,6 +117,14 @@ pub fn check(spec: &crate::spec::Spec, space: &crate::objective::Space) -> Resul
 pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
     Ok(match ctx.algorithm.kind {
         AlgorithmKind::Ts => Box::new(ts::Ts::new(ctx)),
+        AlgorithmKind::Random => Box::new(baseline::Baseline::new(ctx, baseline::Rule::Random)),
+        AlgorithmKind::Ei => Box::new(baseline::Baseline::new(ctx, baseline::Rule::Ei)),
+        AlgorithmKind::Ucb => Box::new(baseline::Baseline::new(
+            ctx,
+            baseline::Rule::Ucb {
+                beta: ctx.algorithm.beta,
+            },
+        )),
         AlgorithmKind::Fts => Box::new(fts::Fts::new(ctx)?),
         AlgorithmKind::DpFtsDe => {
             let server = ctx

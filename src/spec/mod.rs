@@ -50,6 +50,10 @@ pub struct Spec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AlgorithmKind {
     Ts,
+    /// Single-agent baselines (issue 27): uniform random search, GP-EI and GP-UCB.
+    Random,
+    Ei,
+    Ucb,
     Fts,
     /// DP-FTS-DE and its special cases (FTS with a server, FTS-DE, DP-FTS) as parameters.
     DpFtsDe,
@@ -60,11 +64,31 @@ pub enum AlgorithmKind {
 }
 
 impl AlgorithmKind {
-    pub const NAMES: &'static [&'static str] = &["ts", "fts", "dp-fts-de", "rgpe", "taf"];
+    pub const NAMES: &'static [&'static str] = &[
+        "ts",
+        "random",
+        "ei",
+        "ucb",
+        "fts",
+        "dp-fts-de",
+        "rgpe",
+        "taf",
+    ];
+
+    /// Each agent alone on its own data (no messages, no server).
+    pub fn is_single_agent(self) -> bool {
+        matches!(
+            self,
+            AlgorithmKind::Ts | AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb
+        )
+    }
 
     fn parse(s: &str) -> Option<Self> {
         match s {
             "ts" => Some(AlgorithmKind::Ts),
+            "random" => Some(AlgorithmKind::Random),
+            "ei" => Some(AlgorithmKind::Ei),
+            "ucb" => Some(AlgorithmKind::Ucb),
             "fts" => Some(AlgorithmKind::Fts),
             "dp-fts-de" => Some(AlgorithmKind::DpFtsDe),
             "rgpe" => Some(AlgorithmKind::Rgpe),
@@ -215,6 +239,8 @@ pub struct AlgorithmSpec {
     /// senders keep `surrogate.own.sample`, so the algorithms of a spec hear the same
     /// agents).
     pub own_sample: OwnSampler,
+    /// UCB: a fixed beta; None: Srinivas et al.'s schedule.
+    pub beta: Option<f64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -391,6 +417,7 @@ struct RawAlgorithm {
     bandwidth: Option<f64>,
     incumbent: Option<String>,
     own_sample: Option<String>,
+    beta: Option<f64>,
 }
 
 /// Server settings: the top-level [server] table, overridden key by key by an algorithm's
@@ -1068,7 +1095,7 @@ impl Spec {
                     ),
                 )
             })?;
-            if kind == AlgorithmKind::Ts
+            if kind.is_single_agent()
                 && (ra.features.is_some()
                     || ra.p_t.is_some()
                     || ra.messages.is_some()
@@ -1077,7 +1104,29 @@ impl Spec {
             {
                 return Err(c.err(
                     &key("kind"),
-                    "TS uses no federation: features, p_t, p1_equals_p2, messages and server do not apply to it",
+                    format!(
+                        "{} uses no federation: features, p_t, p1_equals_p2, messages and server do not apply to it",
+                        ra.kind
+                    ),
+                ));
+            }
+            if kind != AlgorithmKind::Ucb && ra.beta.is_some() {
+                return Err(c.err(&key("beta"), "applies only to kind = \"ucb\""));
+            }
+            let beta = match ra.beta {
+                Some(b) if !(b.is_finite() && b > 0.0 && b <= 1e6) => {
+                    return Err(c.err(&key("beta"), format!("must be in (0, 1e6], got {b}")));
+                }
+                b => b,
+            };
+            if matches!(
+                kind,
+                AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb
+            ) && ra.own_sample.is_some()
+            {
+                return Err(c.err(
+                    &key("own_sample"),
+                    "random, ei and ucb draw no Thompson sample; own_sample applies to ts, fts and dp-fts-de",
                 ));
             }
             if kind != AlgorithmKind::Fts && ra.messages.is_some() {
@@ -1190,6 +1239,13 @@ impl Spec {
                         (AlgorithmKind::Fts, _) => format!("FTS M={m}"),
                         (AlgorithmKind::Rgpe, _) => format!("RGPE M={m}"),
                         (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
+                        (AlgorithmKind::Random, _) => "Random".to_string(),
+                        (AlgorithmKind::Ei, _) => "EI".to_string(),
+                        (AlgorithmKind::Ucb, _) => match beta {
+                            Some(b) if b < 1e-3 => format!("UCB beta={b:e}"),
+                            Some(b) => format!("UCB beta={b}"),
+                            None => "UCB".to_string(),
+                        },
                         _ => "TS".to_string(),
                     };
                     // Named only where it departs from the spec's, so that the algorithms of a
@@ -1220,6 +1276,7 @@ impl Spec {
                 bandwidth,
                 incumbent,
                 own_sample,
+                beta,
             });
         }
 
