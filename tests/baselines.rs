@@ -113,7 +113,7 @@ fn baseline_keys_are_checked() {
         ),
         (
             "[[algorithm]]\nkind = \"ei\"\nlabel = \"e\"\nfeatures = 10\n",
-            "key `algorithm[4].kind`: ei uses no federation",
+            "key `algorithm[4].kind`: EI uses no federation",
         ),
     ] {
         let s = write(dir.path(), "s.toml", &format!("{BRANIN}{extra}"));

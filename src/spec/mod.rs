@@ -1106,7 +1106,12 @@ impl Spec {
                     &key("kind"),
                     format!(
                         "{} uses no federation: features, p_t, p1_equals_p2, messages and server do not apply to it",
-                        ra.kind
+                        match kind {
+                            AlgorithmKind::Random => "Random search",
+                            AlgorithmKind::Ei => "EI",
+                            AlgorithmKind::Ucb => "UCB",
+                            _ => "TS",
+                        }
                     ),
                 ));
             }
