@@ -228,53 +228,7 @@ pub fn train(k: &Array2<f64>, y: &[f64], p: &SvmParams) -> SvmModel {
         // Two-variable update with clipping to the box (libsvm's Solver::Solve). In both cases
         // the curvature along the update is K_ii + K_jj - 2 K_ij.
         let quad = (qd[i] + qd[j] - 2.0 * row(i)[j]).max(TAU);
-        if y[i] != y[j] {
-            let delta = (-g[i] - g[j]) / quad;
-            let diff = alpha[i] - alpha[j];
-            alpha[i] += delta;
-            alpha[j] += delta;
-            if diff > 0.0 {
-                if alpha[j] < 0.0 {
-                    alpha[j] = 0.0;
-                    alpha[i] = diff;
-                }
-            } else if alpha[i] < 0.0 {
-                alpha[i] = 0.0;
-                alpha[j] = -diff;
-            }
-            if diff > 0.0 {
-                if alpha[i] > c {
-                    alpha[i] = c;
-                    alpha[j] = c - diff;
-                }
-            } else if alpha[j] > c {
-                alpha[j] = c;
-                alpha[i] = c + diff;
-            }
-        } else {
-            let delta = (g[i] - g[j]) / quad;
-            let sum = alpha[i] + alpha[j];
-            alpha[i] -= delta;
-            alpha[j] += delta;
-            if sum > c {
-                if alpha[i] > c {
-                    alpha[i] = c;
-                    alpha[j] = sum - c;
-                }
-            } else if alpha[j] < 0.0 {
-                alpha[j] = 0.0;
-                alpha[i] = sum;
-            }
-            if sum > c {
-                if alpha[j] > c {
-                    alpha[j] = c;
-                    alpha[i] = sum - c;
-                }
-            } else if alpha[i] < 0.0 {
-                alpha[i] = 0.0;
-                alpha[j] = sum;
-            }
-        }
+        update_pair(&mut alpha, i, j, y[i] != y[j], g[i], g[j], quad, c);
         let (dai, daj) = (alpha[i] - ai_old, alpha[j] - aj_old);
         let (ki, kj) = (row(i), row(j));
         let (yi, yj) = (y[i], y[j]);
@@ -282,19 +236,93 @@ pub fn train(k: &Array2<f64>, y: &[f64], p: &SvmParams) -> SvmModel {
             *gt += yt * (yi * a * dai + yj * b * daj);
         }
     }
-    // rho: average y G over free vectors, else the middle of the feasible interval.
+    let rho = rho(y, &g, &alpha, c);
+    SvmModel {
+        coef: Array1::from_iter(alpha.iter().zip(y).map(|(a, yi)| a * yi)),
+        rho,
+        iterations: iter,
+        converged,
+    }
+}
+
+/// libsvm's two-variable update of alpha_i and alpha_j (Solver::Solve) with clipping to the
+/// box [0, c], given their gradients, whether their labels differ and the curvature `quad`
+/// along the update.
+#[allow(clippy::too_many_arguments)]
+fn update_pair(
+    alpha: &mut [f64],
+    i: usize,
+    j: usize,
+    opposite: bool,
+    gi: f64,
+    gj: f64,
+    quad: f64,
+    c: f64,
+) {
+    if opposite {
+        let delta = (-gi - gj) / quad;
+        let diff = alpha[i] - alpha[j];
+        alpha[i] += delta;
+        alpha[j] += delta;
+        if diff > 0.0 {
+            if alpha[j] < 0.0 {
+                alpha[j] = 0.0;
+                alpha[i] = diff;
+            }
+        } else if alpha[i] < 0.0 {
+            alpha[i] = 0.0;
+            alpha[j] = -diff;
+        }
+        if diff > 0.0 {
+            if alpha[i] > c {
+                alpha[i] = c;
+                alpha[j] = c - diff;
+            }
+        } else if alpha[j] > c {
+            alpha[j] = c;
+            alpha[i] = c + diff;
+        }
+    } else {
+        let delta = (gi - gj) / quad;
+        let sum = alpha[i] + alpha[j];
+        alpha[i] -= delta;
+        alpha[j] += delta;
+        if sum > c {
+            if alpha[i] > c {
+                alpha[i] = c;
+                alpha[j] = sum - c;
+            }
+        } else if alpha[j] < 0.0 {
+            alpha[j] = 0.0;
+            alpha[i] = sum;
+        }
+        if sum > c {
+            if alpha[j] > c {
+                alpha[j] = c;
+                alpha[i] = sum - c;
+            }
+        } else if alpha[i] < 0.0 {
+            alpha[i] = 0.0;
+            alpha[j] = sum;
+        }
+    }
+}
+
+/// rho (libsvm's calculate_rho): the average of y G over free vectors, else the middle of the
+/// feasible interval.
+fn rho(y: &[f64], g: &[f64], alpha: &[f64], c: f64) -> f64 {
     let (mut ub, mut lb, mut sum_free, mut n_free) =
         (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0usize);
-    for t in 0..n {
-        let yg = y[t] * g[t];
-        if is_upper(alpha[t]) {
-            if y[t] < 0.0 {
+    for ((&yt, &gt), &at) in y.iter().zip(g).zip(alpha) {
+        let yg = yt * gt;
+        if at >= c {
+            if yt < 0.0 {
                 ub = ub.min(yg)
             } else {
                 lb = lb.max(yg)
             }
-        } else if is_lower(alpha[t]) {
-            if y[t] > 0.0 {
+        } else if at <= 0.0 {
+            if yt > 0.0 {
                 ub = ub.min(yg)
             } else {
                 lb = lb.max(yg)
@@ -304,16 +332,10 @@ pub fn train(k: &Array2<f64>, y: &[f64], p: &SvmParams) -> SvmModel {
             sum_free += yg;
         }
     }
-    let rho = if n_free > 0 {
+    if n_free > 0 {
         sum_free / n_free as f64
     } else {
         (ub + lb) / 2.0
-    };
-    SvmModel {
-        coef: Array1::from_iter(alpha.iter().zip(y).map(|(a, yi)| a * yi)),
-        rho,
-        iterations: iter,
-        converged,
     }
 }
 
@@ -531,62 +553,14 @@ fn train_libsvm(k: &Array2<f64>, labels: &[f64], p: &SvmParams) -> SvmModel {
         };
         iter += 1;
         let (ai_old, aj_old) = (alpha[i], alpha[j]);
+        // libsvm's curvature: Q_ii + Q_jj -/+ 2 Q_ij, with TAU where it is not positive.
         let qij = q(i, j, &y, &active_set);
-        if y[i] != y[j] {
-            let mut quad = qd(i) + qd(j) + 2.0 * qij;
-            if quad <= 0.0 {
-                quad = TAU;
-            }
-            let delta = (-g[i] - g[j]) / quad;
-            let diff = alpha[i] - alpha[j];
-            alpha[i] += delta;
-            alpha[j] += delta;
-            if diff > 0.0 {
-                if alpha[j] < 0.0 {
-                    alpha[j] = 0.0;
-                    alpha[i] = diff;
-                }
-            } else if alpha[i] < 0.0 {
-                alpha[i] = 0.0;
-                alpha[j] = -diff;
-            }
-            if diff > 0.0 {
-                if alpha[i] > c {
-                    alpha[i] = c;
-                    alpha[j] = c - diff;
-                }
-            } else if alpha[j] > c {
-                alpha[j] = c;
-                alpha[i] = c + diff;
-            }
-        } else {
-            let mut quad = qd(i) + qd(j) - 2.0 * qij;
-            if quad <= 0.0 {
-                quad = TAU;
-            }
-            let delta = (g[i] - g[j]) / quad;
-            let sum = alpha[i] + alpha[j];
-            alpha[i] -= delta;
-            alpha[j] += delta;
-            if sum > c {
-                if alpha[i] > c {
-                    alpha[i] = c;
-                    alpha[j] = sum - c;
-                }
-            } else if alpha[j] < 0.0 {
-                alpha[j] = 0.0;
-                alpha[i] = sum;
-            }
-            if sum > c {
-                if alpha[j] > c {
-                    alpha[j] = c;
-                    alpha[i] = sum - c;
-                }
-            } else if alpha[i] < 0.0 {
-                alpha[i] = 0.0;
-                alpha[j] = sum;
-            }
+        let opposite = y[i] != y[j];
+        let mut quad = qd(i) + qd(j) + if opposite { 2.0 * qij } else { -2.0 * qij };
+        if quad <= 0.0 {
+            quad = TAU;
         }
+        update_pair(&mut alpha, i, j, opposite, g[i], g[j], quad, c);
         let (dai, daj) = (alpha[i] - ai_old, alpha[j] - aj_old);
         for t in 0..active_size {
             g[t] += q(i, t, &y, &active_set) * dai + q(j, t, &y, &active_set) * daj;
@@ -603,35 +577,9 @@ fn train_libsvm(k: &Array2<f64>, labels: &[f64], p: &SvmParams) -> SvmModel {
     }
     if !converged && active_size < l {
         reconstruct(active_size, &y, &mut g, &g_bar, &alpha, &active_set);
-        active_size = l;
     }
-    // calculate_rho over all variables (active_size is l here).
-    let (mut ub, mut lb, mut sum_free, mut n_free) =
-        (f64::INFINITY, f64::NEG_INFINITY, 0.0, 0usize);
-    for t in 0..active_size {
-        let yg = y[t] * g[t];
-        if upper(alpha[t]) {
-            if y[t] < 0.0 {
-                ub = ub.min(yg)
-            } else {
-                lb = lb.max(yg)
-            }
-        } else if lower(alpha[t]) {
-            if y[t] > 0.0 {
-                ub = ub.min(yg)
-            } else {
-                lb = lb.max(yg)
-            }
-        } else {
-            n_free += 1;
-            sum_free += yg;
-        }
-    }
-    let rho = if n_free > 0 {
-        sum_free / n_free as f64
-    } else {
-        (ub + lb) / 2.0
-    };
+    // calculate_rho over all variables, the shrunk ones' gradients rebuilt.
+    let rho = rho(&y, &g, &alpha, c);
     // Back to row order and to the caller's labels: f = sum alpha_i y_i K - rho in libsvm's
     // labels is -(sum alpha_i y'_i K + rho) in the caller's y' = -y.
     let mut coef = Array1::zeros(l);
