@@ -3,11 +3,10 @@
 //! files, progress bars or clocks.
 
 pub mod agent;
-pub mod baseline;
 pub mod dp_fts_de;
 pub mod fts;
 pub mod meta;
-pub mod ts;
+pub mod single;
 
 use crate::error::Result;
 use crate::objective::{Landscape, Point, Region};
@@ -116,12 +115,12 @@ pub fn check(spec: &crate::spec::Spec, space: &crate::objective::Space) -> Resul
 
 pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
     Ok(match ctx.algorithm.kind {
-        AlgorithmKind::Ts => Box::new(ts::Ts::new(ctx)),
-        AlgorithmKind::Random => Box::new(baseline::Baseline::new(ctx, baseline::Rule::Random)),
-        AlgorithmKind::Ei => Box::new(baseline::Baseline::new(ctx, baseline::Rule::Ei)),
-        AlgorithmKind::Ucb => Box::new(baseline::Baseline::new(
+        AlgorithmKind::Ts => Box::new(single::Single::new(ctx, single::Rule::Thompson)),
+        AlgorithmKind::Random => Box::new(single::Single::new(ctx, single::Rule::Random)),
+        AlgorithmKind::Ei => Box::new(single::Single::new(ctx, single::Rule::Ei)),
+        AlgorithmKind::Ucb => Box::new(single::Single::new(
             ctx,
-            baseline::Rule::Ucb {
+            single::Rule::Ucb {
                 beta: ctx.algorithm.beta,
             },
         )),

@@ -1,6 +1,8 @@
-//! The single-agent baselines every BO benchmark reports (issue 27 item 1), each agent alone
-//! on its own data like TS: uniform random search, and GP-EI and GP-UCB on the same GP and
-//! hyperparameter fitting as TS's own model (the spec's `surrogate.own`).
+//! Each agent alone on its own data (no federation), for every target agent independently:
+//! standard GP Thompson sampling (the target of the FTS family, or every agent of the DP
+//! family), and the baselines every BO benchmark reports (issue 27 item 1): uniform random
+//! search, GP-EI and GP-UCB on the same GP and hyperparameter fitting as TS's own model (the
+//! spec's `surrogate.own`).
 
 use super::agent::Learner;
 use super::{Algorithm, Query, RunContext, Source};
@@ -15,9 +17,11 @@ use rayon::prelude::*;
 /// GP-UCB's delta in Srinivas et al.'s beta_t (`crate::acquisition::ucb_beta`).
 const UCB_DELTA: f64 = 0.1;
 
-/// How a baseline chooses its next query.
+/// How an agent chooses its next query.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Rule {
+    /// The argmax of a sample from its own GP posterior (TS).
+    Thompson,
     /// Uniform: on a grid without replacement (until every point was queried), on a box
     /// uniform on [0, 1]^D.
     Random,
@@ -34,13 +38,13 @@ struct Agent {
     rng: Rng,
 }
 
-pub struct Baseline {
+pub struct Single {
     agents: Vec<Agent>,
     targets: Vec<usize>,
     rule: Rule,
 }
 
-impl Baseline {
+impl Single {
     pub fn new(ctx: &RunContext, rule: Rule) -> Self {
         let targets = ctx.spec.targets().to_vec();
         let agents = targets
@@ -50,7 +54,7 @@ impl Baseline {
                 rng: stream(ctx.seed(), ctx.run as u64, a as u64, Purpose::Random),
             })
             .collect();
-        Baseline {
+        Single {
             agents,
             targets,
             rule,
@@ -60,8 +64,10 @@ impl Baseline {
 
 impl Agent {
     fn next(&mut self, rule: Rule) -> Result<Point> {
-        if rule == Rule::Random {
-            return Ok(self.random());
+        match rule {
+            Rule::Thompson => return self.learner.thompson(),
+            Rule::Random => return Ok(self.random()),
+            Rule::Ei | Rule::Ucb { .. } => {}
         }
         let hyper = self.learner.fitted_hyper();
         let x = self.learner.inputs();
@@ -139,7 +145,7 @@ impl Agent {
     }
 }
 
-impl Algorithm for Baseline {
+impl Algorithm for Single {
     fn targets(&self) -> &[usize] {
         &self.targets
     }
@@ -153,10 +159,10 @@ impl Algorithm for Baseline {
                 Ok(Query {
                     agent: a.learner.agent,
                     point: a.next(rule)?,
-                    source: if rule == Rule::Random {
-                        Source::Random
-                    } else {
-                        Source::Acquisition
+                    source: match rule {
+                        Rule::Thompson => Source::Own,
+                        Rule::Random => Source::Random,
+                        Rule::Ei | Rule::Ucb { .. } => Source::Acquisition,
                     },
                 })
             })
