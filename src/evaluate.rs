@@ -4,23 +4,24 @@
 
 use crate::error::{FboError, Result};
 use crate::journal::Request;
+use crate::objective::Landscape;
 use crate::spec::ObjectiveKind;
 use crate::spec::Spec;
 use std::path::Path;
+use std::sync::Arc;
 
-/// The points file's rows with `value` appended, as CSV text (header included). `run` picks
-/// the landscape of run `run` (synthetic objectives differ per run).
-pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Result<String> {
+/// The spec's landscapes and hyperparameter names, if fbo can evaluate its objective at given
+/// raw values itself: a table, a function or a live model, with named hyperparameters.
+fn evaluable(spec: &Spec, spec_path: &Path) -> Result<(Vec<Arc<Landscape>>, Vec<String>)> {
     if matches!(spec.objective.kind, ObjectiveKind::Command(_)) {
         return Err(FboError::spec(
             spec_path,
             "objective.kind",
-            "fbo evaluate evaluates tables, functions and live models; a command objective is the user's own program, run it directly",
+            "fbo evaluates tables, functions and live models at given points; a command objective is the user's own program, run it directly",
         ));
     }
     let landscapes = crate::objective::landscapes(spec)?;
-    let land = &landscapes[run % landscapes.len()];
-    let names = land.space.names();
+    let names = landscapes[0].space.names();
     if names.is_empty() {
         return Err(FboError::spec(
             spec_path,
@@ -28,6 +29,14 @@ pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Res
             "this objective has no named hyperparameters to evaluate at",
         ));
     }
+    Ok((landscapes, names))
+}
+
+/// The points file's rows with `value` appended, as CSV text (header included). `run` picks
+/// the landscape of run `run` (synthetic objectives differ per run).
+pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Result<String> {
+    let (landscapes, names) = evaluable(spec, spec_path)?;
+    let land = &landscapes[run % landscapes.len()];
     let bad = |key: &str, msg: String| FboError::spec(points, key, msg);
     let mut rdr = csv::Reader::from_path(points).map_err(|e| bad("", e.to_string()))?;
     let header: Vec<String> = rdr
@@ -124,15 +133,7 @@ pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Res
 /// incumbent's value under the reference (best_f in fbo's maximised orientation). Each
 /// distinct (run's landscape, agent, point) is evaluated once.
 pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String> {
-    if matches!(spec.objective.kind, ObjectiveKind::Command(_)) {
-        return Err(FboError::spec(
-            spec_path,
-            "objective.kind",
-            "a reference objective must be a table, function or live model that fbo evaluates itself",
-        ));
-    }
-    let landscapes = crate::objective::landscapes(spec)?;
-    let names = landscapes[0].space.names();
+    let (landscapes, names) = evaluable(spec, spec_path)?;
     let bad = |msg: String| FboError::spec(trace, "", msg);
     let mut rdr = csv::Reader::from_path(trace).map_err(|e| bad(e.to_string()))?;
     let header: Vec<String> = rdr
