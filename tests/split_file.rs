@@ -44,7 +44,7 @@ fn values(o: &std::process::Output) -> Vec<f64> {
 }
 
 /// The authors' split (shipped as data/landmine/authors-split-order.csv) gives scikit-learn's
-/// converged SVM's AUCs (tests/fixtures/authors_split_reference.py), and differs from fbo's
+/// converged SVM's AUCs (tests/fixtures/authors_split_reference.py split), and differs from fbo's
 /// seeded split; fbo's own split.csv named as a file gives exactly the seeded split's values.
 #[test]
 fn a_split_file_sets_the_rows_each_model_trains_and_validates_on() {
@@ -144,7 +144,7 @@ fn a_bad_split_file_is_refused_naming_file_and_line() {
 /// With the authors' split and `svm_stopping = "libsvm"` the landmine objective is
 /// scikit-learn's default `SVC()` step for step: at 174 points of all 29 fields (87 on the
 /// C = 1e-4 face, where it stops after a few steps) its decision-value AUC equals
-/// scikit-learn 1.7.2's (tests/fixtures/libsvm_stopping_reference.py) to 1e-12, though that
+/// scikit-learn 1.7.2's (tests/fixtures/authors_split_reference.py libsvm) to 1e-12, though that
 /// lies up to 0.36 from the converged SVM's.
 #[test]
 fn libsvm_stopping_is_scikit_learns_default_svc() {
