@@ -98,37 +98,13 @@ impl TabulateConfig {
         if split_seed < 0 {
             return Err(err("split_seed", format!("must be >= 0, got {split_seed}")));
         }
-        let split_file = match &raw.split {
-            None => None,
-            Some(_) if dataset == Dataset::Emnist => {
-                return Err(err(
-                    "split",
-                    "emnist uses its writers' own train / val split; a split file applies to landmine and har".into(),
-                ));
-            }
-            Some(rel) => {
-                let at = path.parent().unwrap_or(Path::new(".")).join(rel);
-                let file = crate::objective::model::SplitFile::read(&at)
-                    .map_err(|e| err("split", e.to_string()))?;
-                Some(std::sync::Arc::new(file))
-            }
-        };
-        use crate::model::svm::Stopping;
-        let svm_stopping = match raw.svm_stopping.as_deref() {
-            None => Stopping::Converged,
-            Some(_) if dataset != Dataset::Landmine => {
-                return Err(err(
-                    "svm_stopping",
-                    "applies only to dataset = \"landmine\"".into(),
-                ));
-            }
-            Some(v) => Stopping::parse(v).ok_or_else(|| {
-                err(
-                    "svm_stopping",
-                    format!("unknown stopping \"{v}\"; allowed: {}", Stopping::NAMES),
-                )
-            })?,
-        };
+        let base = path.parent().unwrap_or(Path::new("."));
+        let split_file = dataset
+            .split_file(base, raw.split.as_deref())
+            .map_err(|m| err("split", m))?;
+        let svm_stopping = dataset
+            .svm_stopping(raw.svm_stopping.as_deref())
+            .map_err(|m| err("svm_stopping", m))?;
         let epochs = raw.epochs.unwrap_or(20);
         if !(1..=100_000).contains(&epochs) {
             return Err(err(

@@ -235,6 +235,39 @@ impl SplitFile {
     }
 }
 
+impl Dataset {
+    /// The split file named by a spec or tabulation config (`rel`, relative to the config's
+    /// folder `base`), read and checked; the error is the message for the key that named it.
+    pub fn split_file(
+        self,
+        base: &Path,
+        rel: Option<&str>,
+    ) -> std::result::Result<Option<Arc<SplitFile>>, String> {
+        match rel {
+            None => Ok(None),
+            Some(_) if self == Dataset::Emnist => Err(
+                "emnist uses its writers' own train / val split; a split file applies to landmine and har"
+                    .into(),
+            ),
+            Some(rel) => SplitFile::read(&base.join(rel))
+                .map(|f| Some(Arc::new(f)))
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The SVM's stopping rule named by a spec or tabulation config (landmine only).
+    pub fn svm_stopping(self, v: Option<&str>) -> std::result::Result<Stopping, String> {
+        match v {
+            None => Ok(Stopping::Converged),
+            Some(_) if self != Dataset::Landmine => {
+                Err("applies only to dataset = \"landmine\"".into())
+            }
+            Some(v) => Stopping::parse(v)
+                .ok_or_else(|| format!("unknown stopping \"{v}\"; allowed: {}", Stopping::NAMES)),
+        }
+    }
+}
+
 impl ModelSettings {
     /// The landmine SVM's solver settings at (C, gamma).
     pub fn svm_params(&self, c: f64, gamma: f64) -> SvmParams {

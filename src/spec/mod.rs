@@ -6,7 +6,6 @@ pub mod portable;
 pub mod schedule;
 
 use crate::error::{FboError, Result};
-use crate::model::svm::Stopping;
 use crate::objective::command::{CommandSettings, OnFailure};
 use crate::objective::function::Function;
 use crate::objective::model::{Dataset, ModelSettings, SvmMetric};
@@ -2187,38 +2186,12 @@ fn check_model(
         ));
     }
     let split_seed = c.int("objective.split_seed", o.split_seed, 0, 0, i64::MAX)? as u64;
-    let split_file = match o.split.take() {
-        None => None,
-        Some(_) if dataset == Dataset::Emnist => {
-            return Err(c.err(
-                "objective.split",
-                "emnist uses its writers' own train / val split; a split file applies to landmine and har",
-            ));
-        }
-        Some(rel) => {
-            let path = base.join(&rel);
-            let file = crate::objective::model::SplitFile::read(&path)
-                .map_err(|e| c.err("objective.split", e.to_string()))?;
-            Some(std::sync::Arc::new(file))
-        }
-    };
-    let svm_stopping = match o.svm_stopping.take() {
-        None => Stopping::Converged,
-        Some(_) if dataset != Dataset::Landmine => {
-            return Err(c.err(
-                "objective.svm_stopping",
-                "applies only to dataset = \"landmine\"",
-            ));
-        }
-        Some(v) => c.choice(
-            "objective.svm_stopping",
-            Some(v.as_str()),
-            Stopping::Converged,
-            "stopping",
-            Stopping::NAMES,
-            Stopping::parse,
-        )?,
-    };
+    let split_file = dataset
+        .split_file(base, o.split.take().as_deref())
+        .map_err(|m| c.err("objective.split", m))?;
+    let svm_stopping = dataset
+        .svm_stopping(o.svm_stopping.take().as_deref())
+        .map_err(|m| c.err("objective.svm_stopping", m))?;
     let epochs = c.int("objective.epochs", o.epochs, 20, 1, 100_000)?;
     let batch_size = match dataset {
         Dataset::Emnist => c.int("objective.batch_size", o.batch_size, 20, 1, 100_000)?,

@@ -378,13 +378,16 @@ impl Factored {
         // With a profiled constant the likelihood is that of y - c; its gradient in the
         // kernel's hyperparameters is the formula below with alpha = K^-1 (y - c), as the
         // likelihood is stationary in c there.
-        let mut centred = y.to_owned();
-        if let Some((c, kinv1)) = profiled_constant(h.mean, l.view(), y) {
-            alpha.scaled_add(-c, &kinv1);
-            centred -= c;
-        }
+        // (y - c)' alpha; the zero mean's y is used as it is, without a copy.
+        let data_fit = match profiled_constant(h.mean, l.view(), y) {
+            Some((c, kinv1)) => {
+                alpha.scaled_add(-c, &kinv1);
+                y.mapv(|v| v - c).dot(&alpha)
+            }
+            None => y.dot(&alpha),
+        };
         let log_det: f64 = (0..n).map(|i| libm::log(l[[i, i]])).sum::<f64>() * 2.0;
-        let lml = -0.5 * centred.dot(&alpha)
+        let lml = -0.5 * data_fit
             - 0.5 * log_det
             - 0.5 * n as f64 * libm::log(2.0 * std::f64::consts::PI);
         Some(Factored {
