@@ -150,11 +150,17 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
             AlgorithmKind::Ts | AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb => {
                 (o.targets.len() as f64, 0.0)
             }
+            // Every agent acts, on its own GP; what they share is small.
+            AlgorithmKind::Consensus
+            | AlgorithmKind::Cgp
+            | AlgorithmKind::DesignDensity
+            | AlgorithmKind::FedGp
+            | AlgorithmKind::Fmtbo => (n_total, n_total * n_obs * dim * F),
         };
         state_max = state_max.max(state_bytes + 3.0 * own_m * own_m * F + search_points * dim * F);
         gp_max = gp_max.max(acting * 4.0 * n_obs * n_obs * F);
         let mut run_s = acting * spec.iterations as f64 * ts_step(n_obs);
-        if !alg.kind.is_single_agent() {
+        if !alg.kind.is_single_agent() && !alg.kind.is_framework() {
             // The shared sample over the search points, and the message preparation.
             run_s += acting * spec.iterations as f64 * (search_points * m * FEATURE_S);
             run_s += n_total * spec.iterations as f64 * m.powi(3) / 3.0 * FLOP_S;
@@ -177,11 +183,7 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
     }
     let rows = jobs as f64 * o.targets.len().max(1) as f64 * n_obs;
     // DP-FTS-DE traces every agent.
-    let rows = if spec
-        .algorithms
-        .iter()
-        .any(|a| a.kind == AlgorithmKind::DpFtsDe)
-    {
+    let rows = if spec.algorithms.iter().any(|a| a.kind.every_agent_acts()) {
         rows * n_total / o.targets.len().max(1) as f64
     } else {
         rows

@@ -37,6 +37,10 @@ pub enum Purpose {
     Participation = 14,
     /// Random search's queries.
     Random = 15,
+    /// An agent's draws inside a federated framework's decision (CGP's rejection samples).
+    Framework = 16,
+    /// Points every agent of a run shares (FMTBO's ranking set).
+    SharedPoints = 17,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

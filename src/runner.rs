@@ -483,10 +483,10 @@ pub fn refuse_measured_shards(spec: &Spec) -> Result<()> {
 
 /// How many trace rows (agents x queries) one run of algorithm `a` writes.
 fn rows_per_run(spec: &Spec, a: usize) -> usize {
-    let agents = match spec.algorithms[a].kind {
-        // Every agent acts and is traced.
-        crate::spec::AlgorithmKind::DpFtsDe => spec.total_agents(),
-        _ => spec.targets().len(),
+    // Where every agent acts, every agent is traced.
+    let agents = match spec.algorithms[a].kind.every_agent_acts() {
+        true => spec.total_agents(),
+        false => spec.targets().len(),
     };
     agents * (spec.initial_points + spec.iterations)
 }

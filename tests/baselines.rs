@@ -101,7 +101,7 @@ fn baseline_keys_are_checked() {
     for (extra, want) in [
         (
             "[[algorithm]]\nkind = \"ei\"\nbeta = 2.0\n",
-            "key `algorithm[4].beta`: applies only to kind = \"ucb\"",
+            "key `algorithm[4].beta`: applies only to kind = ucb, consensus, cgp, design-density or fedgp",
         ),
         (
             "[[algorithm]]\nkind = \"ucb\"\nlabel = \"u\"\nbeta = -1.0\n",

@@ -3,7 +3,8 @@
 //! agents talk.
 
 use super::RunContext;
-use crate::error::Result;
+use crate::acquisition::{ei_grad, expected_improvement, ucb_beta, ucb_grad};
+use crate::error::{FboError, Result};
 use crate::linalg::argmax;
 use crate::objective::{Landscape, Point, Region, Request, Space};
 
@@ -13,7 +14,7 @@ use crate::optim::{Acquisition, BoxSearch, maximise};
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::spec::ObservationSource;
 use crate::surrogate::blr::BlrPosterior;
-use crate::surrogate::gp::{GpHyper, Kernel};
+use crate::surrogate::gp::{GpHyper, GpPosterior, Kernel};
 use crate::surrogate::own::{OwnModel, OwnSettings};
 use crate::surrogate::rff::RandomFeatures;
 use ndarray::{Array1, Array2};
@@ -123,6 +124,21 @@ impl Learner {
         self.model.hyper().clone()
     }
 
+    /// (shift, scale) with y = shift + scale * scaled_ys(): how the model's scale maps back
+    /// to the objective's.
+    pub fn unscale(&self) -> (f64, f64) {
+        if self.settings().normalize_y && !self.ys.is_empty() {
+            crate::surrogate::gp::standardization(&self.ys)
+        } else {
+            (0.0, 1.0)
+        }
+    }
+
+    /// The settings of the agent's own model.
+    pub fn settings(&self) -> &OwnSettings {
+        self.model.settings()
+    }
+
     /// The observations on the scale the agent's own model uses (standardised by default).
     pub fn scaled_ys(&self) -> Array1<f64> {
         self.model.targets(&self.ys)
@@ -154,21 +170,136 @@ impl Learner {
 
     /// argmax over the space of one sample from the agent's own posterior (FTS Alg. 1 line 4).
     pub fn thompson(&mut self) -> Result<Point> {
+        Ok(self.decide(Rule::Thompson, None)?.point)
+    }
+
+    /// The agent's next query by `rule` on its own data, with its own fitted hyperparameters
+    /// or, when given, `hyper` (shared ones: the federated frameworks). Random search has no
+    /// model and is not decided here.
+    pub fn decide(&mut self, rule: Rule, hyper: Option<&GpHyper>) -> Result<Decision> {
         let x = self.inputs();
-        self.model
-            .maybe_refit(x.view(), &self.ys, &mut self.fit_rng);
-        let sample = self
-            .model
-            .sample(x.view(), &self.ys, &mut self.sample_rng)?;
-        match self.space.grid() {
-            Some(grid) => Ok(grid.at(sample.argmax(grid))),
-            None => {
-                let mut acq = |x: &[f64], g: Option<&mut [f64]>| sample.value_grad(x, g);
-                let region = Region::unit(self.space.dim());
-                maximise_point(&mut acq, &region, self.search, &mut self.acq_rng)
+        if hyper.is_none() {
+            self.model
+                .maybe_refit(x.view(), &self.ys, &mut self.fit_rng);
+        }
+        match rule {
+            Rule::Thompson => {
+                let model = hyper.map(|h| self.model.with_hyper(h.clone()));
+                let sample = model.as_ref().unwrap_or(&self.model).sample(
+                    x.view(),
+                    &self.ys,
+                    &mut self.sample_rng,
+                )?;
+                let point = match self.space.grid() {
+                    Some(grid) => grid.at(sample.argmax(grid)),
+                    None => {
+                        let mut acq = |x: &[f64], g: Option<&mut [f64]>| sample.value_grad(x, g);
+                        let region = Region::unit(self.space.dim());
+                        maximise_point(&mut acq, &region, self.search, &mut self.acq_rng)?
+                    }
+                };
+                let value = sample.value_grad(point.view().as_slice().expect("contiguous"), None);
+                Ok(Decision { point, value })
+            }
+            Rule::Random => unreachable!("random search is decided by its algorithm"),
+            Rule::Ei | Rule::Ucb { .. } => {
+                let hyper = hyper.cloned().unwrap_or_else(|| self.model.hyper().clone());
+                let post = self.posterior(&hyper)?;
+                let y = self.scaled_ys();
+                let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let beta = match rule {
+                    Rule::Ucb { beta: Some(b) } => b,
+                    _ => ucb_beta(y.len(), self.domain_size(), UCB_DELTA),
+                };
+                let score = |m: f64, v: f64| match rule {
+                    Rule::Ei => expected_improvement(m, v.max(0.0).sqrt(), best),
+                    _ => m + (beta * v.max(0.0)).sqrt(),
+                };
+                if let Some(grid) = self.space.grid() {
+                    let (mean, var) = post.predict(grid.points());
+                    // The first maximiser, as argmax everywhere in fbo.
+                    let mut arg = 0;
+                    let mut top = f64::NEG_INFINITY;
+                    for (i, (&m, &v)) in mean.iter().zip(&var).enumerate() {
+                        let s = score(m, v);
+                        if s > top {
+                            top = s;
+                            arg = i;
+                        }
+                    }
+                    return Ok(Decision {
+                        point: grid.at(arg),
+                        value: top,
+                    });
+                }
+                let region = Region::unit(x.ncols());
+                let mut acq = |p: &[f64], g: Option<&mut [f64]>| {
+                    let (m, v, dm, dv) = post.predict_grad(p);
+                    let (value, grad) = match rule {
+                        Rule::Ei => ei_grad(m, v, &dm, &dv, best),
+                        _ => ucb_grad(m, v, &dm, &dv, beta),
+                    };
+                    if let Some(g) = g {
+                        g.copy_from_slice(&grad);
+                    }
+                    value
+                };
+                let point = self.acquire(&mut acq, &region)?;
+                let (m, v, _, _) = post.predict_grad(point.view().as_slice().expect("contiguous"));
+                Ok(Decision {
+                    point,
+                    value: score(m, v),
+                })
             }
         }
     }
+
+    /// The exact GP posterior of the agent's (scaled) observations under `hyper`.
+    pub fn posterior(&self, hyper: &GpHyper) -> Result<GpPosterior> {
+        let x = self.inputs();
+        let y = self.scaled_ys();
+        GpPosterior::fit(x.view(), y.view(), hyper).ok_or_else(|| {
+            FboError::Run(format!(
+                "agent {}'s GP posterior is singular; raise the noise lower bound",
+                self.agent
+            ))
+        })
+    }
+
+    /// |D| in GP-UCB's beta_t: the grid's size, or the box search's candidate count.
+    pub fn domain_size(&self) -> usize {
+        match self.space.grid() {
+            Some(g) => g.len(),
+            None => self.search.candidates,
+        }
+    }
+}
+
+/// GP-UCB's delta in Srinivas et al.'s beta_t (`crate::acquisition::ucb_beta`).
+const UCB_DELTA: f64 = 0.1;
+
+/// How an agent chooses its next query on its own model.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Rule {
+    /// The argmax of a sample from its own GP posterior (TS).
+    Thompson,
+    /// Uniform: on a grid without replacement (until every point was queried), on a box
+    /// uniform on [0, 1]^D.
+    Random,
+    /// Expected improvement over the best observation, on the GP posterior of the
+    /// standardised observations (BoTorch's best_f = Y.max()).
+    Ei,
+    /// Upper confidence bound mean + sqrt(beta_t) sd: a fixed beta, or None for Srinivas et
+    /// al.'s schedule at t = the number of observations.
+    Ucb { beta: Option<f64> },
+}
+
+/// A chosen query and the value of what chose it there (the sample's value for TS, the
+/// acquisition's for EI and UCB), on the agent's standardised scale.
+#[derive(Clone, Debug)]
+pub struct Decision {
+    pub point: Point,
+    pub value: f64,
 }
 
 /// The random features all agents share; on a grid Phi is evaluated once on the whole

@@ -3,7 +3,12 @@
 //! files, progress bars or clocks.
 
 pub mod agent;
+pub mod cgp;
+pub mod consensus;
+pub mod density;
 pub mod dp_fts_de;
+pub mod fedgp;
+pub mod fmtbo;
 pub mod fts;
 pub mod meta;
 pub mod single;
@@ -146,5 +151,10 @@ pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
                 incumbent: ctx.algorithm.incumbent,
             },
         )?),
+        AlgorithmKind::Consensus => Box::new(consensus::Consensus::new(ctx)),
+        AlgorithmKind::Cgp => Box::new(cgp::Cgp::new(ctx)),
+        AlgorithmKind::DesignDensity => Box::new(density::DesignDensity::new(ctx)),
+        AlgorithmKind::FedGp => Box::new(fedgp::FedGp::new(ctx)),
+        AlgorithmKind::Fmtbo => Box::new(fmtbo::Fmtbo::new(ctx)),
     })
 }

@@ -2,6 +2,7 @@
 //! checked once into the parameters the rest of fbo uses. No numeric code re-validates user
 //! input; every message names the file, the key and what is allowed.
 
+pub mod frameworks;
 pub mod portable;
 pub mod schedule;
 
@@ -60,6 +61,12 @@ pub enum AlgorithmKind {
     /// ensemble and transfer acquisition function.
     Rgpe,
     Taf,
+    /// The survey's frameworks (issue 27; spec/frameworks.rs has their settings).
+    Consensus,
+    Cgp,
+    DesignDensity,
+    FedGp,
+    Fmtbo,
 }
 
 impl AlgorithmKind {
@@ -72,7 +79,31 @@ impl AlgorithmKind {
         "dp-fts-de",
         "rgpe",
         "taf",
+        "consensus",
+        "cgp",
+        "design-density",
+        "fedgp",
+        "fmtbo",
     ];
+
+    /// Every agent of the objective acts in every round and is traced (DP-FTS-DE and the
+    /// survey's frameworks); the others act for the objective's targets only.
+    pub fn every_agent_acts(self) -> bool {
+        matches!(
+            self,
+            AlgorithmKind::DpFtsDe
+                | AlgorithmKind::Consensus
+                | AlgorithmKind::Cgp
+                | AlgorithmKind::DesignDensity
+                | AlgorithmKind::FedGp
+                | AlgorithmKind::Fmtbo
+        )
+    }
+
+    /// One of the survey's frameworks (spec/frameworks.rs).
+    pub fn is_framework(self) -> bool {
+        self.every_agent_acts() && self != AlgorithmKind::DpFtsDe
+    }
 
     /// Each agent alone on its own data (no messages, no server).
     pub fn is_single_agent(self) -> bool {
@@ -92,6 +123,11 @@ impl AlgorithmKind {
             "dp-fts-de" => Some(AlgorithmKind::DpFtsDe),
             "rgpe" => Some(AlgorithmKind::Rgpe),
             "taf" => Some(AlgorithmKind::Taf),
+            "consensus" => Some(AlgorithmKind::Consensus),
+            "cgp" => Some(AlgorithmKind::Cgp),
+            "design-density" => Some(AlgorithmKind::DesignDensity),
+            "fedgp" => Some(AlgorithmKind::FedGp),
+            "fmtbo" => Some(AlgorithmKind::Fmtbo),
             _ => None,
         }
     }
@@ -240,6 +276,8 @@ pub struct AlgorithmSpec {
     pub own_sample: OwnSampler,
     /// UCB: a fixed beta; None: Srinivas et al.'s schedule.
     pub beta: Option<f64>,
+    /// The survey's frameworks' settings (`Framework::None` for the other kinds).
+    pub framework: frameworks::Framework,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -417,6 +455,18 @@ struct RawAlgorithm {
     incumbent: Option<String>,
     own_sample: Option<String>,
     beta: Option<f64>,
+    // The survey's frameworks' keys (spec/frameworks.rs).
+    acquisition: Option<String>,
+    schedule: Option<String>,
+    eta: Option<f64>,
+    density: Option<String>,
+    width: Option<f64>,
+    rounds: Option<i64>,
+    local_steps: Option<i64>,
+    step_size: Option<f64>,
+    gamma: Option<f64>,
+    fraction: Option<f64>,
+    shared_points: Option<i64>,
 }
 
 /// Server settings: the top-level [server] table, overridden key by key by an algorithm's
@@ -1094,6 +1144,21 @@ impl Spec {
                     ),
                 )
             })?;
+            if kind.is_framework()
+                && (ra.features.is_some()
+                    || ra.p_t.is_some()
+                    || ra.messages.is_some()
+                    || ra.p1_equals_p2.is_some()
+                    || ra.server.is_some())
+            {
+                return Err(c.err(
+                    &key("kind"),
+                    format!(
+                        "{} shares no random-feature messages: features, p_t, p1_equals_p2, messages and server do not apply to it",
+                        ra.kind
+                    ),
+                ));
+            }
             if kind.is_single_agent()
                 && (ra.features.is_some()
                     || ra.p_t.is_some()
@@ -1114,8 +1179,34 @@ impl Spec {
                     ),
                 ));
             }
-            if kind != AlgorithmKind::Ucb && ra.beta.is_some() {
-                return Err(c.err(&key("beta"), "applies only to kind = \"ucb\""));
+            let framework = frameworks::parse(
+                &c,
+                &ra.kind,
+                &frameworks::RawFramework {
+                    acquisition: ra.acquisition.clone(),
+                    schedule: ra.schedule.clone(),
+                    eta: ra.eta,
+                    samples: ra.samples.filter(|_| kind.is_framework()),
+                    beta: ra.beta.filter(|_| kind.is_framework()),
+                    density: ra.density.clone(),
+                    width: ra.width,
+                    rounds: ra.rounds,
+                    local_steps: ra.local_steps,
+                    step_size: ra.step_size,
+                    gamma: ra.gamma,
+                    fraction: ra.fraction,
+                    shared_points: ra.shared_points,
+                },
+                &key,
+            )?;
+            if ra.beta.is_some()
+                && !matches!(kind, AlgorithmKind::Ucb)
+                && !frameworks::keys_of(&ra.kind).contains(&"beta")
+            {
+                return Err(c.err(
+                    &key("beta"),
+                    "applies only to kind = ucb, consensus, cgp, design-density or fedgp",
+                ));
             }
             let beta = match ra.beta {
                 Some(b) if !(b.is_finite() && b > 0.0 && b <= 1e6) => {
@@ -1149,8 +1240,15 @@ impl Spec {
                     "RGPE and TAF receive one message per agent before the target starts; every-iteration messages are an FTS option (set messages on the fts algorithm instead)",
                 ));
             }
-            if kind != AlgorithmKind::Rgpe && ra.samples.is_some() {
-                return Err(c.err(&key("samples"), "applies only to kind = \"rgpe\""));
+            if !matches!(
+                kind,
+                AlgorithmKind::Rgpe | AlgorithmKind::Cgp | AlgorithmKind::DesignDensity
+            ) && ra.samples.is_some()
+            {
+                return Err(c.err(
+                    &key("samples"),
+                    "applies only to kind = rgpe, cgp or design-density",
+                ));
             }
             if kind != AlgorithmKind::Taf && ra.bandwidth.is_some() {
                 return Err(c.err(&key("bandwidth"), "applies only to kind = \"taf\""));
@@ -1244,6 +1342,7 @@ impl Spec {
                         (AlgorithmKind::Rgpe, _) => format!("RGPE M={m}"),
                         (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
                         (AlgorithmKind::Random, _) => "Random".to_string(),
+                        (kind, _) if kind.is_framework() => framework.label(),
                         (AlgorithmKind::Ei, _) => "EI".to_string(),
                         (AlgorithmKind::Ucb, _) => match beta {
                             Some(b) if b < 1e-3 => format!("UCB beta={b:e}"),
@@ -1281,6 +1380,7 @@ impl Spec {
                 incumbent,
                 own_sample,
                 beta,
+                framework,
             });
         }
 

@@ -117,14 +117,14 @@ impl GpHyper {
     }
 
     /// (ln l_1, .., ln l_p, ln signal_var, ln noise_var): the fit's coordinates.
-    fn to_log(&self) -> Vec<f64> {
+    pub fn to_log(&self) -> Vec<f64> {
         let mut l: Vec<f64> = self.length_scales.iter().map(|v| libm::log(*v)).collect();
         l.push(libm::log(self.signal_var));
         l.push(libm::log(self.noise_var));
         l
     }
 
-    fn from_log(kernel: Kernel, mean: MeanFn, l: &[f64]) -> Self {
+    pub fn from_log(kernel: Kernel, mean: MeanFn, l: &[f64]) -> Self {
         let p = l.len() - 2;
         GpHyper {
             kernel,
@@ -148,7 +148,7 @@ pub struct HyperBounds {
 
 impl HyperBounds {
     /// The log box of p length scales, the signal and the noise variance.
-    fn log_box(&self, p: usize) -> Vec<(f64, f64)> {
+    pub fn log_box(&self, p: usize) -> Vec<(f64, f64)> {
         let ln = |(a, b): (f64, f64)| (libm::log(a), libm::log(b));
         let mut b = vec![ln(self.length_scale); p];
         b.push(ln(self.signal_var));
@@ -678,11 +678,16 @@ pub fn exact_posterior(
 /// Standardises y to mean 0 and standard deviation 1 (unit scale when y is constant), so
 /// that one set of hyperparameter bounds serves objectives of any scale.
 pub fn standardize(y: &[f64]) -> Array1<f64> {
+    let (mean, sd) = standardization(y);
+    Array1::from_iter(y.iter().map(|v| (v - mean) / sd))
+}
+
+/// The mean and standard deviation `standardize` uses: y = mean + sd * standardised.
+pub fn standardization(y: &[f64]) -> (f64, f64) {
     let n = y.len() as f64;
     let mean = y.iter().sum::<f64>() / n;
     let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n;
-    let sd = if var > 1e-24 { var.sqrt() } else { 1.0 };
-    Array1::from_iter(y.iter().map(|v| (v - mean) / sd))
+    (mean, if var > 1e-24 { var.sqrt() } else { 1.0 })
 }
 
 /// The kernel matrix k(a_i, b_j) between the rows of a and b.
@@ -730,6 +735,12 @@ crate::multiversion! {
             }
         }
     }
+}
+
+/// Points whose posterior covariance with others is wanted (`GpPosterior::cross`).
+pub struct CrossCov {
+    z: Array2<f64>,
+    w: Array2<f64>,
 }
 
 /// An exact GP posterior conditioned on (x, y): the Cholesky factor of K + noise I and
@@ -815,6 +826,63 @@ impl GpPosterior {
             dv.fill(0.0);
         }
         (mean, raw_var.max(1e-12), dm, dv)
+    }
+
+    pub fn hyper(&self) -> &GpHyper {
+        &self.hyper
+    }
+
+    /// What the posterior covariance between any point and the rows of `z` needs:
+    /// W = (K + noise I)^-1 K(X, z).
+    pub fn cross(&self, z: ArrayView2<f64>) -> CrossCov {
+        let kz = kernel_matrix(self.x.view(), z, &self.hyper);
+        let mut w = Array2::zeros(kz.dim());
+        for (j, col) in kz.columns().into_iter().enumerate() {
+            w.column_mut(j)
+                .assign(&crate::linalg::cho_solve(self.chol.view(), col));
+        }
+        CrossCov {
+            z: z.as_standard_layout().into_owned(),
+            w,
+        }
+    }
+
+    /// The posterior covariances c_j = k(x, z_j) - k_x^T W_j between x and every z_j, and
+    /// their gradients in x (dc[j][d]).
+    pub fn cross_at(&self, cc: &CrossCov, x: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>) {
+        let h = &self.hyper;
+        let inv = &self.inv;
+        let d = x.len();
+        let n = self.x.nrows();
+        let m = cc.z.nrows();
+        let mut c = vec![0.0; m];
+        let mut dc = vec![vec![0.0; d]; m];
+        // k(x, p) and its gradient in x for a point p.
+        let kgrad = |p: &[f64], out: &mut [f64]| -> f64 {
+            let hh = half_r2(p, x, inv);
+            let slope = h.signal_var * h.kernel.neg_dcorr(hh);
+            for k in 0..d {
+                out[k] = -slope * (x[k] - p[k]) * 2.0 * for_axis(inv, k);
+            }
+            h.signal_var * h.kernel.corr(hh)
+        };
+        let mut g = vec![0.0; d];
+        for j in 0..m {
+            let zj = cc.z.row(j);
+            c[j] = kgrad(zj.as_slice().expect("standard layout"), &mut dc[j]);
+        }
+        for i in 0..n {
+            let xi = self.x.row(i);
+            let ki = kgrad(xi.as_slice().expect("standard layout"), &mut g);
+            for j in 0..m {
+                let w = cc.w[[i, j]];
+                c[j] -= ki * w;
+                for k in 0..d {
+                    dc[j][k] -= g[k] * w;
+                }
+            }
+        }
+        (c, dc)
     }
 
     /// Joint posterior of the latent f at the rows of `xs`: mean and covariance, given the

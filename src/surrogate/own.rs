@@ -118,6 +118,20 @@ impl OwnModel {
         &self.hyper
     }
 
+    pub fn settings(&self) -> &OwnSettings {
+        &self.settings
+    }
+
+    /// The same model with hyperparameters set from outside (federated hyperparameters),
+    /// which no refit of this copy replaces before it is dropped.
+    pub fn with_hyper(&self, hyper: GpHyper) -> Self {
+        OwnModel {
+            settings: self.settings.clone(),
+            hyper,
+            fitted_at: self.fitted_at,
+        }
+    }
+
     /// Refits if the schedule says so; returns whether it did.
     pub fn maybe_refit<R: Rng + ?Sized>(
         &mut self,

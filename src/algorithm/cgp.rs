@@ -1,0 +1,444 @@
+//! Shared near-optimal designs and the constrained GP (survey Sec. III-B1, eq. 7; Chen,
+//! Jiang, Qin, Kontar, Technometrics 2024, its ref. [28]; "CGP-UCB"). Every round each agent
+//! k' shares the maximiser x+ of its lower confidence bound mu - eta sigma and that bound's
+//! value; agent k borrows the designs whose bound beats its own delta_k = max_x mu_k(x)
+//! (eq. 7), presumes f_k(x+) > delta_k at each, conditions its GP on those constraints by
+//! rejection sampling with a finite budget (discarding a design no draw satisfies), and
+//! queries the maximiser of the constrained posterior's UCB.
+
+use super::agent::Learner;
+use super::{Algorithm, Query, RunContext, Source};
+use crate::acquisition::ucb_beta;
+use crate::error::{FboError, Result};
+use crate::linalg::cholesky_jittered;
+use crate::objective::{Point, Region};
+use crate::rng::{Purpose, Rng, stream};
+use crate::spec::frameworks::Framework;
+use crate::surrogate::gp::{CrossCov, GpPosterior, kernel_matrix};
+use ndarray::{Array1, Array2};
+use rand_distr::{Distribution, StandardNormal};
+use rayon::prelude::*;
+
+/// GP-UCB's delta in Srinivas et al.'s beta_t, as for `ucb`.
+const UCB_DELTA: f64 = 0.1;
+
+/// What rejection sampling kept: the borrowed designs (indices into the offered ones) and
+/// the accepted joint draws of f at them (one row per draw, one column per kept design).
+#[derive(Debug)]
+pub struct Accepted {
+    pub kept: Vec<usize>,
+    pub draws: Vec<Vec<f64>>,
+}
+
+/// Rejection sampling of f(E) ~ N(mean, cov) under f(e_j) > delta for every design j:
+/// `samples` joint draws; a design that no draw satisfies is discarded (it contradicts the
+/// agent's posterior); the others are taken in decreasing order of their acceptance count,
+/// each kept only if some draw satisfies it together with all kept before it, and the draws
+/// that satisfy every kept design are the accepted ones.
+pub fn reject(
+    mean: &Array1<f64>,
+    cov: &Array2<f64>,
+    delta: f64,
+    samples: usize,
+    rng: &mut Rng,
+) -> Option<Accepted> {
+    let m = mean.len();
+    let (l, _) = cholesky_jittered(cov)?;
+    let draws: Vec<Array1<f64>> = (0..samples)
+        .map(|_| {
+            let z = Array1::from_iter((0..m).map(|_| StandardNormal.sample(rng)));
+            mean + &l.dot(&z)
+        })
+        .collect();
+    let counts: Vec<usize> = (0..m)
+        .map(|j| draws.iter().filter(|e| e[j] > delta).count())
+        .collect();
+    let mut order: Vec<usize> = (0..m).filter(|&j| counts[j] > 0).collect();
+    order.sort_by(|a, b| counts[*b].cmp(&counts[*a]).then(a.cmp(b)));
+    let mut alive: Vec<usize> = (0..samples).collect();
+    let mut kept = Vec::new();
+    for j in order {
+        let next: Vec<usize> = alive
+            .iter()
+            .copied()
+            .filter(|&s| draws[s][j] > delta)
+            .collect();
+        if !next.is_empty() {
+            alive = next;
+            kept.push(j);
+        }
+    }
+    kept.sort_unstable();
+    let draws = alive
+        .iter()
+        .map(|&s| kept.iter().map(|&j| draws[s][j]).collect())
+        .collect();
+    Some(Accepted { kept, draws })
+}
+
+/// The posterior constrained by accepted draws of f at designs Z, summarised for the UCB:
+/// given f(Z) = e the posterior at x is Gaussian with mean mu(x) + c(x)' C^-1 (e - mu_Z) and
+/// variance s^2(x) - c(x)' C^-1 c(x) (c: posterior covariance with Z, C: among Z), so over
+/// the accepted draws (a mixture) the mean is mu + c' b_bar and the variance
+/// s^2 - c' (C^-1 - S_b) c, with b = C^-1 (e - mu_Z) and S_b its covariance over the draws.
+/// These are the Monte-Carlo mean and variance of the constrained posterior, averaged over
+/// f(x) | f(Z) in closed form (Rao-Blackwellised), so the UCB is smooth in x.
+pub struct Constrained {
+    cross: CrossCov,
+    b_bar: Vec<f64>,
+    q: Array2<f64>,
+}
+
+impl Constrained {
+    pub fn new(post: &GpPosterior, z: &Array2<f64>, draws: &[Vec<f64>]) -> Option<Self> {
+        let kzz = kernel_matrix(z.view(), z.view(), post.hyper());
+        let (mu, c) = post.predict_joint(z.view(), &kzz);
+        let (l, _) = cholesky_jittered(&c)?;
+        let m = mu.len();
+        let mut c_inv = Array2::zeros((m, m));
+        for j in 0..m {
+            let mut e = Array1::zeros(m);
+            e[j] = 1.0;
+            c_inv
+                .column_mut(j)
+                .assign(&crate::linalg::cho_solve(l.view(), e.view()));
+        }
+        let bs: Vec<Array1<f64>> = draws
+            .iter()
+            .map(|e| c_inv.dot(&(Array1::from(e.clone()) - &mu)))
+            .collect();
+        let n = bs.len() as f64;
+        let mut b_bar = Array1::zeros(m);
+        for b in &bs {
+            b_bar += b;
+        }
+        b_bar /= n;
+        let mut q = c_inv;
+        for b in &bs {
+            let d = b - &b_bar;
+            for i in 0..m {
+                for j in 0..m {
+                    q[[i, j]] -= d[i] * d[j] / n;
+                }
+            }
+        }
+        Some(Constrained {
+            cross: post.cross(z.view()),
+            b_bar: b_bar.to_vec(),
+            q,
+        })
+    }
+
+    /// Mean and variance of the constrained posterior at x, with their gradients.
+    pub fn predict_grad(&self, post: &GpPosterior, x: &[f64]) -> (f64, f64, Vec<f64>, Vec<f64>) {
+        let (m, v, mut dm, mut dv) = post.predict_grad(x);
+        let (c, dc) = post.cross_at(&self.cross, x);
+        let k = c.len();
+        let qc: Vec<f64> = (0..k)
+            .map(|i| (0..k).map(|j| self.q[[i, j]] * c[j]).sum())
+            .collect();
+        let mean = m + c.iter().zip(&self.b_bar).map(|(a, b)| a * b).sum::<f64>();
+        let raw = v - c.iter().zip(&qc).map(|(a, b)| a * b).sum::<f64>();
+        for d in 0..x.len() {
+            for j in 0..k {
+                dm[d] += dc[j][d] * self.b_bar[j];
+                dv[d] -= 2.0 * dc[j][d] * qc[j];
+            }
+        }
+        if raw < 1e-12 {
+            dv.fill(0.0);
+        }
+        (mean, raw.max(1e-12), dm, dv)
+    }
+}
+
+struct Agent {
+    learner: Learner,
+    rng: Rng,
+}
+
+pub struct Cgp {
+    agents: Vec<Agent>,
+    targets: Vec<usize>,
+    eta: f64,
+    samples: usize,
+    beta: Option<f64>,
+}
+
+impl Cgp {
+    pub fn new(ctx: &RunContext) -> Self {
+        let Framework::Cgp { eta, samples, beta } = ctx.algorithm.framework else {
+            unreachable!("cgp specs carry cgp settings")
+        };
+        let n = ctx.landscape.agents();
+        Cgp {
+            agents: (0..n)
+                .map(|a| Agent {
+                    learner: Learner::for_run(ctx, a),
+                    rng: stream(ctx.seed(), ctx.run as u64, a as u64, Purpose::Framework),
+                })
+                .collect(),
+            targets: (0..n).collect(),
+            eta,
+            samples,
+            beta,
+        }
+    }
+}
+
+/// The gradient in x of a score of (mean, variance) from theirs.
+type ScoreGrad<'a> = &'a (dyn Fn(f64, f64, &[f64], &[f64]) -> Vec<f64> + Sync);
+
+/// The maximiser over the agent's space of `f(mean, var)` under `post`, with its value.
+fn best_of(
+    learner: &mut Learner,
+    post: &GpPosterior,
+    f: &(dyn Fn(f64, f64) -> f64 + Sync),
+    df: ScoreGrad,
+) -> Result<(Point, f64)> {
+    if let Some(grid) = learner.space().grid() {
+        let (mean, var) = post.predict(grid.points());
+        let mut arg = (f64::NEG_INFINITY, 0);
+        for i in 0..grid.len() {
+            let s = f(mean[i], var[i]);
+            if s > arg.0 {
+                arg = (s, i);
+            }
+        }
+        return Ok((grid.at(arg.1), arg.0));
+    }
+    let region = Region::unit(learner.space().dim());
+    let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+        let (m, v, dm, dv) = post.predict_grad(x);
+        if let Some(g) = g {
+            g.copy_from_slice(&df(m, v, &dm, &dv));
+        }
+        f(m, v)
+    };
+    let p = learner.acquire(&mut acq, &region)?;
+    let (m, v, _, _) = post.predict_grad(&p.x);
+    Ok((p, f(m, v)))
+}
+
+/// What an agent shares and keeps for a round: its posterior, delta_k on its own and on the
+/// objective's scale, its LCB maximiser and that LCB on the objective's scale.
+struct Offer {
+    post: GpPosterior,
+    delta: f64,
+    delta_raw: f64,
+    design: Point,
+    lcb_raw: f64,
+}
+
+fn offer(learner: &mut Learner, eta: f64) -> Result<Offer> {
+    let hyper = learner.fitted_hyper();
+    let post = learner.posterior(&hyper)?;
+    let (shift, scale) = learner.unscale();
+    let (_, delta) = best_of(learner, &post, &|m, _| m, &|_, _, dm, _| dm.to_vec())?;
+    let lcb = |m: f64, v: f64| m - eta * v.max(0.0).sqrt();
+    let dlcb = |_: f64, v: f64, dm: &[f64], dv: &[f64]| -> Vec<f64> {
+        let s = v.max(1e-12).sqrt();
+        dm.iter()
+            .zip(dv)
+            .map(|(a, b)| a - eta * b / (2.0 * s))
+            .collect()
+    };
+    let (design, lcb_value) = best_of(learner, &post, &lcb, &dlcb)?;
+    Ok(Offer {
+        post,
+        delta,
+        delta_raw: shift + scale * delta,
+        design,
+        lcb_raw: shift + scale * lcb_value,
+    })
+}
+
+impl Algorithm for Cgp {
+    fn targets(&self) -> &[usize] {
+        &self.targets
+    }
+
+    fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
+        let eta = self.eta;
+        let offers: Vec<Offer> = self
+            .agents
+            .par_iter_mut()
+            .map(|a| offer(&mut a.learner, eta))
+            .collect::<Result<_>>()?;
+        let shared: Vec<(Point, f64)> = offers
+            .iter()
+            .map(|o| (o.design.clone(), o.lcb_raw))
+            .collect();
+        let (samples, beta) = (self.samples, self.beta);
+        self.agents
+            .par_iter_mut()
+            .zip(offers)
+            .enumerate()
+            .map(|(k, (a, own))| {
+                // Eq. 7: the others' designs whose LCB beats this agent's delta_k.
+                let borrowed: Vec<&Point> = shared
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, (_, lcb))| *j != k && *lcb > own.delta_raw)
+                    .map(|(_, (p, _))| p)
+                    .collect();
+                let beta = beta.unwrap_or_else(|| {
+                    ucb_beta(a.learner.n_obs(), a.learner.domain_size(), UCB_DELTA)
+                });
+                let ucb = move |m: f64, v: f64| m + (beta * v.max(0.0)).sqrt();
+                let dim = a.learner.space().dim();
+                let constrained = if borrowed.is_empty() {
+                    None
+                } else {
+                    let z = Array2::from_shape_fn((borrowed.len(), dim), |(i, d)| borrowed[i].x[d]);
+                    let kzz = kernel_matrix(z.view(), z.view(), own.post.hyper());
+                    let (mu, cov) = own.post.predict_joint(z.view(), &kzz);
+                    let acc =
+                        reject(&mu, &cov, own.delta, samples, &mut a.rng).ok_or_else(|| {
+                            FboError::Run(format!(
+                                "agent {k}'s posterior at the borrowed designs is singular"
+                            ))
+                        })?;
+                    if acc.kept.is_empty() {
+                        None
+                    } else {
+                        let zk = z.select(ndarray::Axis(0), &acc.kept);
+                        Constrained::new(&own.post, &zk, &acc.draws)
+                    }
+                };
+                let point = match &constrained {
+                    None => {
+                        let ducb = move |m: f64, v: f64, dm: &[f64], dv: &[f64]| {
+                            crate::acquisition::ucb_grad(m, v, dm, dv, beta).1
+                        };
+                        best_of(&mut a.learner, &own.post, &ucb, &ducb)?.0
+                    }
+                    Some(con) => {
+                        let post = &own.post;
+                        if let Some(grid) = a.learner.space().grid() {
+                            let mut arg = (f64::NEG_INFINITY, 0);
+                            for i in 0..grid.len() {
+                                let x = grid.point(i).to_vec();
+                                let (m, v, _, _) = con.predict_grad(post, &x);
+                                let s = ucb(m, v);
+                                if s > arg.0 {
+                                    arg = (s, i);
+                                }
+                            }
+                            grid.at(arg.1)
+                        } else {
+                            let region = Region::unit(dim);
+                            let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+                                let (m, v, dm, dv) = con.predict_grad(post, x);
+                                let (val, grad) =
+                                    crate::acquisition::ucb_grad(m, v, &dm, &dv, beta);
+                                if let Some(g) = g {
+                                    g.copy_from_slice(&grad);
+                                }
+                                val
+                            };
+                            a.learner.acquire(&mut acq, &region)?
+                        }
+                    }
+                };
+                Ok(Query {
+                    agent: k,
+                    point,
+                    source: if constrained.is_some() {
+                        Source::Server
+                    } else {
+                        Source::Acquisition
+                    },
+                })
+            })
+            .collect()
+    }
+
+    fn observe(&mut self, queries: &[Query], ys: &[f64]) {
+        for (q, y) in queries.iter().zip(ys) {
+            self.agents[q.agent].learner.add(q.point.clone(), *y);
+        }
+    }
+
+    /// Each agent shares its LCB maximiser and that LCB (D + 1 numbers) every round.
+    fn params_sent(&self, t: usize) -> u64 {
+        ((self.agents[0].learner.space().dim() + 1) * t) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acquisition::normal_cdf;
+    use crate::surrogate::gp::{GpHyper, Kernel};
+
+    #[test]
+    fn acceptance_rate_matches_the_gaussian_tail_for_one_design() {
+        // A 1-D GP posterior at one design: f ~ N(mu, s^2); P(f > delta) = Phi((mu - delta) / s).
+        let x = ndarray::array![[0.1], [0.4], [0.8]];
+        let y = ndarray::array![0.2, -0.4, 0.9];
+        let h = GpHyper::isotropic(Kernel::Se, 0.2, 1.0, 0.01);
+        let post = GpPosterior::fit(x.view(), y.view(), &h).unwrap();
+        let z = ndarray::array![[0.6]];
+        let (mu, cov) = post.predict_joint(z.view(), &kernel_matrix(z.view(), z.view(), &h));
+        let delta = 0.5;
+        let p = normal_cdf((mu[0] - delta) / cov[[0, 0]].sqrt());
+        let n = 40_000;
+        let mut rng = stream(3, 0, 0, Purpose::Framework);
+        let acc = reject(&mu, &cov, delta, n, &mut rng).unwrap();
+        let rate = acc.draws.len() as f64 / n as f64;
+        let se = (p * (1.0 - p) / n as f64).sqrt();
+        assert!((rate - p).abs() < 4.0 * se, "rate {rate} vs {p}");
+        assert!(acc.draws.iter().all(|e| e[0] > delta));
+        // A design no draw can satisfy is discarded.
+        let acc = reject(&mu, &cov, mu[0] + 50.0 * cov[[0, 0]].sqrt(), 100, &mut rng).unwrap();
+        assert!(acc.kept.is_empty());
+    }
+
+    #[test]
+    fn constrained_moments_match_monte_carlo_and_their_gradients_differences() {
+        let x = ndarray::array![[0.1, 0.2], [0.5, 0.9], [0.8, 0.3], [0.3, 0.6]];
+        let y = ndarray::array![0.3, -0.5, 1.2, 0.1];
+        let h = GpHyper::isotropic(Kernel::Se, 0.4, 1.0, 0.01);
+        let post = GpPosterior::fit(x.view(), y.view(), &h).unwrap();
+        let z = ndarray::array![[0.6, 0.5], [0.2, 0.9]];
+        let (mu, cov) = post.predict_joint(z.view(), &kernel_matrix(z.view(), z.view(), &h));
+        let mut rng = stream(4, 0, 0, Purpose::Framework);
+        // About 5% of the draws satisfy both constraints; the moments' Monte-Carlo part is
+        // estimated from those, so enough of them to be judged at a few per cent.
+        let acc = reject(&mu, &cov, 0.3, 400_000, &mut rng).unwrap();
+        assert_eq!(acc.kept, vec![0, 1]);
+        let con = Constrained::new(&post, &z, &acc.draws).unwrap();
+        let at = [0.45, 0.55];
+        let (m, v, dm, dv) = con.predict_grad(&post, &at);
+        // Monte Carlo: f(at) jointly with f(z), kept where the draw of f(z) was accepted.
+        let pts = ndarray::array![[0.45, 0.55], [0.6, 0.5], [0.2, 0.9]];
+        let (jm, jc) = post.predict_joint(pts.view(), &kernel_matrix(pts.view(), pts.view(), &h));
+        let (l, _) = cholesky_jittered(&jc).unwrap();
+        let mut vals = Vec::new();
+        for _ in 0..200_000 {
+            let zz = Array1::from_iter((0..3).map(|_| StandardNormal.sample(&mut rng)));
+            let e = &jm + &l.dot(&zz);
+            if e[1] > 0.3 && e[2] > 0.3 {
+                vals.push(e[0]);
+            }
+        }
+        let n = vals.len() as f64;
+        let mc_m = vals.iter().sum::<f64>() / n;
+        let mc_v = vals.iter().map(|u| (u - mc_m) * (u - mc_m)).sum::<f64>() / n;
+        assert!((m - mc_m).abs() < 0.02, "mean {m} vs {mc_m}");
+        assert!(
+            (v - mc_v).abs() < 0.03 * mc_v.max(0.05),
+            "var {v} vs {mc_v}"
+        );
+        for k in 0..2 {
+            let (mut a, mut b) = (at, at);
+            a[k] += 1e-6;
+            b[k] -= 1e-6;
+            let (ma, va, _, _) = con.predict_grad(&post, &a);
+            let (mb, vb, _, _) = con.predict_grad(&post, &b);
+            assert!(((ma - mb) / 2e-6 - dm[k]).abs() < 1e-5, "mean {k}");
+            assert!(((va - vb) / 2e-6 - dv[k]).abs() < 1e-5, "var {k}");
+        }
+    }
+}

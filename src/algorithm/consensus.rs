@@ -1,0 +1,273 @@
+//! Consensus (survey Sec. III-A, eq. 4-6 and Algorithm 1; Yue et al. 2023, its ref. [24]):
+//! every agent finds its candidate x^c_k by its own acquisition, sends it to the server, and
+//! queries x^new_k = [(W(t) kron I_d) x^c]_k, a convex combination of all candidates by a
+//! symmetric doubly stochastic W(t). Only designs are shared, never outcomes.
+
+use super::agent::{Learner, Rule};
+use super::{Algorithm, Query, RunContext, Source};
+use crate::error::Result;
+use crate::objective::{Point, Space};
+use crate::spec::frameworks::{ConsensusSchedule, Decide, Framework};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// The agent's rule for a framework's `acquisition` key.
+pub fn rule_of(decide: Decide) -> Rule {
+    match decide {
+        Decide::Ts => Rule::Thompson,
+        Decide::Ei => Rule::Ei,
+        Decide::Ucb { beta } => Rule::Ucb { beta },
+    }
+}
+
+/// Eq. 6 with W(0) = J/K: W(t) = (t/T) I + (1 - t/T) J/K, the uniform average moving
+/// linearly to the identity, which it reaches at the last iteration t = T.
+pub fn linear_w(k: usize, t: usize, t_max: usize) -> Vec<Vec<f64>> {
+    let a = (t.min(t_max) as f64) / t_max as f64;
+    (0..k)
+        .map(|i| {
+            (0..k)
+                .map(|j| (1.0 - a) / k as f64 + if i == j { a } else { 0.0 })
+                .collect()
+        })
+        .collect()
+}
+
+/// The leader scheme of [24]'s public code: from the linear W of the previous step
+/// (W((t-1)) here, whose off-diagonal entries are at least 1/(TK) until the end), move one
+/// step of eq. 6's size towards the leader l: every entry loses 1/(TK), l's row and column
+/// gain (K-1)/(TK) instead, and l's own weight loses (K-1)^2/(TK), so that every agent leans
+/// on the leader while the leader explores away from its own candidate. When l's weight
+/// cannot pay that, the star W (l's row and column 1/(K-1), l's own 0, the others
+/// (K-2)/(K-1)^2). Both keep W symmetric, doubly stochastic and non-negative.
+pub fn leader_w(k: usize, t: usize, t_max: usize, leader: usize) -> Vec<Vec<f64>> {
+    if k == 1 {
+        return vec![vec![1.0]];
+    }
+    let base = linear_w(k, t.saturating_sub(1), t_max);
+    let (kf, tf) = (k as f64, t_max as f64);
+    let step = 1.0 / (tf * kf);
+    let cost = (kf - 1.0) * (kf - 1.0) * step;
+    if base[leader][leader] > cost {
+        let mut w: Vec<Vec<f64>> = base
+            .iter()
+            .map(|row| row.iter().map(|v| v - step).collect())
+            .collect();
+        for j in 0..k {
+            w[j][leader] = base[j][leader] + (kf - 1.0) * step;
+            w[leader][j] = base[leader][j] + (kf - 1.0) * step;
+        }
+        w[leader][leader] = base[leader][leader] - cost;
+        w
+    } else {
+        let other = (kf - 2.0) / ((kf - 1.0) * (kf - 1.0));
+        let star = |i: usize, j: usize| match (i == leader, j == leader) {
+            (true, true) => 0.0,
+            (true, false) | (false, true) => 1.0 / (kf - 1.0),
+            (false, false) => other,
+        };
+        (0..k)
+            .map(|i| (0..k).map(|j| star(i, j)).collect())
+            .collect()
+    }
+}
+
+/// The grid point nearest to `x` (unit coordinates), or `x` itself on a box: a convex
+/// combination of grid points is rarely one.
+pub fn to_space(space: &Space, x: Vec<f64>) -> Point {
+    match space.grid() {
+        None => Point::free(x),
+        Some(grid) => {
+            let pts = grid.points();
+            let mut best = (f64::INFINITY, 0);
+            for (i, row) in pts.rows().into_iter().enumerate() {
+                let d: f64 = row.iter().zip(&x).map(|(a, b)| (a - b) * (a - b)).sum();
+                if d < best.0 {
+                    best = (d, i);
+                }
+            }
+            grid.at(best.1)
+        }
+    }
+}
+
+pub struct Consensus {
+    agents: Vec<Learner>,
+    targets: Vec<usize>,
+    rule: Rule,
+    schedule: ConsensusSchedule,
+    iterations: usize,
+    space: Arc<Space>,
+}
+
+impl Consensus {
+    pub fn new(ctx: &RunContext) -> Self {
+        let Framework::Consensus { decide, schedule } = ctx.algorithm.framework else {
+            unreachable!("consensus specs carry consensus settings")
+        };
+        let n = ctx.landscape.agents();
+        Consensus {
+            agents: (0..n).map(|a| Learner::for_run(ctx, a)).collect(),
+            targets: (0..n).collect(),
+            rule: rule_of(decide),
+            schedule,
+            iterations: ctx.spec.iterations,
+            space: ctx.landscape.space.clone(),
+        }
+    }
+}
+
+impl Algorithm for Consensus {
+    fn targets(&self) -> &[usize] {
+        &self.targets
+    }
+
+    fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
+        let rule = self.rule;
+        // Algorithm 1 line 3: each agent's candidate, on its own streams (parallel-safe).
+        let decisions = self
+            .agents
+            .par_iter_mut()
+            .map(|l| l.decide(rule, None))
+            .collect::<Result<Vec<_>>>()?;
+        let k = decisions.len();
+        let w = match self.schedule {
+            ConsensusSchedule::Linear => linear_w(k, t, self.iterations),
+            ConsensusSchedule::Leader => {
+                // The first best, as argmax everywhere in fbo.
+                let mut leader = 0;
+                for (i, d) in decisions.iter().enumerate() {
+                    if d.value > decisions[leader].value {
+                        leader = i;
+                    }
+                }
+                leader_w(k, t, self.iterations, leader)
+            }
+        };
+        let own = match rule {
+            Rule::Thompson => Source::Own,
+            _ => Source::Acquisition,
+        };
+        let dim = self.space.dim();
+        // Line 4: the server's consensus step.
+        Ok((0..k)
+            .map(|i| {
+                let alone = (0..k).all(|j| (w[i][j] == 0.0) || i == j) && w[i][i] == 1.0;
+                let point = if alone {
+                    decisions[i].point.clone()
+                } else {
+                    let mut x = vec![0.0; dim];
+                    for (j, d) in decisions.iter().enumerate() {
+                        for (xc, v) in x.iter_mut().zip(d.point.view()) {
+                            *xc += w[i][j] * v;
+                        }
+                    }
+                    to_space(&self.space, x)
+                };
+                Query {
+                    agent: i,
+                    point,
+                    source: if alone { own } else { Source::Server },
+                }
+            })
+            .collect())
+    }
+
+    fn observe(&mut self, queries: &[Query], ys: &[f64]) {
+        for (q, y) in queries.iter().zip(ys) {
+            self.agents[q.agent].add(q.point.clone(), *y);
+        }
+    }
+
+    /// Each agent sends its candidate (D numbers) every round, and with the leader schedule
+    /// the acquisition value that elects the leader.
+    fn params_sent(&self, t: usize) -> u64 {
+        let per = self.space.dim() as u64 + u64::from(self.schedule == ConsensusSchedule::Leader);
+        per * t as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_doubly_stochastic(w: &[Vec<f64>]) {
+        let k = w.len();
+        for i in 0..k {
+            let row: f64 = w[i].iter().sum();
+            let col: f64 = (0..k).map(|j| w[j][i]).sum();
+            assert!(
+                (row - 1.0).abs() < 1e-12 && (col - 1.0).abs() < 1e-12,
+                "{w:?}"
+            );
+            for j in 0..k {
+                assert!((w[i][j] - w[j][i]).abs() < 1e-15, "symmetric");
+                assert!(w[i][j] >= -1e-15 && w[i][j] <= 1.0 + 1e-15, "{w:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn linear_w_is_doubly_stochastic_and_reaches_the_identity_at_t_max() {
+        for k in [1, 2, 5, 8] {
+            for t in 0..=30 {
+                check_doubly_stochastic(&linear_w(k, t, 30));
+            }
+            for (i, row) in linear_w(k, 30, 30).iter().enumerate() {
+                for (j, v) in row.iter().enumerate() {
+                    assert_eq!(*v, if i == j { 1.0 } else { 0.0 });
+                }
+            }
+            // Eq. 6's step: diagonal + (K-1)/(TK), off-diagonal - 1/(TK).
+            if k > 1 {
+                let (a, b) = (linear_w(k, 7, 30), linear_w(k, 8, 30));
+                let tk = 30.0 * k as f64;
+                assert!((b[0][0] - a[0][0] - (k as f64 - 1.0) / tk).abs() < 1e-14);
+                assert!((b[0][1] - a[0][1] + 1.0 / tk).abs() < 1e-14);
+            }
+            // t = 0 is the uniform average.
+            let start = linear_w(k, 0, 30);
+            assert!(
+                start
+                    .iter()
+                    .flatten()
+                    .all(|&v| (v - 1.0 / k as f64).abs() < 1e-15)
+            );
+        }
+    }
+
+    #[test]
+    fn leader_w_stays_doubly_stochastic_and_leans_on_the_leader() {
+        for k in [2, 3, 5, 8] {
+            for t in 1..=30 {
+                for l in [0, k - 1] {
+                    let w = leader_w(k, t, 30, l);
+                    check_doubly_stochastic(&w);
+                    if k > 2 {
+                        // A follower weighs the leader more than any other agent.
+                        let f = (l + 1) % k;
+                        for j in 0..k {
+                            if j != l {
+                                assert!(w[f][l] > w[f][j] || (j == f && w[f][l] >= 0.0));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Early on the leader's own weight is reduced below the linear schedule's.
+        let (lin, lead) = (linear_w(5, 0, 30), leader_w(5, 1, 30, 2));
+        assert!(lead[2][2] < lin[2][2]);
+    }
+
+    #[test]
+    fn consensus_points_are_snapped_to_the_nearest_grid_point() {
+        let space = Space::Grid(crate::objective::space::Domain::new(ndarray::array![
+            [0.0],
+            [0.5],
+            [1.0]
+        ]));
+        let p = to_space(&space, vec![0.3]);
+        assert_eq!(p.index, Some(1));
+    }
+}

@@ -1,0 +1,214 @@
+//! Shared optimal-design densities (survey Sec. III-B2, eq. 8, in the spirit of piBO, its
+//! ref. [30]): every agent shares a density pi_k over where its optimum lies, and each agent
+//! maximises its own EI times the product of the others' densities raised to beta / t, so
+//! that the others' beliefs steer early queries and fade as its own data grow.
+
+use super::agent::Learner;
+use super::{Algorithm, Query, RunContext, Source};
+use crate::acquisition::{ei_grad, expected_improvement};
+use crate::error::Result;
+use crate::objective::Region;
+use crate::spec::frameworks::{Density, Framework};
+use rayon::prelude::*;
+
+/// ln pi(x) up to a constant for a mixture of equal-weight isotropic Gaussians of standard
+/// deviation `width` at `centres`, and its gradient: logsumexp_s(-|x - c_s|^2 / (2 w^2)).
+/// Constants do not move an argmax, so they are left out.
+pub fn log_mixture(x: &[f64], centres: &[Vec<f64>], width: f64) -> (f64, Vec<f64>) {
+    let inv = 1.0 / (width * width);
+    let e: Vec<f64> = centres
+        .iter()
+        .map(|c| -0.5 * inv * c.iter().zip(x).map(|(a, b)| (a - b) * (a - b)).sum::<f64>())
+        .collect();
+    let top = e.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let weights: Vec<f64> = e.iter().map(|v| libm::exp(v - top)).collect();
+    let total: f64 = weights.iter().sum();
+    let mut grad = vec![0.0; x.len()];
+    for (c, w) in centres.iter().zip(&weights) {
+        for (g, (xi, ci)) in grad.iter_mut().zip(x.iter().zip(c)) {
+            *g += -(xi - ci) * inv * w / total;
+        }
+    }
+    (top + libm::log(total), grad)
+}
+
+/// ln EI plus `power` times the sum of the others' log densities, and its gradient: the log
+/// of eq. 8's product (the same argmax, without its underflow). EI below 1e-300 is floored.
+fn score(
+    ei: (f64, Vec<f64>),
+    x: &[f64],
+    others: &[&Vec<Vec<f64>>],
+    width: f64,
+    power: f64,
+) -> (f64, Vec<f64>) {
+    let (e, de) = ei;
+    let floored = e <= 1e-300;
+    let mut v = libm::log(e.max(1e-300));
+    let mut g: Vec<f64> = if floored {
+        vec![0.0; x.len()]
+    } else {
+        de.iter().map(|d| d / e).collect()
+    };
+    for centres in others {
+        let (lp, dlp) = log_mixture(x, centres, width);
+        v += power * lp;
+        for (gi, d) in g.iter_mut().zip(dlp) {
+            *gi += power * d;
+        }
+    }
+    (v, g)
+}
+
+pub struct DesignDensity {
+    agents: Vec<Learner>,
+    targets: Vec<usize>,
+    density: Density,
+    width: f64,
+    beta: f64,
+}
+
+impl DesignDensity {
+    pub fn new(ctx: &RunContext) -> Self {
+        let Framework::DesignDensity {
+            density,
+            width,
+            beta,
+        } = ctx.algorithm.framework
+        else {
+            unreachable!("design-density specs carry its settings")
+        };
+        let n = ctx.landscape.agents();
+        DesignDensity {
+            agents: (0..n).map(|a| Learner::for_run(ctx, a)).collect(),
+            targets: (0..n).collect(),
+            density,
+            width,
+            // piBO's recommendation: beta = budget / 10.
+            beta: beta.unwrap_or(ctx.spec.iterations as f64 / 10.0),
+        }
+    }
+}
+
+/// The centres of agent `a`'s shared density.
+fn centres(a: &mut Learner, density: Density) -> Result<Vec<Vec<f64>>> {
+    Ok(match density {
+        Density::Incumbent => {
+            let (points, ys) = a.observations();
+            let mut best = 0;
+            for (i, y) in ys.iter().enumerate() {
+                if *y > ys[best] {
+                    best = i;
+                }
+            }
+            vec![points[best].x.clone()]
+        }
+        Density::Thompson { samples } => (0..samples)
+            .map(|_| Ok(a.thompson()?.x))
+            .collect::<Result<Vec<_>>>()?,
+    })
+}
+
+impl Algorithm for DesignDensity {
+    fn targets(&self) -> &[usize] {
+        &self.targets
+    }
+
+    fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
+        let density = self.density;
+        let shared: Vec<Vec<Vec<f64>>> = self
+            .agents
+            .par_iter_mut()
+            .map(|a| centres(a, density))
+            .collect::<Result<_>>()?;
+        let (width, power) = (self.width, self.beta / t as f64);
+        self.agents
+            .par_iter_mut()
+            .enumerate()
+            .map(|(k, a)| {
+                let others: Vec<&Vec<Vec<f64>>> = shared
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != k)
+                    .map(|(_, c)| c)
+                    .collect();
+                let hyper = a.fitted_hyper();
+                let post = a.posterior(&hyper)?;
+                let y = a.scaled_ys();
+                let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let point = if let Some(grid) = a.space().grid() {
+                    let (mean, var) = post.predict(grid.points());
+                    let mut arg = (f64::NEG_INFINITY, 0);
+                    for i in 0..grid.len() {
+                        let x = grid.point(i).to_vec();
+                        let ei = expected_improvement(mean[i], var[i].max(0.0).sqrt(), best);
+                        let (s, _) = score((ei, vec![0.0; x.len()]), &x, &others, width, power);
+                        if s > arg.0 {
+                            arg = (s, i);
+                        }
+                    }
+                    grid.at(arg.1)
+                } else {
+                    let region = Region::unit(a.space().dim());
+                    let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+                        let (m, v, dm, dv) = post.predict_grad(x);
+                        let (s, ds) =
+                            score(ei_grad(m, v, &dm, &dv, best), x, &others, width, power);
+                        if let Some(g) = g {
+                            g.copy_from_slice(&ds);
+                        }
+                        s
+                    };
+                    a.acquire(&mut acq, &region)?
+                };
+                Ok(Query {
+                    agent: k,
+                    point,
+                    source: Source::Acquisition,
+                })
+            })
+            .collect()
+    }
+
+    fn observe(&mut self, queries: &[Query], ys: &[f64]) {
+        for (q, y) in queries.iter().zip(ys) {
+            self.agents[q.agent].add(q.point.clone(), *y);
+        }
+    }
+
+    /// Each agent shares its density's centres (D numbers each) every round; the width is
+    /// the spec's.
+    fn params_sent(&self, t: usize) -> u64 {
+        let per = match self.density {
+            Density::Incumbent => 1,
+            Density::Thompson { samples } => samples,
+        };
+        (per * self.agents[0].space().dim() * t) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_centre_is_a_gaussian_log_density_and_gradients_match_differences() {
+        let c = vec![vec![0.2, 0.7]];
+        let (v, g) = log_mixture(&[0.5, 0.5], &c, 0.1);
+        // -(0.09 + 0.04) / (2 * 0.01)
+        assert!((v + 6.5).abs() < 1e-12);
+        assert!((g[0] + 30.0).abs() < 1e-9 && (g[1] - 20.0).abs() < 1e-9);
+        let cs = vec![vec![0.2, 0.7], vec![0.6, 0.1], vec![0.9, 0.9]];
+        let x = [0.4, 0.45];
+        let (_, g) = log_mixture(&x, &cs, 0.3);
+        for k in 0..2 {
+            let (mut a, mut b) = (x, x);
+            a[k] += 1e-6;
+            b[k] -= 1e-6;
+            let fd = (log_mixture(&a, &cs, 0.3).0 - log_mixture(&b, &cs, 0.3).0) / 2e-6;
+            assert!((fd - g[k]).abs() < 1e-6, "{k}");
+        }
+        // Two equal centres: ln 2 above one.
+        let two = log_mixture(&[0.5, 0.5], &[c[0].clone(), c[0].clone()], 0.1).0;
+        assert!((two - v - std::f64::consts::LN_2).abs() < 1e-12);
+    }
+}

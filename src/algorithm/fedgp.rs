@@ -1,0 +1,252 @@
+//! Federated GP hyperparameters (survey Sec. III-C1, eq. 9; Yue and Kontar, TPAMI 2024, its
+//! ref. [32]): the kernel's hyperparameters are learned jointly by FedAvg on the agents' log
+//! marginal likelihoods, and every agent then decides on its own data under that shared
+//! prior (TS, UCB or EI). Only hyperparameters travel: p + 2 numbers per agent and
+//! communication round (p length scales, the signal and the noise variance).
+
+use super::agent::{Learner, Rule};
+use super::consensus::rule_of;
+use super::{Algorithm, Query, RunContext, Source};
+use crate::error::Result;
+use crate::spec::frameworks::Framework;
+use crate::surrogate::gp::{Distances, GpHyper, HyperModel, log_marginal_likelihood};
+use ndarray::Array1;
+use rayon::prelude::*;
+
+/// One agent's share of eq. 9: its data's distances, its (standardised) targets, and its
+/// weight p_k = n_k / sum n.
+pub struct Local {
+    pub dist: Distances,
+    pub y: Array1<f64>,
+    pub weight: f64,
+}
+
+/// FedAvg on sum_k p_k L_k (eq. 9) in the fit's log coordinates (ln l_1..ln l_p, ln s^2,
+/// ln s_n^2): every round each agent starts from the global theta, takes `steps` gradient
+/// ascent steps of size `eta` on its L_k = (log p(y_k | theta) + log prior / K) / n_k,
+/// clamped to the model's bounds, and the server averages the results with weights p_k.
+/// With L_k per observation sum_k p_k L_k is the centralised log posterior over sum n, so one
+/// local step per round is gradient ascent on the centralised fit (the test below).
+pub fn fedavg(
+    theta: &[f64],
+    locals: &[Local],
+    model: &HyperModel,
+    dim: usize,
+    rounds: usize,
+    steps: usize,
+    eta: f64,
+) -> Vec<f64> {
+    let bounds = model.bounds.log_box(theta.len() - 2);
+    let k = locals.len() as f64;
+    let mut global = theta.to_vec();
+    for _ in 0..rounds {
+        let updates: Vec<Vec<f64>> = locals
+            .par_iter()
+            .map(|l| {
+                let n = l.y.len().max(1) as f64;
+                let mut th = global.clone();
+                for _ in 0..steps {
+                    let h = GpHyper::from_log(model.kernel, model.mean, &th);
+                    let Some((_, g)) = log_marginal_likelihood(&l.dist, l.y.view(), &h, true)
+                    else {
+                        // Not positive definite here: this agent stays where it is.
+                        break;
+                    };
+                    let prior = model.prior.log_density(&th, dim).1;
+                    for (i, t) in th.iter_mut().enumerate() {
+                        *t = (*t + eta * (g[i] + prior[i] / k) / n).clamp(bounds[i].0, bounds[i].1);
+                    }
+                }
+                th
+            })
+            .collect();
+        let total: f64 = locals.iter().map(|l| l.weight).sum();
+        global = (0..global.len())
+            .map(|i| {
+                updates
+                    .iter()
+                    .zip(locals)
+                    .map(|(u, l)| u[i] * l.weight)
+                    .sum::<f64>()
+                    / total
+            })
+            .collect();
+    }
+    global
+}
+
+pub struct FedGp {
+    agents: Vec<Learner>,
+    targets: Vec<usize>,
+    rule: Rule,
+    rounds: usize,
+    local_steps: usize,
+    step_size: f64,
+    /// The shared hyperparameters of the last iteration (log coordinates), FedAvg's warm
+    /// start for the next.
+    global: Vec<f64>,
+}
+
+impl FedGp {
+    pub fn new(ctx: &RunContext) -> Self {
+        let Framework::FedGp {
+            decide,
+            rounds,
+            local_steps,
+            step_size,
+        } = ctx.algorithm.framework
+        else {
+            unreachable!("fedgp specs carry fedgp settings")
+        };
+        let n = ctx.landscape.agents();
+        let agents: Vec<Learner> = (0..n).map(|a| Learner::for_run(ctx, a)).collect();
+        let global = ctx.spec.surrogate.own.initial.to_log();
+        FedGp {
+            agents,
+            targets: (0..n).collect(),
+            rule: rule_of(decide),
+            rounds,
+            local_steps,
+            step_size,
+            global,
+        }
+    }
+
+    /// The shared hyperparameters for this iteration: FedAvg from the last ones.
+    fn learn(&mut self) -> GpHyper {
+        let settings = self.agents[0].settings().clone();
+        let model = settings.model;
+        let dim = self.agents[0].space().dim();
+        let n_min = self.agents.iter().map(Learner::n_obs).min().unwrap_or(0);
+        let p = if model.ard.applies(n_min, dim) {
+            dim
+        } else {
+            1
+        };
+        // One length scale becomes one per axis (their geometric mean) when ARD starts.
+        let p_now = self.global.len() - 2;
+        if p_now != p {
+            let mean = self.global[..p_now].iter().sum::<f64>() / p_now as f64;
+            let tail = self.global[p_now..].to_vec();
+            self.global = std::iter::repeat_n(mean, p).chain(tail).collect();
+        }
+        let total: usize = self.agents.iter().map(Learner::n_obs).sum();
+        let locals: Vec<Local> = self
+            .agents
+            .iter()
+            .map(|a| Local {
+                dist: Distances::new(a.inputs().view(), p > 1),
+                y: a.scaled_ys(),
+                weight: a.n_obs() as f64 / total.max(1) as f64,
+            })
+            .collect();
+        self.global = fedavg(
+            &self.global,
+            &locals,
+            &model,
+            dim,
+            self.rounds,
+            self.local_steps,
+            self.step_size,
+        );
+        GpHyper::from_log(model.kernel, model.mean, &self.global)
+    }
+}
+
+impl Algorithm for FedGp {
+    fn targets(&self) -> &[usize] {
+        &self.targets
+    }
+
+    fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
+        let hyper = self.learn();
+        let rule = self.rule;
+        self.agents
+            .par_iter_mut()
+            .map(|a| {
+                Ok(Query {
+                    agent: a.agent,
+                    point: a.decide(rule, Some(&hyper))?.point,
+                    source: match rule {
+                        Rule::Thompson => Source::Own,
+                        _ => Source::Acquisition,
+                    },
+                })
+            })
+            .collect()
+    }
+
+    fn observe(&mut self, queries: &[Query], ys: &[f64]) {
+        for (q, y) in queries.iter().zip(ys) {
+            self.agents[q.agent].add(q.point.clone(), *y);
+        }
+    }
+
+    /// Each agent sends its local hyperparameters (p + 2 numbers) in every communication
+    /// round of every iteration.
+    fn params_sent(&self, t: usize) -> u64 {
+        (self.global.len() * self.rounds * t) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::{Purpose, stream};
+    use crate::surrogate::gp::{
+        Ard, FitBudget, HyperBounds, HyperPrior, Kernel, MeanFn, fit_hyperparameters,
+    };
+    use ndarray::Array2;
+    use rand::Rng as _;
+
+    #[test]
+    fn fedavg_on_identical_agents_reaches_the_centralised_fit() {
+        let mut rng = stream(5, 0, 0, Purpose::AgentData);
+        let x = Array2::from_shape_fn((25, 1), |_| rng.random::<f64>());
+        let y = crate::surrogate::gp::standardize(
+            &x.column(0)
+                .iter()
+                .map(|v| (6.0 * v).sin() + 0.1 * rng.random::<f64>())
+                .collect::<Vec<_>>(),
+        );
+        let model = HyperModel {
+            kernel: Kernel::Se,
+            ard: Ard::Off,
+            bounds: HyperBounds {
+                length_scale: (1e-3, 10.0),
+                signal_var: (1e-2, 20.0),
+                noise_var: (1e-6, 1.0),
+            },
+            prior: HyperPrior::None,
+            mean: MeanFn::Zero,
+        };
+        let central = fit_hyperparameters(
+            x.view(),
+            y.view(),
+            &model,
+            FitBudget {
+                starts: 20,
+                restarts: 20,
+            },
+            None,
+            &mut rng,
+        )
+        .unwrap()
+        .to_log();
+        let locals: Vec<Local> = (0..4)
+            .map(|_| Local {
+                dist: Distances::new(x.view(), false),
+                y: y.clone(),
+                weight: 0.25,
+            })
+            .collect();
+        let start = GpHyper::isotropic(Kernel::Se, 0.3, 1.0, 0.01).to_log();
+        let fed = fedavg(&start, &locals, &model, 1, 3000, 3, 0.05);
+        for (a, b) in fed.iter().zip(&central) {
+            assert!(
+                (a - b).abs() < 2e-3,
+                "fedavg {fed:?} vs centralised {central:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Settings of the survey's federated frameworks (issue 27; `../shared/papers/003`, Sec. III)
+//! as keys of an `[[algorithm]]` table: consensus, the constrained GP on shared near-optimal
+//! designs (`cgp`), shared design densities, federated GP hyperparameters (`fedgp`) and
+//! FMTBO. Each kind reads only its own keys and refuses the others', so a key that does
+//! nothing is never accepted silently.
+
+use super::Check;
+use crate::error::Result;
+
+/// The acquisition an agent maximises on its own model (consensus, fedgp).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Decide {
+    Ts,
+    Ei,
+    /// A fixed beta, or None for Srinivas et al.'s schedule.
+    Ucb {
+        beta: Option<f64>,
+    },
+}
+
+/// How consensus's W(t) moves (survey eq. 6, and the leader scheme of its ref. [24]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConsensusSchedule {
+    /// W(t) = (t/T) I + (1 - t/T) J/K: from the uniform average to I at the last iteration.
+    Linear,
+    /// The linear W(t) moved towards the round's leader (the agent whose candidate scores
+    /// highest on its own acquisition).
+    Leader,
+}
+
+/// What an agent shares as the density of its optimum (survey eq. 8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Density {
+    /// A Gaussian at its best observed point.
+    Incumbent,
+    /// Gaussians at the argmaxes of `samples` Thompson samples (the empirical distribution of
+    /// the optimum's location, smoothed by the width).
+    Thompson { samples: usize },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Framework {
+    /// Not one of the survey's frameworks.
+    None,
+    Consensus {
+        decide: Decide,
+        schedule: ConsensusSchedule,
+    },
+    Cgp {
+        /// eta in the shared designs' LCB mu - eta sigma (survey eq. 7).
+        eta: f64,
+        /// Joint posterior draws at the borrowed designs per decision (the rejection budget).
+        samples: usize,
+        /// The agent's UCB beta; None for Srinivas et al.'s schedule.
+        beta: Option<f64>,
+    },
+    DesignDensity {
+        density: Density,
+        /// Standard deviation of each Gaussian, in unit-box coordinates.
+        width: f64,
+        /// The density's power is beta / t (piBO's decay); None: iterations / 10 (piBO's
+        /// recommendation).
+        beta: Option<f64>,
+    },
+    FedGp {
+        decide: Decide,
+        rounds: usize,
+        local_steps: usize,
+        step_size: f64,
+    },
+    Fmtbo {
+        /// Weight of the global model's EI (1 - gamma: the local model's).
+        gamma: f64,
+        /// Fraction of the agents, those ranking the shared points most like an agent's own
+        /// model, averaged into its global model.
+        fraction: f64,
+        /// Size of the shared point set the rankings are taken on.
+        shared_points: usize,
+    },
+}
+
+impl Decide {
+    fn name(self) -> String {
+        match self {
+            Decide::Ts => "TS".into(),
+            Decide::Ei => "EI".into(),
+            Decide::Ucb { beta: None } => "UCB".into(),
+            Decide::Ucb { beta: Some(b) } => format!("UCB beta={b}"),
+        }
+    }
+}
+
+impl Framework {
+    /// The algorithm's default label.
+    pub fn label(&self) -> String {
+        match self {
+            Framework::None => String::new(),
+            Framework::Consensus { decide, schedule } => format!(
+                "Consensus {}{}",
+                decide.name(),
+                if *schedule == ConsensusSchedule::Leader {
+                    " leader"
+                } else {
+                    ""
+                }
+            ),
+            Framework::Cgp { .. } => "CGP-UCB".into(),
+            Framework::DesignDensity { density, .. } => match density {
+                Density::Incumbent => "Design density".into(),
+                Density::Thompson { samples } => format!("Design density TS x{samples}"),
+            },
+            Framework::FedGp { decide, .. } => format!("FedGP {}", decide.name()),
+            Framework::Fmtbo { .. } => "FMTBO".into(),
+        }
+    }
+}
+
+/// The keys these frameworks add to an `[[algorithm]]` table, as read.
+#[derive(Default)]
+pub(super) struct RawFramework {
+    pub acquisition: Option<String>,
+    pub schedule: Option<String>,
+    pub eta: Option<f64>,
+    pub samples: Option<i64>,
+    pub beta: Option<f64>,
+    pub density: Option<String>,
+    pub width: Option<f64>,
+    pub rounds: Option<i64>,
+    pub local_steps: Option<i64>,
+    pub step_size: Option<f64>,
+    pub gamma: Option<f64>,
+    pub fraction: Option<f64>,
+    pub shared_points: Option<i64>,
+}
+
+/// The framework keys each kind takes (beta and samples are also read by ucb and rgpe,
+/// and checked there).
+pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
+    match kind {
+        "consensus" => &["acquisition", "schedule", "beta"],
+        "cgp" => &["eta", "samples", "beta"],
+        "design-density" => &["density", "width", "samples", "beta"],
+        "fedgp" => &["acquisition", "rounds", "local_steps", "step_size", "beta"],
+        "fmtbo" => &["gamma", "fraction", "shared_points"],
+        _ => &[],
+    }
+}
+
+impl RawFramework {
+    /// The framework keys that are set, by name.
+    fn set(&self) -> Vec<&'static str> {
+        let mut s = Vec::new();
+        let mut note = |name, on: bool| {
+            if on {
+                s.push(name)
+            }
+        };
+        note("acquisition", self.acquisition.is_some());
+        note("schedule", self.schedule.is_some());
+        note("eta", self.eta.is_some());
+        note("density", self.density.is_some());
+        note("width", self.width.is_some());
+        note("rounds", self.rounds.is_some());
+        note("local_steps", self.local_steps.is_some());
+        note("step_size", self.step_size.is_some());
+        note("gamma", self.gamma.is_some());
+        note("fraction", self.fraction.is_some());
+        note("shared_points", self.shared_points.is_some());
+        s
+    }
+}
+
+/// Reads the framework of an algorithm of kind `kind` (its name in the spec); `key` names
+/// a key of this algorithm's table for messages. Refuses a framework key the kind does not
+/// take.
+pub(super) fn parse(
+    c: &Check,
+    kind: &str,
+    raw: &RawFramework,
+    key: &dyn Fn(&str) -> String,
+) -> Result<Framework> {
+    let own = keys_of(kind);
+    if let Some(k) = raw.set().into_iter().find(|k| !own.contains(k)) {
+        let takers: Vec<&str> = ["consensus", "cgp", "design-density", "fedgp", "fmtbo"]
+            .into_iter()
+            .filter(|f| keys_of(f).contains(&k))
+            .collect();
+        return Err(c.err(
+            &key(k),
+            format!("applies only to kind = {}", takers.join(" or ")),
+        ));
+    }
+    let real = |k: &str, v: Option<f64>, default: f64, lo: f64, hi: f64, open_lo: bool| {
+        let x = v.unwrap_or(default);
+        let ok = x.is_finite() && (if open_lo { x > lo } else { x >= lo }) && x <= hi;
+        if ok {
+            Ok(x)
+        } else {
+            Err(c.err(
+                &key(k),
+                format!(
+                    "must be in {}{lo}, {hi}], got {x}",
+                    if open_lo { "(" } else { "[" }
+                ),
+            ))
+        }
+    };
+    let beta = match raw.beta {
+        Some(b) if !(b.is_finite() && b > 0.0 && b <= 1e6) => {
+            return Err(c.err(&key("beta"), format!("must be in (0, 1e6], got {b}")));
+        }
+        b => b,
+    };
+    let decide = || -> Result<Decide> {
+        let d = match raw.acquisition.as_deref() {
+            None | Some("ts") => Decide::Ts,
+            Some("ei") => Decide::Ei,
+            Some("ucb") => Decide::Ucb { beta },
+            Some(o) => {
+                return Err(c.err(
+                    &key("acquisition"),
+                    format!("unknown acquisition \"{o}\"; allowed: \"ts\", \"ei\", \"ucb\""),
+                ));
+            }
+        };
+        if beta.is_some() && !matches!(d, Decide::Ucb { .. }) {
+            return Err(c.err(&key("beta"), "applies only with acquisition = \"ucb\""));
+        }
+        Ok(d)
+    };
+    Ok(match kind {
+        "consensus" => Framework::Consensus {
+            decide: decide()?,
+            schedule: match raw.schedule.as_deref() {
+                None | Some("linear") => ConsensusSchedule::Linear,
+                Some("leader") => ConsensusSchedule::Leader,
+                Some(o) => {
+                    return Err(c.err(
+                        &key("schedule"),
+                        format!("unknown schedule \"{o}\"; allowed: \"linear\", \"leader\""),
+                    ));
+                }
+            },
+        },
+        "cgp" => Framework::Cgp {
+            eta: real("eta", raw.eta, 1.0, 0.0, 100.0, false)?,
+            samples: c.int(&key("samples"), raw.samples, 100, 1, 1_000_000)?,
+            beta,
+        },
+        "design-density" => Framework::DesignDensity {
+            density: match raw.density.as_deref() {
+                None | Some("incumbent") => {
+                    if raw.samples.is_some() {
+                        return Err(
+                            c.err(&key("samples"), "applies only with density = \"thompson\"")
+                        );
+                    }
+                    Density::Incumbent
+                }
+                Some("thompson") => Density::Thompson {
+                    samples: c.int(&key("samples"), raw.samples, 20, 1, 10_000)?,
+                },
+                Some(o) => {
+                    return Err(c.err(
+                        &key("density"),
+                        format!("unknown density \"{o}\"; allowed: \"incumbent\", \"thompson\""),
+                    ));
+                }
+            },
+            width: real("width", raw.width, 0.1, 0.0, 10.0, true)?,
+            beta,
+        },
+        "fedgp" => Framework::FedGp {
+            decide: decide()?,
+            rounds: c.int(&key("rounds"), raw.rounds, 10, 1, 10_000)?,
+            local_steps: c.int(&key("local_steps"), raw.local_steps, 5, 1, 10_000)?,
+            step_size: real("step_size", raw.step_size, 0.05, 0.0, 10.0, true)?,
+        },
+        "fmtbo" => Framework::Fmtbo {
+            gamma: real("gamma", raw.gamma, 0.5, 0.0, 1.0, false)?,
+            fraction: real("fraction", raw.fraction, 0.8, 0.0, 1.0, true)?,
+            shared_points: c.int(&key("shared_points"), raw.shared_points, 20, 2, 10_000)?,
+        },
+        _ => Framework::None,
+    })
+}

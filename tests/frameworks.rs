@@ -1,0 +1,200 @@
+//! The survey's frameworks (consensus, cgp, design-density, fedgp, fmtbo) end to end:
+//! every agent acts and is traced, on boxes and grids, with checked keys and results that do
+//! not depend on the number of threads.
+
+use fbo::runner::run_one;
+use fbo::spec::Spec;
+use std::path::Path;
+
+mod common;
+use common::*;
+
+fn spec(text: &str) -> Spec {
+    Spec::parse(text, Path::new("test.toml")).unwrap()
+}
+
+const KINDS: &str = r#"
+[[algorithm]]
+kind = "random"
+[[algorithm]]
+kind = "consensus"
+[[algorithm]]
+kind = "consensus"
+schedule = "leader"
+acquisition = "ucb"
+[[algorithm]]
+kind = "cgp"
+[[algorithm]]
+kind = "design-density"
+[[algorithm]]
+kind = "design-density"
+density = "thompson"
+samples = 5
+[[algorithm]]
+kind = "fedgp"
+acquisition = "ei"
+rounds = 3
+[[algorithm]]
+kind = "fmtbo"
+"#;
+
+fn branin(h: f64, runs: usize, iterations: usize) -> String {
+    format!(
+        "name = \"fw\"\nseed = 3\nruns = {runs}\niterations = {iterations}\ninitial_points = 5\n[objective]\nkind = \"function\"\nfunction = \"branin\"\nnoise_var = 0.01\nheterogeneity = {h}\n[federation]\nagents = 3\n{KINDS}"
+    )
+}
+
+/// On a box and on a grid every agent of every framework queries every iteration, inside the
+/// space, with the sources the framework names.
+#[test]
+fn every_framework_runs_every_agent_on_boxes_and_grids() {
+    let grid = format!(
+        "name = \"g\"\nruns = 1\niterations = 6\ninitial_points = 3\n[objective]\nkind = \"synthetic-dp\"\ngrid = 50\nlength_scale = 0.1\n[federation]\nagents = 3\n{KINDS}"
+    );
+    for text in [branin(0.3, 1, 6), grid] {
+        let s = spec(&text);
+        let lands = fbo::objective::landscapes(&s).unwrap();
+        for a in 1..s.algorithms.len() {
+            let rows = run_one(&s, a, 0, lands[0].clone()).unwrap().rows;
+            assert_eq!(rows.len(), 3 * (s.initial_points + 6));
+            for agent in 0..3 {
+                let mine: Vec<_> = rows.iter().filter(|r| r.agent == agent).collect();
+                assert_eq!(
+                    mine.len(),
+                    s.initial_points + 6,
+                    "{}",
+                    s.algorithms[a].label
+                );
+            }
+            for r in &rows {
+                assert!(r.x.iter().all(|v| (0.0..=1.0).contains(v)));
+                assert_eq!(r.x_index.is_some(), s.objective.domain_size().is_some());
+                assert!(
+                    ["init", "own", "acquisition", "server"].contains(&r.source.as_str()),
+                    "{}: {}",
+                    s.algorithms[a].label,
+                    r.source
+                );
+            }
+        }
+    }
+}
+
+/// Consensus with eq. 6's schedule: every query before the last is the server's combination,
+/// and at t = T (W = I) each agent queries its own candidate.
+#[test]
+fn linear_consensus_ends_on_each_agents_own_candidate() {
+    let s = spec(&branin(0.3, 2, 6));
+    let lands = fbo::objective::landscapes(&s).unwrap();
+    for run in 0..2 {
+        let rows = run_one(&s, 1, run, lands[run % lands.len()].clone())
+            .unwrap()
+            .rows;
+        for r in rows.iter().filter(|r| r.iteration >= 1) {
+            let want = if r.iteration == 6 { "own" } else { "server" };
+            assert_eq!(r.source, want, "iteration {}", r.iteration);
+        }
+    }
+}
+
+/// With identical agents (heterogeneity 0) every framework optimises Branin: its final
+/// simple regret, averaged over agents and runs, is well below random search's. (Measured
+/// when written: random 2.68; consensus TS 0.75 and UCB-leader 1.55, whose averages of
+/// candidates near Branin's three optima can land between them; CGP-UCB 0.74; design
+/// density 0.04 and 0.14; FedGP EI 0.13; FMTBO 0.24.)
+#[test]
+fn frameworks_beat_random_search_on_identical_agents() {
+    let s = spec(&branin(0.0, 3, 20));
+    let lands = fbo::objective::landscapes(&s).unwrap();
+    let mean_final = |a: usize| {
+        let mut v = Vec::new();
+        for run in 0..3 {
+            let rows = run_one(&s, a, run, lands[run % lands.len()].clone())
+                .unwrap()
+                .rows;
+            v.extend(
+                rows.iter()
+                    .filter(|r| r.iteration == 20)
+                    .map(|r| r.simple_regret.unwrap()),
+            );
+        }
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    let random = mean_final(0);
+    for a in 1..s.algorithms.len() {
+        let m = mean_final(a);
+        assert!(
+            m < 0.7 * random,
+            "{}: {m} against random search's {random}",
+            s.algorithms[a].label
+        );
+    }
+}
+
+#[test]
+fn results_do_not_depend_on_the_number_of_threads() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = write(dir.path(), "s.toml", &branin(0.3, 2, 5));
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    fbo_ok("run", &s, &a, &["--threads", "1", "--no-timing"]);
+    fbo_ok("run", &s, &b, &["--threads", "2", "--no-timing"]);
+    assert_eq!(
+        std::fs::read(a.join("trace.csv")).unwrap(),
+        std::fs::read(b.join("trace.csv")).unwrap()
+    );
+}
+
+#[test]
+fn framework_keys_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = branin(0.3, 1, 5);
+    for (extra, want) in [
+        (
+            "[[algorithm]]\nkind = \"consensus\"\nlabel = \"x\"\neta = 2.0\n",
+            "key `algorithm[8].eta`: applies only to kind = cgp",
+        ),
+        (
+            "[[algorithm]]\nkind = \"cgp\"\nlabel = \"x\"\nacquisition = \"ei\"\n",
+            "key `algorithm[8].acquisition`: applies only to kind = consensus or fedgp",
+        ),
+        (
+            "[[algorithm]]\nkind = \"consensus\"\nlabel = \"x\"\nbeta = 2.0\n",
+            "key `algorithm[8].beta`: applies only with acquisition = \"ucb\"",
+        ),
+        (
+            "[[algorithm]]\nkind = \"consensus\"\nlabel = \"x\"\nschedule = \"ring\"\n",
+            "unknown schedule \"ring\"; allowed: \"linear\", \"leader\"",
+        ),
+        (
+            "[[algorithm]]\nkind = \"design-density\"\nlabel = \"x\"\nsamples = 4\n",
+            "key `algorithm[8].samples`: applies only with density = \"thompson\"",
+        ),
+        (
+            "[[algorithm]]\nkind = \"fedgp\"\nlabel = \"x\"\nstep_size = 0.0\n",
+            "key `algorithm[8].step_size`: must be in (0, 10], got 0",
+        ),
+        (
+            "[[algorithm]]\nkind = \"fmtbo\"\nlabel = \"x\"\nfraction = 1.5\n",
+            "key `algorithm[8].fraction`: must be in (0, 1], got 1.5",
+        ),
+        (
+            "[[algorithm]]\nkind = \"fmtbo\"\nlabel = \"x\"\nfeatures = 10\n",
+            "key `algorithm[8].kind`: fmtbo shares no random-feature messages",
+        ),
+    ] {
+        let s = write(dir.path(), "s.toml", &format!("{base}{extra}"));
+        let o = validate(&s);
+        assert_eq!(o.status.code(), Some(2), "{extra}");
+        assert!(stderr(&o).contains(want), "{extra}: {}", stderr(&o));
+    }
+    let s = write(dir.path(), "ok.toml", &base);
+    let o = validate(&s);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(
+            "Random, Consensus TS, Consensus UCB leader, CGP-UCB, Design density, Design density TS x5, FedGP EI, FMTBO"
+        ),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}
