@@ -596,3 +596,58 @@ fn evaluations_run_in_parallel_up_to_the_concurrency_limit() {
         "at most 3 at once, and a round of 6 fills them: {log}"
     );
 }
+
+/// The survey's frameworks (issue 27) through a command, and by ask/tell: the same queries
+/// as on the built-in function, and ask/tell's rounds advance every agent together.
+#[test]
+fn the_frameworks_run_commands_and_ask_tell_with_the_builtins_queries() {
+    let frameworks = "[federation]\nagents = 3\n\n[[algorithm]]\nkind = \"consensus\"\n[[algorithm]]\nkind = \"cgp\"\n[[algorithm]]\nkind = \"design-density\"\n[[algorithm]]\nkind = \"fedgp\"\nrounds = 2\n[[algorithm]]\nkind = \"fmtbo\"\n";
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = write(
+        dir.path(),
+        "cmd.toml",
+        &format!(
+            "{}\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BRANIN_BOX}\n{frameworks}",
+            head("cmd", 1, 3),
+            toy().display().to_string()
+        ),
+    );
+    let builtin = write(
+        dir.path(),
+        "fn.toml",
+        &format!(
+            "{}\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n{frameworks}",
+            head("fn", 1, 3)
+        ),
+    );
+    let count = dir.path().join("count");
+    let o = run(&cmd, &dir.path().join("cmd"), &count, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    common::fbo_ok("run", &builtin, &dir.path().join("fn"), &["--no-timing"]);
+    let cmd_q = queries(&dir.path().join("cmd"));
+    let fn_q = queries(&dir.path().join("fn"));
+    // 5 algorithms x 3 agents x (2 initial + 3 iterations), and the header.
+    assert_eq!(cmd_q.len(), 5 * 3 * 5 + 1);
+    let cut = |s: &str| s.split(',').take(12).collect::<Vec<_>>().join(",");
+    for (a, b) in cmd_q.iter().zip(&fn_q) {
+        assert_eq!(cut(a), cut(b));
+    }
+    let external = write(
+        dir.path(),
+        "ext.toml",
+        &format!(
+            "{}\n[objective]\nkind = \"external\"\ndirection = \"maximize\"\n{BRANIN_BOX}\n{frameworks}",
+            head("ext", 1, 3)
+        ),
+    );
+    let state = dir.path().join("state");
+    let mut rounds = 0;
+    while tell_branin(&external, &state, dir.path()).expect("the state folder is free") > 0 {
+        rounds += 1;
+        assert!(rounds < 50, "ask/tell does not finish");
+    }
+    // The initial points, then one round per iteration.
+    assert_eq!(rounds, 4);
+    common::fbo_ok("run", &external, &state, &["--no-timing"]);
+    assert_eq!(queries(&state), cmd_q);
+}

@@ -132,7 +132,7 @@ fn frameworks_beat_random_search_on_identical_agents() {
 }
 
 #[test]
-fn results_do_not_depend_on_the_number_of_threads() {
+fn results_do_not_depend_on_threads_or_shards() {
     let dir = tempfile::tempdir().unwrap();
     let s = write(dir.path(), "s.toml", &branin(0.3, 2, 5));
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
@@ -141,6 +141,15 @@ fn results_do_not_depend_on_the_number_of_threads() {
     assert_eq!(
         std::fs::read(a.join("trace.csv")).unwrap(),
         std::fs::read(b.join("trace.csv")).unwrap()
+    );
+    // Two shards merged: the same bytes.
+    let c = dir.path().join("c");
+    fbo_ok("run", &s, &c, &["--shard", "0/2", "--no-timing"]);
+    fbo_ok("run", &s, &c, &["--shard", "1/2", "--no-timing"]);
+    fbo_ok("run", &s, &c, &["--merge", "--no-timing"]);
+    assert_eq!(
+        std::fs::read(a.join("trace.csv")).unwrap(),
+        std::fs::read(c.join("trace.csv")).unwrap()
     );
 }
 
