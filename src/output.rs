@@ -189,11 +189,10 @@ pub fn privacy_csv(
     let mut out =
         String::from("algorithm,run,iteration,accountant,sampling,adjacency,q,delta,epsilon\n");
     for &(a, run) in done {
-        let Some(dp) = spec.algorithms[a].server.as_ref().and_then(|s| s.dp) else {
+        // The rate the accountant was given: the realised one, m / N for fixed-size sampling.
+        let Some(m) = spec.algorithms[a].mechanism(1, spec.total_agents()) else {
             continue;
         };
-        // The rate the accountant was given: the realised one, m / N for fixed-size sampling.
-        let m = dp.mechanism(1, spec.total_agents());
         for (_, acc, curve) in curves.iter().filter(|(i, _, _)| *i == a) {
             for (t, eps) in curve.iter().enumerate() {
                 out += &format!(

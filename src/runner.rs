@@ -674,7 +674,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let private = spec
         .algorithms
         .iter()
-        .any(|a| a.server.as_ref().is_some_and(|s| s.dp.is_some()));
+        .any(|a| a.mechanism(1, spec.total_agents()).is_some());
     let mut planned: Vec<String> = ["spec.toml", "trace.csv", "summary.csv", PARTS_FINGERPRINT]
         .map(String::from)
         .to_vec();
@@ -976,12 +976,14 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<(usize, Accountant, Vec<f64>)>>
     let mut tasks: Vec<(Mechanism, Accountant)> = Vec::new();
     let mut wanted: Vec<(usize, Accountant, Mechanism)> = Vec::new();
     for (i, a) in spec.algorithms.iter().enumerate() {
-        let Some(dp) = a.server.as_ref().and_then(|s| s.dp) else {
+        if a.mechanism(1, spec.total_agents()).is_none() {
             continue;
-        };
+        }
         for &acc in &spec.privacy.accountants {
             for t in 1..=spec.iterations as u64 {
-                let m = dp.mechanism(t, spec.total_agents());
+                let m = a
+                    .mechanism(t, spec.total_agents())
+                    .expect("a private algorithm");
                 if !tasks.contains(&(m, acc)) {
                     tasks.push((m, acc));
                 }

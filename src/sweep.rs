@@ -314,8 +314,9 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
             .map(|r| r[6].clone())
             .unwrap_or_default();
         let dp = a.server.as_ref().and_then(|s| s.dp);
-        let sampling = dp.map(|d| d.sampling.name()).unwrap_or_default();
-        let adjacency = dp.map(|d| d.adjacency.name()).unwrap_or_default();
+        let released = a.mechanism(1, spec.total_agents());
+        let sampling = released.map(|m| m.sampling.name()).unwrap_or_default();
+        let adjacency = released.map(|m| m.adjacency.name()).unwrap_or_default();
         // The round after which a privacy budget stopped the server; empty if it never did.
         let stopped_after = dp
             .and_then(|d| d.budget)

@@ -187,6 +187,14 @@ fn framework_keys_are_checked() {
             "key `algorithm[8].fraction`: must be in (0, 1], got 1.5",
         ),
         (
+            "[[algorithm]]\nkind = \"consensus\"\nlabel = \"x\"\nschedule = \"leader\"\nnoise = 1.0\n",
+            "key `algorithm[8].noise`: does not go with schedule = \"leader\"",
+        ),
+        (
+            "[[algorithm]]\nkind = \"consensus\"\nlabel = \"x\"\nnoise = 0.0\n",
+            "key `algorithm[8].noise`: must be in (0, 1000], got 0",
+        ),
+        (
             "[[algorithm]]\nkind = \"fmtbo\"\nlabel = \"x\"\nfeatures = 10\n",
             "key `algorithm[8].kind`: fmtbo shares no random-feature messages",
         ),
@@ -206,4 +214,63 @@ fn framework_keys_are_checked() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
+}
+
+/// Consensus with noisy candidates: privacy.csv states the loss of T rounds of the Gaussian
+/// mechanism with sensitivity sqrt(D) (the box's diameter) and noise s.d. z sqrt(D) / 2, so
+/// noise multiplier z / 2 against the sensitivity: the closed-form RDP of T Gaussian
+/// mechanisms, T alpha / (2 (z/2)^2), converted at delta (rdp-int's integer orders), and the
+/// noisy run queries other points than the noiseless one.
+#[test]
+fn noisy_consensus_accounts_the_gaussian_mechanism_on_its_candidates() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "name = \"n\"\nseed = 3\nruns = 1\niterations = 6\ninitial_points = 3\n[objective]\nkind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.2\n[federation]\nagents = 3\n[privacy]\ndelta = 1e-5\naccountants = [\"rdp-int\", \"pld\"]\n[[algorithm]]\nkind = \"consensus\"\n[[algorithm]]\nkind = \"consensus\"\nnoise = 2.0\n";
+    let s = write(dir.path(), "s.toml", base);
+    let out = dir.path().join("o");
+    fbo_ok("run", &s, &out, &["--no-timing"]);
+    let privacy = std::fs::read_to_string(out.join("privacy.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = privacy
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    // Only the noisy algorithm, every iteration, both accountants.
+    assert_eq!(rows.len(), 6 * 2, "{privacy}");
+    assert!(rows.iter().all(|r| r[0] == "Consensus TS z=2"));
+    assert!(
+        rows.iter()
+            .all(|r| r[4] == "fixed" && r[5] == "replace-one" && r[6] == "1")
+    );
+    let (z, delta) = (1.0f64, 1e-5f64); // the multiplier against the sensitivity: 2 / 2
+    for r in rows.iter().filter(|r| r[3] == "rdp-int") {
+        let t: f64 = r[2].parse().unwrap();
+        let closed = (2..=32)
+            .map(|a| {
+                let a = a as f64;
+                t * a / (2.0 * z * z) + (1.0 / delta).ln() / (a - 1.0)
+            })
+            .fold(f64::INFINITY, f64::min);
+        let eps: f64 = r[8].parse().unwrap();
+        assert!(
+            (eps - closed).abs() < 1e-9 * closed,
+            "t {t}: {eps} vs {closed}"
+        );
+    }
+    // The PLD bound is tighter than the RDP one, and both grow with t.
+    let last = |acc: &str| -> f64 {
+        rows.iter()
+            .rfind(|r| r[3] == acc)
+            .map(|r| r[8].parse().unwrap())
+            .unwrap()
+    };
+    assert!(last("pld") <= last("rdp-int"));
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let queries = |label: &str| -> Vec<String> {
+        trace
+            .lines()
+            .filter(|l| l.starts_with(&format!("{label},")) && !l.contains(",init,"))
+            .map(|l| l.split(',').skip(1).take(6).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    assert_ne!(queries("Consensus TS"), queries("Consensus TS z=2"));
 }

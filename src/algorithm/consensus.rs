@@ -7,7 +7,9 @@ use super::agent::{Learner, Rule};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
 use crate::objective::{Point, Space};
+use crate::rng::{Purpose, Rng, stream};
 use crate::spec::frameworks::{ConsensusSchedule, Decide, Framework};
+use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
 use std::sync::Arc;
 
@@ -98,15 +100,33 @@ pub struct Consensus {
     schedule: ConsensusSchedule,
     iterations: usize,
     space: Arc<Space>,
+    /// The noise's s.d. on each coordinate of a shared candidate, and each agent's stream
+    /// for it; None: candidates are shared as they are.
+    noise: Option<(f64, Vec<Rng>)>,
 }
 
 impl Consensus {
     pub fn new(ctx: &RunContext) -> Self {
-        let Framework::Consensus { decide, schedule } = ctx.algorithm.framework else {
+        let Framework::Consensus {
+            decide,
+            schedule,
+            noise,
+        } = ctx.algorithm.framework
+        else {
             unreachable!("consensus specs carry consensus settings")
         };
         let n = ctx.landscape.agents();
+        let dim = ctx.landscape.space.dim();
+        let noise = noise.map(|z| {
+            let streams = (0..n)
+                .map(|a| stream(ctx.seed(), ctx.run as u64, a as u64, Purpose::Framework))
+                .collect();
+            // z times the candidate's norm bound S = sqrt(D) / 2 about the box's centre
+            // (`Framework::mechanism`).
+            (z * (dim as f64).sqrt() / 2.0, streams)
+        });
         Consensus {
+            noise,
             agents: (0..n).map(|a| Learner::for_run(ctx, a)).collect(),
             targets: (0..n).collect(),
             rule: rule_of(decide),
@@ -125,11 +145,29 @@ impl Algorithm for Consensus {
     fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
         let rule = self.rule;
         // Algorithm 1 line 3: each agent's candidate, on its own streams (parallel-safe).
-        let decisions = self
+        let mut decisions = self
             .agents
             .par_iter_mut()
             .map(|l| l.decide(rule, None))
             .collect::<Result<Vec<_>>>()?;
+        // What reaches the server: with noise, each candidate plus Gaussian noise, clamped to
+        // the box (post-processing). An agent alone (W = I) queries its own exact candidate,
+        // which it never needed to send.
+        let exact: Vec<Point> = decisions.iter().map(|d| d.point.clone()).collect();
+        if let Some((sd, streams)) = &mut self.noise {
+            for (d, rng) in decisions.iter_mut().zip(streams.iter_mut()) {
+                let x = d
+                    .point
+                    .x
+                    .iter()
+                    .map(|v| {
+                        let e: f64 = StandardNormal.sample(rng);
+                        (v + *sd * e).clamp(0.0, 1.0)
+                    })
+                    .collect();
+                d.point = Point::free(x);
+            }
+        }
         let k = decisions.len();
         let w = match self.schedule {
             ConsensusSchedule::Linear => linear_w(k, t, self.iterations),
@@ -154,7 +192,7 @@ impl Algorithm for Consensus {
             .map(|i| {
                 let alone = (0..k).all(|j| (w[i][j] == 0.0) || i == j) && w[i][i] == 1.0;
                 let point = if alone {
-                    decisions[i].point.clone()
+                    exact[i].clone()
                 } else {
                     let mut x = vec![0.0; dim];
                     for (j, d) in decisions.iter().enumerate() {

@@ -45,6 +45,10 @@ pub enum Framework {
     Consensus {
         decide: Decide,
         schedule: ConsensusSchedule,
+        /// z: Gaussian noise of s.d. z sqrt(D) / 2 on every coordinate of a shared
+        /// candidate (z times half the unit box's diameter); None: candidates are sent as
+        /// they are.
+        noise: Option<f64>,
     },
     Cgp {
         /// eta in the shared designs' LCB mu - eta sigma (survey eq. 7).
@@ -95,14 +99,19 @@ impl Framework {
     pub fn label(&self) -> String {
         match self {
             Framework::None => String::new(),
-            Framework::Consensus { decide, schedule } => format!(
-                "Consensus {}{}",
+            Framework::Consensus {
+                decide,
+                schedule,
+                noise,
+            } => format!(
+                "Consensus {}{}{}",
                 decide.name(),
                 if *schedule == ConsensusSchedule::Leader {
                     " leader"
                 } else {
                     ""
-                }
+                },
+                noise.map(|z| format!(" z={z}")).unwrap_or_default()
             ),
             Framework::Cgp { .. } => "CGP-UCB".into(),
             Framework::DesignDensity { density, .. } => match density {
@@ -115,11 +124,33 @@ impl Framework {
     }
 }
 
+impl Framework {
+    /// What one agent releases per iteration as a differentially private mechanism, for the
+    /// accountants: consensus's noisy candidates. The candidate lies in the unit box, so
+    /// replacing the agent's data by any other moves it by at most the diameter sqrt(D):
+    /// centred on the box it has norm <= sqrt(D) / 2 =: S, noise z S, and every agent sends in
+    /// every round, which is fbo's fixed-size replace-one mechanism at q = 1 (sensitivity 2S =
+    /// sqrt(D)). None for a framework that releases nothing noisy.
+    pub fn mechanism(&self, steps: u64) -> Option<crate::privacy::Mechanism> {
+        match self {
+            Framework::Consensus { noise: Some(z), .. } => Some(crate::privacy::Mechanism {
+                q: 1.0,
+                z: *z,
+                steps,
+                sampling: crate::privacy::Sampling::Fixed,
+                adjacency: crate::privacy::Adjacency::ReplaceOne,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// The keys these frameworks add to an `[[algorithm]]` table, as read.
 #[derive(Default)]
 pub(super) struct RawFramework {
     pub acquisition: Option<String>,
     pub schedule: Option<String>,
+    pub noise: Option<f64>,
     pub eta: Option<f64>,
     pub samples: Option<i64>,
     pub beta: Option<f64>,
@@ -137,7 +168,7 @@ pub(super) struct RawFramework {
 /// and checked there).
 pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
-        "consensus" => &["acquisition", "schedule", "beta"],
+        "consensus" => &["acquisition", "schedule", "noise", "beta"],
         "cgp" => &["eta", "samples", "beta"],
         "design-density" => &["density", "width", "samples", "beta"],
         "fedgp" => &["acquisition", "rounds", "local_steps", "step_size", "beta"],
@@ -157,6 +188,7 @@ impl RawFramework {
         };
         note("acquisition", self.acquisition.is_some());
         note("schedule", self.schedule.is_some());
+        note("noise", self.noise.is_some());
         note("eta", self.eta.is_some());
         note("density", self.density.is_some());
         note("width", self.width.is_some());
@@ -240,6 +272,16 @@ pub(super) fn parse(
                         format!("unknown schedule \"{o}\"; allowed: \"linear\", \"leader\""),
                     ));
                 }
+            },
+            noise: match raw.noise {
+                None => None,
+                Some(_) if raw.schedule.as_deref() == Some("leader") => {
+                    return Err(c.err(
+                        &key("noise"),
+                        "does not go with schedule = \"leader\": electing the leader shares every agent's acquisition value, which no noise covers, so no privacy loss could be stated",
+                    ));
+                }
+                Some(z) => Some(real("noise", Some(z), 0.0, 0.0, 1e3, true)?),
             },
         },
         "cgp" => Framework::Cgp {

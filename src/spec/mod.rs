@@ -280,6 +280,18 @@ pub struct AlgorithmSpec {
     pub framework: frameworks::Framework,
 }
 
+impl AlgorithmSpec {
+    /// The differentially private mechanism this algorithm has released after `steps`
+    /// iterations in a federation of `agents` agents (the rate is the one a server realises),
+    /// or None if it releases nothing noisy: every epsilon fbo writes is computed from this.
+    pub fn mechanism(&self, steps: u64, agents: usize) -> Option<crate::privacy::Mechanism> {
+        match self.server.as_ref().and_then(|s| s.dp) {
+            Some(dp) => Some(dp.mechanism(steps, agents)),
+            None => self.framework.mechanism(steps),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TafIncumbent {
     /// The agent's best observation, sent with its message (FTS paper Sec. 3.2: M + M^2 + 1
@@ -458,6 +470,7 @@ struct RawAlgorithm {
     // The survey's frameworks' keys (spec/frameworks.rs).
     acquisition: Option<String>,
     schedule: Option<String>,
+    noise: Option<f64>,
     eta: Option<f64>,
     density: Option<String>,
     width: Option<f64>,
@@ -1185,6 +1198,7 @@ impl Spec {
                 &frameworks::RawFramework {
                     acquisition: ra.acquisition.clone(),
                     schedule: ra.schedule.clone(),
+                    noise: ra.noise,
                     eta: ra.eta,
                     samples: ra.samples.filter(|_| kind.is_framework()),
                     beta: ra.beta.filter(|_| kind.is_framework()),
