@@ -5,8 +5,11 @@
 # own seeded shift and rotation), 8 agents, 5 initial points, 30 iterations, noise s.d. 0.1,
 # 10 seeds. Every algorithm of a spec shares seeds, functions and initial points, so the
 # comparisons against TS and FTS (DP-FTS-DE's server form, P = 1, no DP: every agent acts in
-# every round, as in the frameworks) are paired over (run, agent). Not part of CI: about
-# 15 minutes on 2 cores. FBO_FRAMEWORKS_QUICK=1 checks the script (2 seeds, 6 iterations).
+# every round, as in the frameworks) are paired over (run, agent). EI and UCB alone are there
+# because several frameworks decide by them: a framework's gain is also to be read against
+# its own acquisition without federation. Not part of CI: about
+# 10 minutes on 2 cores, and live landmine about 40 more. FBO_FRAMEWORKS_QUICK=1 checks the
+# script (2 seeds, 6 iterations, no landmine).
 #
 #   scripts/bench-frameworks.sh   # results/bench-frameworks/<problem>/ and table.md
 source "$(dirname "$0")/lib.sh"
@@ -19,9 +22,38 @@ if [[ -n "${FBO_FRAMEWORKS_QUICK:-}" ]]; then
     iterations=6
 fi
 
+# rows NAME DIR METRIC: one table row per algorithm of the run in DIR, its paired difference
+# in METRIC against TS and against FTS (fbo compare's compare.csv, rewritten by each compare,
+# so copied right after each).
+rows() {
+    local name=$1 dir=$2 metric=$3
+    "$FBO" compare "$dir" --baseline TS --metric "$metric" >"$dir/vs-ts.txt"
+    cp "$dir/compare.csv" "$dir/compare-ts.csv"
+    "$FBO" compare "$dir" --baseline FTS --metric "$metric" >"$dir/vs-fts.txt"
+    cp "$dir/compare.csv" "$dir/compare-fts.csv"
+    python3 - "$name" "$dir/compare-ts.csv" "$dir/compare-fts.csv" >>"$table" <<'PY'
+import csv, sys
+name, ts, fts = sys.argv[1:]
+def rows(path):
+    return {r["algorithm"]: r for r in csv.DictReader(open(path))}
+a, b = rows(ts), rows(fts)
+def cell(r):
+    if r is None:
+        return "—", "—"
+    return (f"{float(r['mean_diff']):+.3g} [{float(r['ci_low']):+.3g}, {float(r['ci_high']):+.3g}]",
+            f"{float(r['p_holm']):.2g}")
+for alg in list(a) + [x for x in b if x not in a]:
+    t, tp = cell(a.get(alg))
+    f, fp = cell(b.get(alg))
+    print(f"| {name} | {alg} | {t} | {tp} | {f} | {fp} |")
+PY
+}
+
 problems=("branin 2 0.1" "branin 2 0.5" "hartmann6 6 0.1" "hartmann6 6 0.5")
 table="$OUT/table.md"
 {
+    echo "Final simple regret (functions; lower is better) or best AUC (landmine; higher is better), algorithm minus baseline, paired over (run, agent)."
+    echo
     echo "| problem | algorithm | vs TS: mean diff [95% CI] | p (Holm) | vs FTS: mean diff [95% CI] | p (Holm) |"
     echo "|---|---|---|---|---|---|"
 } >"$table"
@@ -50,6 +82,10 @@ p_t = "1-1/sqrt(t)"
 [[algorithm]]
 kind = "ts"
 [[algorithm]]
+kind = "ei"
+[[algorithm]]
+kind = "ucb"
+[[algorithm]]
 kind = "dp-fts-de"
 label = "FTS"
 server = { subregions = 1, init = "domain" }
@@ -73,29 +109,12 @@ SPEC
         echo "bench-frameworks: $name" >&2
         "$FBO" run "$spec" --out "$dir" --quiet --no-timing --overwrite
     fi
-    "$FBO" compare "$dir" --baseline TS --metric simple-regret >"$dir/vs-ts.txt"
-    "$FBO" compare "$dir" --baseline FTS --metric simple-regret >"$dir/vs-fts.txt"
-    # One row per algorithm: its differences against TS and against FTS (from compare.csv,
-    # which each compare rewrites, so read right after each).
-    "$FBO" compare "$dir" --baseline TS --metric simple-regret >/dev/null
-    cp "$dir/compare.csv" "$dir/compare-ts.csv"
-    "$FBO" compare "$dir" --baseline FTS --metric simple-regret >/dev/null
-    cp "$dir/compare.csv" "$dir/compare-fts.csv"
-    python3 - "$fn D=$dim h=$h" "$dir/compare-ts.csv" "$dir/compare-fts.csv" >>"$table" <<'PY'
-import csv, sys
-name, ts, fts = sys.argv[1:]
-def rows(path):
-    return {r["algorithm"]: r for r in csv.DictReader(open(path))}
-a, b = rows(ts), rows(fts)
-def cell(r):
-    if r is None:
-        return "—", "—"
-    return (f"{float(r['mean_diff']):+.3g} [{float(r['ci_low']):+.3g}, {float(r['ci_high']):+.3g}]",
-            f"{float(r['p_holm']):.2g}")
-for alg in list(a) + [x for x in b if x not in a]:
-    t, tp = cell(a.get(alg))
-    f, fp = cell(b.get(alg))
-    print(f"| {name} | {alg} | {t} | {tp} | {f} | {fp} |")
-PY
+    rows "$fn D=$dim h=$h" "$dir" simple-regret
 done
+# Live landmine (configs/frameworks-live-landmine.toml; about 40 minutes): skipped with
+# FBO_FRAMEWORKS_QUICK or FBO_FRAMEWORKS_SKIP_LANDMINE.
+if [[ -z "${FBO_FRAMEWORKS_QUICK:-}${FBO_FRAMEWORKS_SKIP_LANDMINE:-}" ]]; then
+    run configs/frameworks-live-landmine.toml
+    rows "live landmine (29 fields, AUC)" "$ROOT/results/frameworks-live-landmine" best-metric
+fi
 cat "$table"
