@@ -201,7 +201,7 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
         (
             "samples on taf",
             with("kind = \"fts\"", "kind = \"taf\"\nsamples = 10"),
-            "key `algorithm[1].samples`: applies only to kind = \"rgpe\"",
+            "key `algorithm[1].samples`: applies only to kind = rgpe, cgp or design-density",
         ),
         (
             "bandwidth out of range",

@@ -1,0 +1,462 @@
+//! The algorithms of a spec: their kinds, the keys each takes, and the check of every
+//! `[[algorithm]]` table against the spec's federation, surrogate and server defaults.
+
+use super::*;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AlgorithmKind {
+    Ts,
+    /// Single-agent baselines (issue 27): uniform random search, GP-EI and GP-UCB.
+    Random,
+    Ei,
+    Ucb,
+    Fts,
+    /// DP-FTS-DE and its special cases (FTS with a server, FTS-DE, DP-FTS) as parameters.
+    DpFtsDe,
+    /// Meta-learning baselines adapted to FBO (FTS paper Sec. 3.2): ranking-weighted GP
+    /// ensemble and transfer acquisition function.
+    Rgpe,
+    Taf,
+    /// The survey's frameworks (issue 27; spec/frameworks.rs has their settings).
+    Consensus,
+    Cgp,
+    DesignDensity,
+    FedGp,
+    Fmtbo,
+}
+
+impl AlgorithmKind {
+    pub const NAMES: &'static [&'static str] = &[
+        "ts",
+        "random",
+        "ei",
+        "ucb",
+        "fts",
+        "dp-fts-de",
+        "rgpe",
+        "taf",
+        "consensus",
+        "cgp",
+        "design-density",
+        "fedgp",
+        "fmtbo",
+    ];
+
+    /// Every agent of the objective acts in every round and is traced (DP-FTS-DE and the
+    /// survey's frameworks); the others act for the objective's targets only.
+    pub fn every_agent_acts(self) -> bool {
+        matches!(
+            self,
+            AlgorithmKind::DpFtsDe
+                | AlgorithmKind::Consensus
+                | AlgorithmKind::Cgp
+                | AlgorithmKind::DesignDensity
+                | AlgorithmKind::FedGp
+                | AlgorithmKind::Fmtbo
+        )
+    }
+
+    /// One of the survey's frameworks (spec/frameworks.rs).
+    pub fn is_framework(self) -> bool {
+        self.every_agent_acts() && self != AlgorithmKind::DpFtsDe
+    }
+
+    /// Each agent alone on its own data (no messages, no server).
+    pub fn is_single_agent(self) -> bool {
+        matches!(
+            self,
+            AlgorithmKind::Ts | AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb
+        )
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ts" => Some(AlgorithmKind::Ts),
+            "random" => Some(AlgorithmKind::Random),
+            "ei" => Some(AlgorithmKind::Ei),
+            "ucb" => Some(AlgorithmKind::Ucb),
+            "fts" => Some(AlgorithmKind::Fts),
+            "dp-fts-de" => Some(AlgorithmKind::DpFtsDe),
+            "rgpe" => Some(AlgorithmKind::Rgpe),
+            "taf" => Some(AlgorithmKind::Taf),
+            "consensus" => Some(AlgorithmKind::Consensus),
+            "cgp" => Some(AlgorithmKind::Cgp),
+            "design-density" => Some(AlgorithmKind::DesignDensity),
+            "fedgp" => Some(AlgorithmKind::FedGp),
+            "fmtbo" => Some(AlgorithmKind::Fmtbo),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MessageMode {
+    /// Each agent sends one omega before the target starts; a used message is removed from P_N.
+    OneShot,
+    /// Every agent runs one more TS iteration and sends a fresh omega before each target
+    /// iteration (FTS paper App. D.2.1), so t_n grows.
+    EveryIteration,
+}
+
+/// One algorithm to run, with the federation and surrogate settings it overrides resolved.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AlgorithmSpec {
+    pub kind: AlgorithmKind,
+    pub label: String,
+    /// M, the shared random features (message length).
+    pub features: usize,
+    pub p_t: Schedule,
+    pub messages: MessageMode,
+    /// Set for `dp-fts-de`.
+    pub server: Option<ServerSpec>,
+    /// RGPE: posterior samples for the ranking-loss weights (Feurer et al.: 100).
+    pub samples: usize,
+    /// TAF: bandwidth rho of the Epanechnikov kernel on the discordant-pair fraction.
+    pub bandwidth: f64,
+    /// TAF: what an agent's predicted improvement is measured against.
+    pub incumbent: TafIncumbent,
+    /// How this algorithm's own agents draw their own Thompson samples (TS, FTS, DP-FTS-DE;
+    /// senders keep `surrogate.own.sample`, so the algorithms of a spec hear the same
+    /// agents).
+    pub own_sample: OwnSampler,
+    /// UCB: a fixed beta; None: Srinivas et al.'s schedule.
+    pub beta: Option<f64>,
+    /// The survey's frameworks' settings (`Framework::None` for the other kinds).
+    pub framework: frameworks::Framework,
+}
+
+impl AlgorithmSpec {
+    /// The differentially private mechanism this algorithm has released after `steps`
+    /// iterations in a federation of `agents` agents (the rate is the one a server realises),
+    /// or None if it releases nothing noisy: every epsilon fbo writes is computed from this.
+    pub fn mechanism(&self, steps: u64, agents: usize) -> Option<crate::privacy::Mechanism> {
+        match self.server.as_ref().and_then(|s| s.dp) {
+            Some(dp) => Some(dp.mechanism(steps, agents)),
+            None => self.framework.mechanism(steps),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TafIncumbent {
+    /// The agent's best observation, sent with its message (FTS paper Sec. 3.2: M + M^2 + 1
+    /// parameters).
+    Agent,
+    /// The agent's surrogate's best prediction over the target's observed inputs (Wistuba et
+    /// al. 2018; nothing extra is sent).
+    Target,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAlgorithm {
+    kind: String,
+    label: Option<String>,
+    features: Option<i64>,
+    p_t: Option<toml::Value>,
+    p1_equals_p2: Option<bool>,
+    messages: Option<String>,
+    server: Option<RawServer>,
+    samples: Option<i64>,
+    bandwidth: Option<f64>,
+    incumbent: Option<String>,
+    own_sample: Option<String>,
+    beta: Option<f64>,
+    // The survey's frameworks' keys (spec/frameworks.rs).
+    acquisition: Option<String>,
+    schedule: Option<String>,
+    noise: Option<f64>,
+    eta: Option<f64>,
+    density: Option<String>,
+    width: Option<f64>,
+    rounds: Option<i64>,
+    local_steps: Option<i64>,
+    step_size: Option<f64>,
+    gamma: Option<f64>,
+    fraction: Option<f64>,
+    shared_points: Option<i64>,
+}
+
+/// What an algorithm's table falls back on: the spec's own settings.
+pub(super) struct Defaults<'a> {
+    pub surrogate: &'a SurrogateSpec,
+    pub features: usize,
+    pub p_t: &'a Schedule,
+    pub p1: bool,
+    pub messages: MessageMode,
+    pub server: &'a RawServer,
+    pub iterations: usize,
+    pub domain_size: Option<usize>,
+    pub total_agents: usize,
+}
+
+/// Every `[[algorithm]]` table checked, in order; labels unique.
+pub(super) fn check_algorithms(
+    c: &Check,
+    raw: Vec<RawAlgorithm>,
+    d: &Defaults,
+) -> Result<Vec<AlgorithmSpec>> {
+    let (surrogate, features, fed_pt, p1, fed_messages, raw_server, iterations, total_agents) = (
+        d.surrogate,
+        d.features,
+        d.p_t,
+        d.p1,
+        d.messages,
+        d.server,
+        d.iterations,
+        d.total_agents,
+    );
+    let mut algorithms: Vec<AlgorithmSpec> = Vec::new();
+    for (i, ra) in raw.into_iter().enumerate() {
+        let key = |k: &str| format!("algorithm[{i}].{k}");
+        let kind = AlgorithmKind::parse(&ra.kind).ok_or_else(|| {
+            c.err(
+                &key("kind"),
+                format!(
+                    "unknown algorithm \"{}\"; allowed: {:?}",
+                    ra.kind,
+                    AlgorithmKind::NAMES
+                ),
+            )
+        })?;
+        if kind.is_framework()
+            && (ra.features.is_some()
+                || ra.p_t.is_some()
+                || ra.messages.is_some()
+                || ra.p1_equals_p2.is_some()
+                || ra.server.is_some())
+        {
+            return Err(c.err(
+                &key("kind"),
+                format!(
+                    "{} shares no random-feature messages: features, p_t, p1_equals_p2, messages and server do not apply to it",
+                    ra.kind
+                ),
+            ));
+        }
+        if kind.is_single_agent()
+            && (ra.features.is_some()
+                || ra.p_t.is_some()
+                || ra.messages.is_some()
+                || ra.p1_equals_p2.is_some()
+                || ra.server.is_some())
+        {
+            return Err(c.err(
+                &key("kind"),
+                format!(
+                    "{} uses no federation: features, p_t, p1_equals_p2, messages and server do not apply to it",
+                    match kind {
+                        AlgorithmKind::Random => "Random search",
+                        AlgorithmKind::Ei => "EI",
+                        AlgorithmKind::Ucb => "UCB",
+                        _ => "TS",
+                    }
+                ),
+            ));
+        }
+        let framework = frameworks::parse(
+            c,
+            &ra.kind,
+            &frameworks::RawFramework {
+                acquisition: ra.acquisition.clone(),
+                schedule: ra.schedule.clone(),
+                noise: ra.noise,
+                eta: ra.eta,
+                samples: ra.samples.filter(|_| kind.is_framework()),
+                beta: ra.beta.filter(|_| kind.is_framework()),
+                density: ra.density.clone(),
+                width: ra.width,
+                rounds: ra.rounds,
+                local_steps: ra.local_steps,
+                step_size: ra.step_size,
+                gamma: ra.gamma,
+                fraction: ra.fraction,
+                shared_points: ra.shared_points,
+            },
+            &key,
+        )?;
+        if ra.beta.is_some()
+            && !matches!(kind, AlgorithmKind::Ucb)
+            && !frameworks::keys_of(&ra.kind).contains(&"beta")
+        {
+            return Err(c.err(
+                &key("beta"),
+                "applies only to kind = ucb, consensus, cgp, design-density or fedgp",
+            ));
+        }
+        let beta = match ra.beta {
+            Some(b) if !(b.is_finite() && b > 0.0 && b <= 1e6) => {
+                return Err(c.err(&key("beta"), format!("must be in (0, 1e6], got {b}")));
+            }
+            b => b,
+        };
+        if matches!(
+            kind,
+            AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb
+        ) && ra.own_sample.is_some()
+        {
+            return Err(c.err(
+                &key("own_sample"),
+                "random, ei and ucb draw no Thompson sample; own_sample applies to ts, fts and dp-fts-de",
+            ));
+        }
+        if kind != AlgorithmKind::Fts && ra.messages.is_some() {
+            return Err(c.err(&key("messages"), "applies only to kind = \"fts\""));
+        }
+        let meta = matches!(kind, AlgorithmKind::Rgpe | AlgorithmKind::Taf);
+        if meta && (ra.p_t.is_some() || ra.p1_equals_p2.is_some()) {
+            return Err(c.err(
+                &key("p_t"),
+                "RGPE and TAF choose every query by their acquisition function; p_t and p1_equals_p2 do not apply",
+            ));
+        }
+        if meta && fed_messages != MessageMode::OneShot {
+            return Err(c.err(
+                "federation.messages",
+                "RGPE and TAF receive one message per agent before the target starts; every-iteration messages are an FTS option (set messages on the fts algorithm instead)",
+            ));
+        }
+        if !matches!(
+            kind,
+            AlgorithmKind::Rgpe | AlgorithmKind::Cgp | AlgorithmKind::DesignDensity
+        ) && ra.samples.is_some()
+        {
+            return Err(c.err(
+                &key("samples"),
+                "applies only to kind = rgpe, cgp or design-density",
+            ));
+        }
+        if kind != AlgorithmKind::Taf && ra.bandwidth.is_some() {
+            return Err(c.err(&key("bandwidth"), "applies only to kind = \"taf\""));
+        }
+        if meta && ra.own_sample.is_some() {
+            return Err(c.err(
+                &key("own_sample"),
+                "RGPE and TAF use the exact GP posterior, not a sample; own_sample applies to ts, fts and dp-fts-de",
+            ));
+        }
+        let own_sample = c.sampler(
+            &key("own_sample"),
+            ra.own_sample.as_deref(),
+            surrogate.own.sampler,
+        )?;
+        if kind != AlgorithmKind::Taf && ra.incumbent.is_some() {
+            return Err(c.err(&key("incumbent"), "applies only to kind = \"taf\""));
+        }
+        let incumbent = match ra.incumbent.as_deref() {
+            None | Some("agent") => TafIncumbent::Agent,
+            Some("target") => TafIncumbent::Target,
+            Some(o) => {
+                return Err(c.err(
+                    &key("incumbent"),
+                    format!("unknown incumbent \"{o}\"; allowed: \"agent\", \"target\""),
+                ));
+            }
+        };
+        let samples = c.int(&key("samples"), ra.samples, 100, 1, 100_000)?;
+        let bandwidth = ra.bandwidth.unwrap_or(0.1);
+        if !(bandwidth > 0.0 && bandwidth <= 10.0) {
+            return Err(c.err(
+                &key("bandwidth"),
+                format!("must be in (0, 10], got {bandwidth}"),
+            ));
+        }
+        if kind != AlgorithmKind::DpFtsDe && ra.server.is_some() {
+            return Err(c.err(&key("server"), "applies only to kind = \"dp-fts-de\""));
+        }
+        let server = match kind {
+            AlgorithmKind::DpFtsDe => Some(check_server(
+                c,
+                &key("server"),
+                ra.server.clone().unwrap_or_default().or(raw_server),
+                ra.server.as_ref(),
+                d.domain_size,
+                total_agents,
+            )?),
+            _ => None,
+        };
+        let m = c.int(
+            &key("features"),
+            ra.features,
+            features as i64,
+            1,
+            MAX_FEATURES,
+        )?;
+        let p_t = match ra.p_t {
+            Some(ref v) => c.schedule(
+                &key("p_t"),
+                Some(v),
+                ra.p1_equals_p2.unwrap_or(p1),
+                iterations,
+            )?,
+            None => Schedule {
+                p1_equals_p2: ra.p1_equals_p2.unwrap_or(p1),
+                ..fed_pt.clone()
+            },
+        };
+        let messages = c.messages(&key("messages"), ra.messages.as_deref(), fed_messages)?;
+        let label = match ra.label {
+            // A label names CSV rows and a command's FBO_SCOPE: control characters (a
+            // NUL cannot be passed in the environment) are refused with the others.
+            Some(l)
+                if l.is_empty()
+                    || l.contains([',', '"'])
+                    || l.chars().any(|ch| ch.is_control()) =>
+            {
+                return Err(c.err(
+                    &key("label"),
+                    format!(
+                        "must be non-empty without commas, quotes, newlines or other control characters, got {l:?}"
+                    ),
+                ));
+            }
+            Some(l) => l,
+            None => {
+                let base = match (kind, &server) {
+                    (AlgorithmKind::DpFtsDe, Some(sv)) => server_label(sv),
+                    (AlgorithmKind::Fts, _) => format!("FTS M={m}"),
+                    (AlgorithmKind::Rgpe, _) => format!("RGPE M={m}"),
+                    (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
+                    (AlgorithmKind::Random, _) => "Random".to_string(),
+                    (kind, _) if kind.is_framework() => framework.label(),
+                    (AlgorithmKind::Ei, _) => "EI".to_string(),
+                    (AlgorithmKind::Ucb, _) => match beta {
+                        Some(b) if b < 1e-3 => format!("UCB beta={b:e}"),
+                        Some(b) => format!("UCB beta={b}"),
+                        None => "UCB".to_string(),
+                    },
+                    _ => "TS".to_string(),
+                };
+                // Named only where it departs from the spec's, so that the algorithms of a
+                // spec that sets no own sample keep their plain names.
+                if own_sample == surrogate.own.sampler {
+                    base
+                } else {
+                    format!("{base} {}", own_sample.name())
+                }
+            }
+        };
+        if algorithms.iter().any(|a| a.label == label) {
+            return Err(c.err(
+                &key("label"),
+                format!("label \"{label}\" is used twice; give each algorithm a distinct label"),
+            ));
+        }
+        algorithms.push(AlgorithmSpec {
+            kind,
+            label,
+            features: m,
+            p_t,
+            messages,
+            server,
+            samples,
+            bandwidth,
+            incumbent,
+            own_sample,
+            beta,
+            framework,
+        });
+    }
+
+    Ok(algorithms)
+}

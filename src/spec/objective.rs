@@ -1,0 +1,830 @@
+//! What is optimised: the objective's kind and parameters, its search space (a grid or a box
+//! of named hyperparameters), and the checks of each kind (tables, live models, commands).
+
+use super::*;
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ObjectiveKind {
+    /// FTS paper App. D.1: target f, N other agents g_n = f +/- d per point.
+    SyntheticFts,
+    /// DP paper App. B.1.1: N agents f +/- d, or alpha-mixtures of independent draws.
+    SyntheticDp { heterogeneous: Option<f64> },
+    /// A hyperparameter-response table; `agents` are the table's agent ids taking part, in
+    /// the order fbo numbers them 0, 1, ...
+    Table { meta: TableMeta, agents: Vec<usize> },
+    /// A closed-form test function; with heterogeneity > 0 each agent sees its own shifted
+    /// and rotated version (`objective::function::Transform`).
+    Function {
+        function: Function,
+        heterogeneity: f64,
+    },
+    /// A dataset's model trained at every query; `agents` are the data's agents taking part.
+    Model {
+        settings: ModelSettings,
+        agents: Vec<usize>,
+    },
+    /// The user's command run at every query (`kind = "command"`), or results reported by
+    /// hand with `fbo tell` (`kind = "external"`, no argv).
+    Command(CommandSettings),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectiveSpec {
+    pub kind: ObjectiveKind,
+    /// Agents (fbo's numbering) whose optimisation TS and FTS trace.
+    pub targets: Vec<usize>,
+    pub grid: usize,
+    pub length_scale: f64,
+    pub noise_var: f64,
+    pub functions: usize,
+    pub d: f64,
+    /// Named hyperparameters of function and model objectives (empty otherwise).
+    pub params: Vec<Param>,
+    /// Function and model objectives: points per hyperparameter of a grid; None: the box.
+    pub per_dim: Option<usize>,
+}
+
+impl ObjectiveSpec {
+    /// The space of a function or model objective: the tensor grid of `per_dim` points per
+    /// hyperparameter, or the continuous box.
+    pub fn space(&self) -> Space {
+        match self.per_dim {
+            Some(n) => Space::Grid(Domain::tensor(&self.params, n)),
+            None => Space::Box(self.params.clone()),
+        }
+    }
+
+    /// What the trace's `metric` column measures, for axis labels: its name and whether
+    /// higher is better.
+    pub fn metric_label(&self) -> (String, bool) {
+        match &self.kind {
+            ObjectiveKind::SyntheticFts
+            | ObjectiveKind::SyntheticDp { .. }
+            | ObjectiveKind::Function { .. } => ("f(x)".into(), true),
+            ObjectiveKind::Table { meta, .. } => {
+                let name = match meta.metric.as_str() {
+                    "auc" | "platt-auc" => "AUC".to_string(),
+                    "error" => "validation error".to_string(),
+                    // fbo tabulate writes validation_error: a label reads it with a space.
+                    other => other.replace('_', " "),
+                };
+                (name, meta.sign > 0.0)
+            }
+            ObjectiveKind::Model { settings, .. } => {
+                let (name, higher) = settings.dataset.metric_label();
+                (name.into(), higher)
+            }
+            ObjectiveKind::Command(c) => (c.metric_name.clone(), c.sign > 0.0),
+        }
+    }
+
+    /// Points of the search space; None for a box.
+    pub fn domain_size(&self) -> Option<usize> {
+        match &self.kind {
+            ObjectiveKind::SyntheticFts | ObjectiveKind::SyntheticDp { .. } => Some(self.grid),
+            ObjectiveKind::Table { meta, .. } => Some(meta.points),
+            ObjectiveKind::Function { .. }
+            | ObjectiveKind::Model { .. }
+            | ObjectiveKind::Command(_) => self
+                .per_dim
+                .map(|n| n.saturating_pow(self.params.len() as u32)),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawObjective {
+    kind: String,
+    grid: Option<i64>,
+    length_scale: Option<f64>,
+    noise_var: Option<f64>,
+    functions: Option<i64>,
+    d: Option<f64>,
+    heterogeneous: Option<bool>,
+    alpha: Option<f64>,
+    table: Option<String>,
+    agents: Option<Vec<i64>>,
+    targets: Option<Vec<i64>>,
+    function: Option<String>,
+    dimension: Option<i64>,
+    heterogeneity: Option<f64>,
+    dataset: Option<String>,
+    data: Option<String>,
+    split: Option<String>,
+    split_seed: Option<i64>,
+    svm_stopping: Option<String>,
+    epochs: Option<i64>,
+    batch_size: Option<i64>,
+    metric: Option<String>,
+    hyperparameters: Option<Vec<RawParam>>,
+    command: Option<Vec<String>>,
+    workdir: Option<String>,
+    direction: Option<String>,
+    metric_name: Option<String>,
+    timeout_s: Option<f64>,
+    retries: Option<i64>,
+    concurrency: Option<i64>,
+    on_failure: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawParam {
+    name: String,
+    low: f64,
+    high: f64,
+    scale: Option<String>,
+    integer: Option<bool>,
+}
+
+pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec> {
+    let Some(mut o) = raw else {
+        return Err(c.err(
+            "objective",
+            "missing [objective] table (kind = \"synthetic-fts\" or \"synthetic-dp\")",
+        ));
+    };
+    let ids = |key: &str, v: Option<Vec<i64>>| -> Result<Option<Vec<usize>>> {
+        let Some(v) = v else { return Ok(None) };
+        if v.is_empty() {
+            return Err(c.err(key, "must list at least one agent"));
+        }
+        let mut out: Vec<usize> = Vec::new();
+        for (i, a) in v.iter().enumerate() {
+            if *a < 0 || out.contains(&(*a as usize)) {
+                return Err(c.err(
+                    &format!("{key}[{i}]"),
+                    format!("must be a distinct agent id >= 0, got {a}"),
+                ));
+            }
+            out.push(*a as usize);
+        }
+        Ok(Some(out))
+    };
+    let targets = ids("objective.targets", o.targets.take())?;
+    if o.kind != "table" && o.table.is_some() {
+        return Err(c.err("objective.table", "applies only to kind = \"table\""));
+    }
+    if o.kind != "table" && o.kind != "model" && o.agents.is_some() {
+        return Err(c.err(
+            "objective.agents",
+            "applies only to kind = \"table\" or \"model\"",
+        ));
+    }
+    for (k, set) in [
+        ("function", o.function.is_some()),
+        ("dimension", o.dimension.is_some()),
+        ("heterogeneity", o.heterogeneity.is_some()),
+    ] {
+        if o.kind != "function" && set {
+            return Err(c.err(
+                &format!("objective.{k}"),
+                "applies only to kind = \"function\"",
+            ));
+        }
+    }
+    let measured = o.kind == "command" || o.kind == "external";
+    if !measured {
+        for (k, set) in [
+            ("command", o.command.is_some()),
+            ("workdir", o.workdir.is_some()),
+            ("direction", o.direction.is_some()),
+            ("metric_name", o.metric_name.is_some()),
+            ("timeout_s", o.timeout_s.is_some()),
+            ("retries", o.retries.is_some()),
+            ("concurrency", o.concurrency.is_some()),
+            ("on_failure", o.on_failure.is_some()),
+        ] {
+            if set {
+                return Err(c.err(
+                    &format!("objective.{k}"),
+                    "applies only to kind = \"command\" (and \"external\")",
+                ));
+            }
+        }
+    }
+    if o.kind != "model" {
+        for (k, set) in [
+            ("dataset", o.dataset.is_some()),
+            ("data", o.data.is_some()),
+            ("split", o.split.is_some()),
+            ("split_seed", o.split_seed.is_some()),
+            ("svm_stopping", o.svm_stopping.is_some()),
+            ("epochs", o.epochs.is_some()),
+            ("batch_size", o.batch_size.is_some()),
+            ("metric", o.metric.is_some()),
+            ("hyperparameters", o.hyperparameters.is_some() && !measured),
+        ] {
+            if set {
+                return Err(c.err(
+                    &format!("objective.{k}"),
+                    "applies only to kind = \"model\"",
+                ));
+            }
+        }
+    }
+    if o.kind == "function" || o.kind == "model" || measured {
+        for (k, set) in [
+            ("functions", o.functions.is_some()),
+            ("d", o.d.is_some()),
+            ("alpha", o.alpha.is_some()),
+            ("heterogeneous", o.heterogeneous.is_some()),
+            ("length_scale", o.length_scale.is_some()),
+        ] {
+            if set {
+                return Err(c.err(
+                    &format!("objective.{k}"),
+                    format!(
+                        "does not apply to kind = \"{}\" (no functions are drawn; the surrogate's length scale is surrogate.length_scale)",
+                        o.kind
+                    ),
+                ));
+            }
+        }
+        // grid = n: a grid of n points per hyperparameter; absent: the continuous box.
+        let per_dim = match o.grid {
+            None => None,
+            Some(_) => Some(c.int("objective.grid", o.grid, 2, 2, 100_000)?),
+        };
+        let (kind, params) = if o.kind == "function" {
+            let name = o.function.take().ok_or_else(|| {
+                c.err(
+                    "objective.function",
+                    format!("missing: one of {}", Function::NAMES),
+                )
+            })?;
+            // Rosenbrock's sum runs over neighbouring coordinates: it needs two.
+            let lo = if name == "rosenbrock" { 2 } else { 1 };
+            let dim = match (Function::scalable(&name), o.dimension) {
+                (true, None) => {
+                    return Err(c.err(
+                        "objective.dimension",
+                        format!(
+                            "missing: \"{name}\" is defined in any dimension; say how many ({lo} to 50)"
+                        ),
+                    ));
+                }
+                (true, Some(_)) => Some(c.int("objective.dimension", o.dimension, lo, lo, 50)?),
+                (false, Some(_)) => {
+                    return Err(c.err(
+                        "objective.dimension",
+                        format!(
+                            "applies only to the functions defined in any dimension ({}); \"{name}\" has its own",
+                            Function::SCALABLE
+                        ),
+                    ));
+                }
+                (false, None) => None,
+            };
+            let f = Function::parse(&name, dim).ok_or_else(|| {
+                c.err(
+                    "objective.function",
+                    format!("unknown function \"{name}\"; allowed: {}", Function::NAMES),
+                )
+            })?;
+            let heterogeneity = match o.heterogeneity {
+                None => 0.0,
+                Some(h) if (0.0..=1.0).contains(&h) => h,
+                Some(h) => {
+                    return Err(c.err(
+                        "objective.heterogeneity",
+                        format!(
+                            "must be in [0, 1] (0: every agent sees the same function), got {h}"
+                        ),
+                    ));
+                }
+            };
+            (
+                ObjectiveKind::Function {
+                    function: f,
+                    heterogeneity,
+                },
+                f.params(),
+            )
+        } else if measured {
+            check_command(c, &mut o)?
+        } else {
+            check_model(c, &mut o, &ids)?
+        };
+        if let Some(n) = per_dim {
+            let points = (n as u128).saturating_pow(params.len() as u32);
+            if points > 1_000_000 {
+                return Err(c.err(
+                    "objective.grid",
+                    format!(
+                        "{n} points per hyperparameter make {points} grid points over {} hyperparameters; at most 1000000 (leave grid out to search the continuous box)",
+                        params.len()
+                    ),
+                ));
+            }
+        }
+        return Ok(ObjectiveSpec {
+            kind,
+            targets: targets.unwrap_or_default(),
+            grid: 0,
+            // Only the default of surrogate.length_scale here, in unit coordinates.
+            length_scale: 0.1,
+            noise_var: if measured {
+                if o.noise_var.is_some() {
+                    return Err(c.err(
+                        "objective.noise_var",
+                        "does not apply to a measured objective: the metric it reports is the observation",
+                    ));
+                }
+                0.0
+            } else {
+                c.non_negative("objective.noise_var", o.noise_var, 0.0)?
+            },
+            functions: 1,
+            d: 0.0,
+            params,
+            per_dim,
+        });
+    }
+    let kind = match o.kind.as_str() {
+        "table" => {
+            for (k, set) in [
+                ("grid", o.grid.is_some()),
+                ("functions", o.functions.is_some()),
+                ("d", o.d.is_some()),
+                ("alpha", o.alpha.is_some()),
+            ] {
+                if set {
+                    return Err(c.err(
+                        &format!("objective.{k}"),
+                        "does not apply to kind = \"table\" (the table fixes the domain)",
+                    ));
+                }
+            }
+            let rel = o.table.take().ok_or_else(|| {
+                c.err(
+                    "objective.table",
+                    "missing: the table.toml written by `fbo tabulate`, relative to this spec",
+                )
+            })?;
+            let base = c.file.parent().unwrap_or(Path::new("."));
+            let meta = crate::objective::table::read_meta(&base.join(&rel))?;
+            let agents = match ids("objective.agents", o.agents.take())? {
+                Some(list) => {
+                    if let Some(a) = list.iter().find(|&&a| a >= meta.agents) {
+                        return Err(c.err(
+                            "objective.agents",
+                            format!("agent {a} is not in the table (0..{})", meta.agents - 1),
+                        ));
+                    }
+                    list
+                }
+                None => (0..meta.agents).collect(),
+            };
+            let points = meta.points;
+            let spec = ObjectiveSpec {
+                kind: ObjectiveKind::Table { meta, agents },
+                targets: targets.unwrap_or_default(),
+                grid: points,
+                length_scale: c.positive("objective.length_scale", o.length_scale, 0.01)?,
+                noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.0)?,
+                functions: 1,
+                d: 0.0,
+                params: Vec::new(),
+                per_dim: None,
+            };
+            return Ok(spec);
+        }
+        "synthetic-fts" => {
+            if o.heterogeneous.is_some() || o.alpha.is_some() {
+                return Err(c.err(
+                    "objective.alpha",
+                    "heterogeneous and alpha apply only to kind = \"synthetic-dp\"",
+                ));
+            }
+            ObjectiveKind::SyntheticFts
+        }
+        "synthetic-dp" => {
+            let het = o.heterogeneous.unwrap_or(false);
+            if !het && o.alpha.is_some() {
+                return Err(c.err("objective.alpha", "applies only with heterogeneous = true"));
+            }
+            let alpha = if het {
+                let a = o.alpha.unwrap_or(0.7);
+                if !(a.is_finite() && (0.0..=1.0).contains(&a)) {
+                    return Err(c.err("objective.alpha", format!("must be in [0, 1], got {a}")));
+                }
+                Some(a)
+            } else {
+                None
+            };
+            ObjectiveKind::SyntheticDp {
+                heterogeneous: alpha,
+            }
+        }
+        other => {
+            return Err(c.err(
+                "objective.kind",
+                format!(
+                    "unknown objective \"{other}\"; allowed: \"synthetic-fts\", \"synthetic-dp\", \"table\", \"function\", \"model\", \"command\", \"external\""
+                ),
+            ));
+        }
+    };
+    Ok(ObjectiveSpec {
+        kind,
+        targets: targets.unwrap_or_default(),
+        // The functions are exact GP draws on the grid: a G x G Cholesky factor.
+        grid: c.int("objective.grid", o.grid, 1000, 2, 20_000)?,
+        length_scale: c.positive("objective.length_scale", o.length_scale, 0.03)?,
+        noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.01)?,
+        functions: c.int("objective.functions", o.functions, 5, 1, MAX_COUNT)?,
+        d: c.non_negative("objective.d", o.d, 0.02)?,
+        params: Vec::new(),
+        per_dim: None,
+    })
+}
+
+/// The program a command's argv[0] names, as it will be started: a path with a slash
+/// relative to `workdir`, a bare name found on PATH. Why not, otherwise.
+pub fn find_program(name: &str, workdir: &Path) -> std::result::Result<PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let p = crate::objective::command::program_path(name, workdir);
+    if name.contains('/') {
+        return if executable(&p) {
+            Ok(p)
+        } else if p.exists() {
+            Err(format!(
+                "{} is not an executable file (chmod +x it, or run it through its interpreter: [\"python3\", \"{name}\"])",
+                p.display()
+            ))
+        } else {
+            Err(format!(
+                "the program {} does not exist (a path with a slash is taken from objective.workdir, {})",
+                p.display(),
+                workdir.display()
+            ))
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| executable(p))
+        .ok_or_else(|| {
+            format!(
+                "the program \"{name}\" is not on PATH (give its path, say [\"./{name}\"] for one in objective.workdir)"
+            )
+        })
+}
+
+/// kind = "command" or "external": the argv (command only), where it runs, the metric's
+/// direction and name, the searched hyperparameters (named by the user), and how failures
+/// and concurrency are handled.
+fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<Param>)> {
+    let external = o.kind == "external";
+    let argv = match (o.command.take(), external) {
+        (Some(_), true) => {
+            return Err(c.err(
+                "objective.command",
+                "kind = \"external\" has no command: its results are reported with `fbo tell` (use kind = \"command\" to run one)",
+            ));
+        }
+        (None, true) => None,
+        (None, false) => {
+            return Err(c.err(
+                "objective.command",
+                "missing: the program to run, as a list (command = [\"python3\", \"train.py\"]); it is executed directly, not through a shell",
+            ));
+        }
+        (Some(v), false) => {
+            if v.is_empty() || v[0].is_empty() {
+                return Err(c.err(
+                    "objective.command",
+                    "must name a program: a non-empty list whose first item is the program",
+                ));
+            }
+            Some(v)
+        }
+    };
+    let base = c.file.parent().unwrap_or(Path::new("."));
+    let workdir = base.join(o.workdir.take().unwrap_or_else(|| ".".into()));
+    if !external && !workdir.is_dir() {
+        return Err(c.err(
+            "objective.workdir",
+            format!(
+                "{} is not a folder (the command runs there; relative to this spec)",
+                workdir.display()
+            ),
+        ));
+    }
+    // Absolute, so that neither fbo's own folder nor the command's changes what it means.
+    let workdir = workdir.canonicalize().unwrap_or(workdir);
+    if let Some(argv) = &argv {
+        if let Some(bad) = argv.iter().find(|a| a.contains('\0')) {
+            return Err(c.err(
+                "objective.command",
+                format!("{bad:?} holds a NUL character, which no program can be given"),
+            ));
+        }
+        // A program that cannot start fails every evaluation: said now, not after a run of
+        // skipped failures.
+        find_program(&argv[0], &workdir).map_err(|m| c.err("objective.command", m))?;
+    }
+    let sign = match o.direction.take().as_deref() {
+        Some("maximize") => 1.0,
+        Some("minimize") => -1.0,
+        Some(other) => {
+            return Err(c.err(
+                "objective.direction",
+                format!("unknown direction \"{other}\"; allowed: \"maximize\", \"minimize\""),
+            ));
+        }
+        None => {
+            return Err(c.err(
+                "objective.direction",
+                "missing: \"maximize\" or \"minimize\" (whether a higher metric is better)",
+            ));
+        }
+    };
+    let metric_name = o.metric_name.take().unwrap_or_else(|| "metric".into());
+    if metric_name.is_empty() || metric_name.contains(['\n', '"']) {
+        return Err(c.err(
+            "objective.metric_name",
+            "must be a non-empty name without quotes or newlines",
+        ));
+    }
+    let timeout_s = o.timeout_s.unwrap_or(3600.0);
+    if !(timeout_s > 0.0 && timeout_s <= 1e7) {
+        return Err(c.err(
+            "objective.timeout_s",
+            format!("must be in (0, 1e7] seconds, got {timeout_s}"),
+        ));
+    }
+    let retries = c.int("objective.retries", o.retries, 0, 0, 100)?;
+    let concurrency = c.int("objective.concurrency", o.concurrency, 1, 1, 1024)?;
+    let on_failure = match o.on_failure.take().as_deref() {
+        None | Some("stop") => OnFailure::Stop,
+        Some("skip") => OnFailure::Skip,
+        Some(other) => {
+            return Err(c.err(
+                "objective.on_failure",
+                format!("unknown choice \"{other}\"; allowed: \"stop\", \"skip\""),
+            ));
+        }
+    };
+    let list = o.hyperparameters.take().ok_or_else(|| {
+        c.err(
+            "objective.hyperparameters",
+            "missing: at least one [[objective.hyperparameters]] with name, low and high",
+        )
+    })?;
+    if list.is_empty() || list.len() > 20 {
+        return Err(c.err(
+            "objective.hyperparameters",
+            format!("must list 1 to 20 hyperparameters, got {}", list.len()),
+        ));
+    }
+    let mut params: Vec<Param> = Vec::with_capacity(list.len());
+    for (i, h) in list.into_iter().enumerate() {
+        let key = |f: &str| format!("objective.hyperparameters[{i}].{f}");
+        let ok = !h.name.is_empty()
+            && h.name.len() <= 64
+            && h.name
+                .chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ch == '_');
+        if !ok {
+            return Err(c.err(
+                &key("name"),
+                format!(
+                    "must be 1-64 characters from A-Z a-z 0-9 _ (it names the variable FBO_PARAM_<NAME>), got \"{}\"",
+                    h.name
+                ),
+            ));
+        }
+        if params.iter().any(|p| p.name.eq_ignore_ascii_case(&h.name)) {
+            return Err(c.err(
+                &key("name"),
+                format!(
+                    "\"{}\" is used twice (names are compared without case)",
+                    h.name
+                ),
+            ));
+        }
+        params.push(check_param(c, &key, h, false)?);
+    }
+    let settings = CommandSettings {
+        argv,
+        workdir,
+        sign,
+        metric_name,
+        timeout_s,
+        retries,
+        concurrency,
+        on_failure,
+    };
+    Ok((ObjectiveKind::Command(settings), params))
+}
+
+type IdList<'a> = dyn Fn(&str, Option<Vec<i64>>) -> Result<Option<Vec<usize>>> + 'a;
+
+/// kind = "model": the dataset, its raw data (read here, to count its agents), the model's
+/// fixed settings and the searched hyperparameters (the dataset's, in its order; ranges and
+/// scales may change).
+fn check_model(
+    c: &Check,
+    o: &mut RawObjective,
+    ids: &IdList,
+) -> Result<(ObjectiveKind, Vec<Param>)> {
+    let name = o.dataset.take().ok_or_else(|| {
+        c.err(
+            "objective.dataset",
+            "missing: \"landmine\", \"har\" or \"emnist\"",
+        )
+    })?;
+    let dataset = Dataset::parse(&name).ok_or_else(|| {
+        c.err(
+            "objective.dataset",
+            format!("unknown dataset \"{name}\"; allowed: \"landmine\", \"har\", \"emnist\""),
+        )
+    })?;
+    let rel = o.data.take().ok_or_else(|| {
+        c.err(
+            "objective.data",
+            format!(
+                "missing: the raw data, relative to this spec: {}",
+                match dataset {
+                    Dataset::Landmine =>
+                        "the landmine CSV transcription (shared/data/landmine/landmine.csv)",
+                    Dataset::Har => "the UCI HAR folder of .txt.gz files (shared/data/har)",
+                    Dataset::Emnist => "the FEMNIST digits folder (shared/data/emnist)",
+                }
+            ),
+        )
+    })?;
+    let base = c.file.parent().unwrap_or(Path::new("."));
+    let data = base.join(&rel);
+    if !data.exists() {
+        return Err(c.err(
+            "objective.data",
+            format!("{} does not exist", data.display()),
+        ));
+    }
+    let split_seed = c.int("objective.split_seed", o.split_seed, 0, 0, i64::MAX)? as u64;
+    let split_file = dataset
+        .split_file(base, o.split.take().as_deref())
+        .map_err(|m| c.err("objective.split", m))?;
+    let svm_stopping = dataset
+        .svm_stopping(o.svm_stopping.take().as_deref())
+        .map_err(|m| c.err("objective.svm_stopping", m))?;
+    let epochs = c.int("objective.epochs", o.epochs, 20, 1, 100_000)?;
+    let batch_size = match dataset {
+        Dataset::Emnist => c.int("objective.batch_size", o.batch_size, 20, 1, 100_000)?,
+        _ if o.batch_size.is_some() => {
+            return Err(c.err(
+                "objective.batch_size",
+                "only the emnist dataset has a fixed batch size (har tunes it as a hyperparameter)",
+            ));
+        }
+        _ => 0,
+    };
+    if dataset == Dataset::Landmine && o.epochs.is_some() {
+        return Err(c.err("objective.epochs", "the landmine SVM has no epochs"));
+    }
+    // Platt-calibrated AUC by default: it is what the authors' SVC(probability=True) scored,
+    // so live levels are comparable with their published traces.
+    let metric = match (dataset, o.metric.take().as_deref()) {
+        (Dataset::Landmine, None | Some("platt-auc")) => SvmMetric::PlattAuc,
+        (Dataset::Landmine, Some("auc")) => SvmMetric::Auc,
+        (Dataset::Landmine, Some(other)) => {
+            return Err(c.err(
+                "objective.metric",
+                format!("unknown metric \"{other}\"; allowed: \"platt-auc\" (default), \"auc\""),
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(c.err(
+                "objective.metric",
+                "applies only to dataset = \"landmine\" (har and emnist score validation error)",
+            ));
+        }
+        (_, None) => SvmMetric::Auc,
+    };
+    let defaults = dataset.defaults();
+    let params = match o.hyperparameters.take() {
+        None => defaults,
+        Some(list) => {
+            if list.len() != defaults.len() {
+                return Err(c.err(
+                    "objective.hyperparameters",
+                    format!(
+                        "\"{name}\" has {} hyperparameters ({}), got {}",
+                        defaults.len(),
+                        defaults
+                            .iter()
+                            .map(|d| d.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        list.len()
+                    ),
+                ));
+            }
+            let mut out = Vec::with_capacity(list.len());
+            for (i, (h, d)) in list.into_iter().zip(&defaults).enumerate() {
+                let key = |f: &str| format!("objective.hyperparameters[{i}].{f}");
+                if h.name != d.name {
+                    return Err(c.err(
+                        &key("name"),
+                        format!(
+                            "must be \"{}\" (the order is fixed), got \"{}\"",
+                            d.name, h.name
+                        ),
+                    ));
+                }
+                out.push(check_param(c, &key, h, true)?);
+            }
+            out
+        }
+    };
+    let settings = ModelSettings {
+        dataset,
+        data,
+        split_seed,
+        split_file,
+        svm_stopping,
+        epochs,
+        batch_size,
+        metric,
+    };
+    let available = crate::objective::model::count_agents(&settings)?;
+    let agents = match ids("objective.agents", o.agents.take())? {
+        Some(list) => {
+            if let Some(a) = list.iter().find(|&&a| a >= available) {
+                return Err(c.err(
+                    "objective.agents",
+                    format!("agent {a} is not in the data (0..{})", available - 1),
+                ));
+            }
+            list
+        }
+        None => (0..available).collect(),
+    };
+    let mut params = params;
+    if dataset == Dataset::Har {
+        // The batch size is a count: trained, traced and memoised as an integer.
+        params[0].integer = true;
+    }
+    Ok((ObjectiveKind::Model { settings, agents }, params))
+}
+
+/// One hyperparameter's range: finite, low < high, positive on a log scale (and for the
+/// datasets' models, whose hyperparameters are all positive).
+fn check_param(
+    c: &Check,
+    key: &dyn Fn(&str) -> String,
+    h: RawParam,
+    positive: bool,
+) -> Result<Param> {
+    let scale = match h.scale.as_deref() {
+        None | Some("linear") => Scale::Linear,
+        Some("log") => Scale::Log,
+        Some(other) => {
+            return Err(c.err(
+                &key("scale"),
+                format!("unknown scale \"{other}\"; allowed: \"linear\", \"log\""),
+            ));
+        }
+    };
+    if !(h.low.is_finite() && h.high.is_finite() && h.low < h.high) {
+        return Err(c.err(
+            &key("low"),
+            format!("need finite low < high, got [{}, {}]", h.low, h.high),
+        ));
+    }
+    if (positive || scale == Scale::Log) && h.low <= 0.0 {
+        return Err(c.err(
+            &key("low"),
+            format!(
+                "must be > 0 ({}), got {}",
+                if scale == Scale::Log {
+                    "log scale"
+                } else {
+                    "the model needs a positive value"
+                },
+                h.low
+            ),
+        ));
+    }
+    let integer = h.integer.unwrap_or(false);
+    if integer && h.high.floor() < h.low.ceil() {
+        return Err(c.err(
+            &key("integer"),
+            format!("[{}, {}] holds no integer", h.low, h.high),
+        ));
+    }
+    Ok(Param {
+        name: h.name,
+        low: h.low,
+        high: h.high,
+        scale,
+        integer,
+    })
+}

@@ -1,0 +1,419 @@
+//! The server's settings (DP-FTS-DE and its special cases): sub-regions, weights,
+//! differential privacy and its budget, and the participation model of a real network.
+
+use super::*;
+
+/// How the server weights agents for each sub-region (DP paper App. B).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WeightMode {
+    /// a_t = a + 1 for t <= t_const, linear decay to 1 over t_decay rounds, then 1 (uniform).
+    Adaptive,
+    /// a_t = a + 1 throughout (App. B.2.5's non-adaptive ablation).
+    Fixed,
+    /// Equal weights 1/N for every sub-region (App. B.1.2 Fig. 5 ablation).
+    Equal,
+}
+
+/// Where round 0's initial points come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitRegion {
+    /// Each agent's own sub-region (distributed exploration).
+    Subregion,
+    /// The whole domain (App. B.1.2 Fig. 5 ablation).
+    Domain,
+}
+
+/// Differential privacy at the server: subsampling, clipping, noise.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DpSpec {
+    pub q: f64,
+    pub z: f64,
+    /// S: vectors are clipped to norm S / sqrt(P).
+    pub clip: f64,
+    pub sampling: Sampling,
+    /// The neighbouring relation every epsilon of this algorithm is stated for.
+    pub adjacency: crate::privacy::Adjacency,
+    /// `server.max_epsilon`: the server releases no round that would take epsilon past it.
+    pub budget: Option<Budget>,
+}
+
+/// A privacy budget and what it allows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Budget {
+    pub max_epsilon: f64,
+    /// The accountant the budget is kept with (at `privacy.delta`).
+    pub accountant: Accountant,
+    /// How many rounds fit in it, found when the spec is checked (epsilon depends on q, z, N
+    /// and the round count only, so this is known before anything runs).
+    pub rounds: u64,
+}
+
+impl DpSpec {
+    /// Rounds the server releases by iteration t: t, or fewer once a budget is spent.
+    pub fn released(&self, t: u64) -> u64 {
+        self.budget.map_or(t, |b| t.min(b.rounds))
+    }
+
+    /// The mechanism released after `steps` iterations by a server of `agents` agents, at the
+    /// rate it realises (the one every epsilon fbo writes is computed for); a spent budget
+    /// stops the rounds, and with them epsilon.
+    pub fn mechanism(&self, steps: u64, agents: usize) -> crate::privacy::Mechanism {
+        let steps = self.released(steps);
+        crate::privacy::Mechanism::server(
+            self.q,
+            self.z,
+            steps,
+            self.sampling,
+            self.adjacency,
+            agents,
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerSpec {
+    /// P, the number of sub-regions.
+    pub subregions: usize,
+    /// None: the non-private variants (all agents, no clipping, no noise).
+    pub dp: Option<DpSpec>,
+    pub weights: WeightMode,
+    pub a: f64,
+    pub t_const: usize,
+    pub t_decay: usize,
+    pub init: InitRegion,
+    /// Which agents' messages reach the server in a round.
+    pub participation: Participation,
+}
+
+/// Messages that do not arrive (issue 25): each round, agent n's message reaches the server
+/// only if it is not dropped (probability `drop[n]`), its latency (exponential, mean
+/// `latency`) is within `deadline`, and it is not in an outage (with probability `outage` a
+/// round loses a block of `outage_agents` consecutive agents at a random start, wrapping).
+/// The server aggregates what arrived with unchanged weights and noise. Every draw is
+/// independent of the data, which is what keeps the accountant's epsilon at the nominal rate an
+/// upper bound (docs/algorithms.md).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Participation {
+    /// One probability per agent, or empty: nobody drops.
+    pub drop: Vec<f64>,
+    /// (mean latency, deadline), in the same arbitrary unit.
+    pub latency: Option<(f64, f64)>,
+    /// (probability per round, agents lost).
+    pub outage: Option<(f64, usize)>,
+}
+
+impl Participation {
+    pub fn is_full(&self) -> bool {
+        self.drop.iter().all(|&d| d == 0.0) && self.latency.is_none() && self.outage.is_none()
+    }
+}
+
+/// Server settings: the top-level [server] table, overridden key by key by an algorithm's
+/// inline `server = { ... }`.
+#[derive(Deserialize, Default, Clone)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawServer {
+    subregions: Option<i64>,
+    dp: Option<bool>,
+    q: Option<f64>,
+    z: Option<f64>,
+    clip: Option<f64>,
+    sampling: Option<String>,
+    adjacency: Option<String>,
+    weights: Option<String>,
+    a: Option<f64>,
+    t_const: Option<i64>,
+    t_decay: Option<i64>,
+    init: Option<String>,
+    drop: Option<RawDrop>,
+    latency: Option<f64>,
+    deadline: Option<f64>,
+    outage: Option<f64>,
+    outage_agents: Option<i64>,
+    max_epsilon: Option<f64>,
+    budget_accountant: Option<String>,
+}
+
+/// `drop = 0.1` (every agent) or `drop = [0.1, 0.0, ...]` (one per agent).
+#[derive(Deserialize, Clone)]
+#[serde(untagged)]
+pub(super) enum RawDrop {
+    All(f64),
+    PerAgent(Vec<f64>),
+}
+
+impl RawServer {
+    pub(super) fn or(self, base: &RawServer) -> RawServer {
+        let b = base.clone();
+        RawServer {
+            subregions: self.subregions.or(b.subregions),
+            dp: self.dp.or(b.dp),
+            q: self.q.or(b.q),
+            z: self.z.or(b.z),
+            clip: self.clip.or(b.clip),
+            sampling: self.sampling.or(b.sampling),
+            adjacency: self.adjacency.or(b.adjacency),
+            weights: self.weights.or(b.weights),
+            a: self.a.or(b.a),
+            t_const: self.t_const.or(b.t_const),
+            t_decay: self.t_decay.or(b.t_decay),
+            init: self.init.or(b.init),
+            drop: self.drop.or(b.drop),
+            latency: self.latency.or(b.latency),
+            deadline: self.deadline.or(b.deadline),
+            outage: self.outage.or(b.outage),
+            outage_agents: self.outage_agents.or(b.outage_agents),
+            max_epsilon: self.max_epsilon.or(b.max_epsilon),
+            budget_accountant: self.budget_accountant.or(b.budget_accountant),
+        }
+    }
+}
+
+/// Default label: FTS (server form, P = 1), FTS-DE, DP-FTS or DP-FTS-DE, with the parameters
+/// that distinguish one curve of the paper's figures from another.
+pub(super) fn server_label(s: &ServerSpec) -> String {
+    let mut l = match (s.subregions > 1, s.dp.is_some()) {
+        (false, false) => "FTS-server".to_string(),
+        (true, false) => "FTS-DE".to_string(),
+        (false, true) => "DP-FTS".to_string(),
+        (true, true) => "DP-FTS-DE".to_string(),
+    };
+    if s.subregions > 1 {
+        l += &format!(" P={}", s.subregions);
+    }
+    if let Some(dp) = s.dp {
+        l += &format!(
+            " q={} z={} S={}",
+            short_number(dp.q),
+            short_number(dp.z),
+            short_number(dp.clip)
+        );
+    }
+    l
+}
+
+/// A number for a label: as written for ordinary values (0.35, 22), in scientific notation
+/// when tiny or huge, so that z = 1e-200 does not become 200 digits.
+pub(super) fn short_number(v: f64) -> String {
+    if v != 0.0 && !(1e-4..1e6).contains(&v.abs()) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+/// `r` is the algorithm's settings merged over the top-level [server] table; `own` the
+/// algorithm's own overrides. Top-level DP values are defaults that non-private algorithms
+/// leave unused; an algorithm that sets them itself without dp = true is a mistake.
+pub(super) fn check_server(
+    c: &Check,
+    key: &str,
+    r: RawServer,
+    own: Option<&RawServer>,
+    grid: Option<usize>,
+    agents: usize,
+) -> Result<ServerSpec> {
+    let k = |f: &str| format!("{key}.{f}");
+    // A box can be cut into any number of sub-regions; a grid into at most its points.
+    let most = grid.map_or(10_000, |g| g.min(10_000)) as i64;
+    let subregions = c.int(&k("subregions"), r.subregions, 1, 1, most)?;
+    let dp = if r.dp.unwrap_or(false) {
+        let q = r.q.unwrap_or(0.25);
+        if !(q.is_finite() && q > 0.0 && q <= 1.0) {
+            return Err(c.err(
+                &k("q"),
+                format!("must be a sampling rate in (0, 1], got {q}"),
+            ));
+        }
+        let sampling = match r.sampling.as_deref() {
+            None => Sampling::Poisson,
+            Some(s) => s.parse().map_err(|e: String| c.err(&k("sampling"), e))?,
+        };
+        let adjacency = match r.adjacency.as_deref() {
+            None => crate::privacy::Adjacency::default_for(sampling),
+            Some(s) => s.parse().map_err(|e: String| c.err(&k("adjacency"), e))?,
+        };
+        crate::privacy::check_relation(sampling, adjacency)
+            .map_err(|e| c.err(&k("adjacency"), e))?;
+        let budget = match r.max_epsilon {
+            None => {
+                if r.budget_accountant.is_some() {
+                    return Err(c.err(&k("budget_accountant"), "applies only with max_epsilon"));
+                }
+                None
+            }
+            Some(e) => {
+                let max_epsilon = c.positive(&k("max_epsilon"), Some(e), 1.0)?;
+                let accountant = match r.budget_accountant.as_deref() {
+                    Some(a) => a
+                        .parse()
+                        .map_err(|e: String| c.err(&k("budget_accountant"), e))?,
+                    None => Accountant::Pld,
+                };
+                crate::privacy::supports(accountant, sampling, adjacency)
+                    .map_err(|e| c.err(&k("budget_accountant"), e))?;
+                // The rounds it allows need N, T and delta: `budget_rounds` fills them in.
+                Some(Budget {
+                    max_epsilon,
+                    accountant,
+                    rounds: u64::MAX,
+                })
+            }
+        };
+        Some(DpSpec {
+            q,
+            z: c.positive(&k("z"), r.z, 1.0)?,
+            clip: c.positive(&k("clip"), r.clip, 11.0)?,
+            sampling,
+            adjacency,
+            budget,
+        })
+    } else {
+        let own = own.cloned().unwrap_or_default();
+        for (name, set) in [
+            ("q", own.q.is_some()),
+            ("z", own.z.is_some()),
+            ("clip", own.clip.is_some()),
+            ("sampling", own.sampling.is_some()),
+            ("adjacency", own.adjacency.is_some()),
+            ("max_epsilon", own.max_epsilon.is_some()),
+            ("budget_accountant", own.budget_accountant.is_some()),
+        ] {
+            if set {
+                return Err(c.err(&k(name), "applies only with dp = true"));
+            }
+        }
+        None
+    };
+    let weights = match r.weights.as_deref() {
+        None | Some("adaptive") => WeightMode::Adaptive,
+        Some("fixed") => WeightMode::Fixed,
+        Some("equal") => WeightMode::Equal,
+        Some(other) => {
+            return Err(c.err(
+                &k("weights"),
+                format!("unknown weights \"{other}\"; allowed: \"adaptive\", \"fixed\", \"equal\""),
+            ));
+        }
+    };
+    let init = match r.init.as_deref() {
+        None | Some("subregion") => InitRegion::Subregion,
+        Some("domain") => InitRegion::Domain,
+        Some(other) => {
+            return Err(c.err(
+                &k("init"),
+                format!("unknown init \"{other}\"; allowed: \"subregion\", \"domain\""),
+            ));
+        }
+    };
+    let participation = check_participation(c, key, &r, agents)?;
+    Ok(ServerSpec {
+        subregions,
+        dp,
+        weights,
+        a: c.non_negative(&k("a"), r.a, 15.0)?,
+        t_const: c.int(&k("t_const"), r.t_const, 5, 0, MAX_COUNT)?,
+        t_decay: c.int(&k("t_decay"), r.t_decay, 5, 0, MAX_COUNT)?,
+        init,
+        participation,
+    })
+}
+
+/// The most rounds t <= `iterations` whose epsilon (the budget's accountant, at `delta`) stays
+/// within the budget. Epsilon grows with t, so a bisection needs about log2(T) accountings.
+pub(super) fn budget_rounds(
+    dp: &DpSpec,
+    b: &Budget,
+    iterations: u64,
+    agents: usize,
+    delta: f64,
+) -> std::result::Result<u64, String> {
+    let fits = |t: u64| -> std::result::Result<bool, String> {
+        let g = crate::privacy::epsilon(b.accountant, &dp.mechanism(t, agents), delta)?;
+        Ok(g.epsilon <= b.max_epsilon)
+    };
+    if fits(iterations)? {
+        return Ok(iterations);
+    }
+    let (mut lo, mut hi) = (0, iterations); // fits(lo), !fits(hi)
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid)? { lo = mid } else { hi = mid }
+    }
+    Ok(lo)
+}
+
+pub(super) fn check_participation(
+    c: &Check,
+    key: &str,
+    r: &RawServer,
+    agents: usize,
+) -> Result<Participation> {
+    let k = |f: &str| format!("{key}.{f}");
+    let probability = |name: &str, v: f64| -> Result<f64> {
+        if v.is_finite() && (0.0..1.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(c.err(name, format!("must be a probability in [0, 1), got {v}")))
+        }
+    };
+    let drop = match &r.drop {
+        None => Vec::new(),
+        Some(RawDrop::All(d)) => vec![probability(&k("drop"), *d)?; agents],
+        Some(RawDrop::PerAgent(list)) => {
+            if list.len() != agents {
+                return Err(c.err(
+                    &k("drop"),
+                    format!(
+                        "has {} entries; give one drop probability per agent ({agents}) or a single number",
+                        list.len()
+                    ),
+                ));
+            }
+            list.iter()
+                .enumerate()
+                .map(|(i, &d)| probability(&format!("{key}.drop[{i}]"), d))
+                .collect::<Result<Vec<f64>>>()?
+        }
+    };
+    let latency = match (r.latency, r.deadline) {
+        (None, None) => None,
+        (Some(_), None) | (None, Some(_)) => {
+            return Err(c.err(
+                &k(if r.latency.is_some() {
+                    "deadline"
+                } else {
+                    "latency"
+                }),
+                "latency (the mean of an exponential delay) and deadline go together",
+            ));
+        }
+        (Some(l), Some(d)) => Some((
+            c.positive(&k("latency"), Some(l), 1.0)?,
+            c.positive(&k("deadline"), Some(d), 1.0)?,
+        )),
+    };
+    let outage = match r.outage {
+        None => {
+            if r.outage_agents.is_some() {
+                return Err(c.err(&k("outage_agents"), "applies only with outage"));
+            }
+            None
+        }
+        Some(p) => Some((
+            probability(&k("outage"), p)?,
+            c.int(
+                &k("outage_agents"),
+                r.outage_agents,
+                1,
+                1,
+                agents.max(1) as i64,
+            )?,
+        )),
+    };
+    Ok(Participation {
+        drop,
+        latency,
+        outage,
+    })
+}
