@@ -105,9 +105,12 @@ kind = "fedgp"
 kind = "fmtbo"
 SPEC
     dir="$OUT/$name"
-    if [[ ! -f "$dir/trace.csv" ]] || ! cmp -s "$spec" "$dir/spec.toml"; then
+    # Done means finished with this very spec: the copy is written only after fbo returns
+    # (fbo writes its own spec.toml when it starts, so an interrupted run leaves that too).
+    if ! cmp -s "$spec" "$dir.done"; then
         echo "bench-frameworks: $name" >&2
         "$FBO" run "$spec" --out "$dir" --quiet --no-timing --overwrite
+        cp "$spec" "$dir.done"
     fi
     rows "$fn D=$dim h=$h" "$dir" simple-regret
 done
