@@ -6,10 +6,10 @@
 //! rerunning the same spec into the same folder skips them.
 
 use crate::algorithm::agent::SenderCache;
-use crate::algorithm::{self, InitArea, Query, RunContext, Source};
+use crate::algorithm::{self, Algorithm, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::journal::Journal;
-use crate::objective::{self, Landscape, Point, Region, Request};
+use crate::objective::{self, Landscape, Point, Region, Request, Space};
 use crate::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::output::{self, TraceRow};
 use crate::privacy::{self, Accountant, Mechanism};
@@ -104,7 +104,9 @@ pub fn run_one(
     run_one_shared(spec, alg_index, run, landscape, None)
 }
 
-/// `run_one` with the senders' states shared across the algorithms of a spec.
+/// `run_one` with the senders' states shared across the algorithms of a spec: the
+/// algorithm's initial points, then `iterations` rounds of propose, evaluate, observe, each
+/// query traced as it is evaluated.
 pub fn run_one_shared(
     spec: &Spec,
     alg_index: usize,
@@ -122,131 +124,95 @@ pub fn run_one_shared(
     };
     let mut alg = algorithm::build(&ctx)?;
     let targets = alg.targets().to_vec();
-    let space = landscape.space.clone();
-    let seed = spec.seed;
     let mut noise: Vec<_> = targets
         .iter()
-        .map(|&a| stream(seed, run as u64, a as u64, Purpose::Noise))
+        .map(|&a| stream(spec.seed, run as u64, a as u64, Purpose::Noise))
         .collect();
-    let mut best = vec![f64::NEG_INFINITY; targets.len()];
-    let mut cumulative = vec![0.0; targets.len()];
-    let mut trained = vec![0.0; targets.len()];
-    let mut rows = Vec::with_capacity(targets.len() * (spec.iterations + spec.initial_points));
-    // elapsed_s counts the target's BO overhead from after set-up (the other agents'
-    // message preparation is their work, not the target's). A live model's training is
-    // measured apart (train_s) and taken out of elapsed_s, as a table's recorded training
-    // time never enters it.
-    let start = Instant::now();
-    let training_s = std::cell::Cell::new(0.0);
-    let timing = spec.output.timing;
-
-    let mut record = |rows: &mut Vec<TraceRow>,
-                      slot: usize,
-                      q: &Query,
-                      y: f64,
-                      iteration: i64,
-                      params: u64,
-                      f: f64,
-                      cost: f64|
-     -> Result<()> {
-        let opt = landscape.optimum(q.agent);
-        trained[slot] += cost;
-        best[slot] = best[slot].max(f);
-        if iteration > 0
-            && let Some(o) = opt
-        {
-            cumulative[slot] += o - f;
-        }
-        rows.push(TraceRow {
-            algorithm: alg_spec.label.clone(),
-            run,
-            agent: q.agent,
-            iteration,
-            x_index: q.point.index,
-            x: q.point.x.clone(),
-            raw: space.raw(&q.point),
-            source: if f.is_nan() {
-                "failed".to_string()
-            } else {
-                q.source.to_string()
-            },
-            y,
-            f,
-            metric: landscape.metric(f),
-            best_f: best[slot],
-            best_metric: landscape.metric(best[slot]),
-            simple_regret: opt.map(|o| o - best[slot]),
-            cumulative_regret: opt.map(|_| cumulative[slot]),
-            elapsed_s: timing.then(|| {
-                if iteration > 0 {
-                    (start.elapsed().as_secs_f64() - training_s.get()).max(0.0)
-                } else {
-                    0.0
-                }
-            }),
-            params_sent: params,
-            train_s: trained[slot],
-        });
-        Ok(())
-    };
-    // The noiseless values of a batch of queries (trained now, memoised or journaled), then
-    // their noisy y in query order. A live model's evaluations run in parallel across the
-    // batch (they are deterministic, so the order cannot matter), a command's on threads of
-    // their own (it waits on a process, and its concurrency limit is its own); measured
-    // costs are recorded only when timing is on (byte-identical traces otherwise). Every
-    // evaluation of the batch is finished before an error is returned, so none is lost.
-    let live = space.grid().is_none() || landscape.optimum(0).is_none();
-    let measured = landscape.is_measured();
-    let evaluate = |batch: &[(&Query, Request)],
-                    rngs: &mut [crate::rng::Rng]|
-     -> Result<Vec<(f64, f64, f64)>> {
-        let t0 = Instant::now();
-        let one = |(q, req): &(&Query, Request)| landscape.evaluate(req, &q.point);
-        let values: Vec<Result<(f64, f64)>> = if measured && batch.len() > 1 {
-            std::thread::scope(|s| {
-                let handles: Vec<_> = batch.iter().map(|b| s.spawn(move || one(b))).collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("evaluation thread"))
-                    .collect()
-            })
-        } else if live {
-            batch.par_iter().map(one).collect()
-        } else {
-            batch.iter().map(one).collect()
-        };
-        let values: Vec<(f64, f64)> = values.into_iter().collect::<Result<_>>()?;
-        if live {
-            training_s.set(training_s.get() + t0.elapsed().as_secs_f64());
-        }
-        Ok(batch
+    let mut tracer = Tracer::new(spec, &alg_spec.label, run, &landscape, targets.len());
+    let mut evaluator = Evaluator::new(&landscape, &targets, spec.output.timing);
+    let slot = |agent: usize| {
+        targets
             .iter()
-            .zip(values)
-            .map(|((q, _), (f, cost))| {
-                let slot = targets
-                    .iter()
-                    .position(|&a| a == q.agent)
-                    .expect("query for a target");
-                let y = landscape.noisy(f, &mut rngs[slot]);
-                (f, y, if live && !timing { 0.0 } else { cost })
-            })
-            .collect())
+            .position(|&a| a == agent)
+            .expect("query for a target")
     };
 
-    // Initial points: distinct, uniformly random, from a stream of (run, agent) alone so every
-    // algorithm starts from the same points. Every agent's are evaluated as one batch (a
-    // command's in parallel; `fbo ask` hands them out together), then traced and observed
-    // agent by agent.
+    let init = initial_queries(
+        spec,
+        alg.as_ref(),
+        &alg_spec.label,
+        run,
+        &targets,
+        &landscape.space,
+    );
+    let batch: Vec<(&Query, Request)> = init.iter().map(|(q, r)| (q, r.clone())).collect();
+    let evaluated = evaluator.evaluate(&batch, &mut noise)?;
+    for ((q, req), (f, y, cost)) in init.iter().zip(evaluated) {
+        tracer.record(
+            slot(q.agent),
+            q,
+            y,
+            req.iteration,
+            0,
+            f,
+            cost,
+            evaluator.training_s,
+        );
+        // A failed evaluation that is skipped is traced, not observed.
+        if !f.is_nan() {
+            alg.observe(std::slice::from_ref(q), &[y]);
+        }
+    }
+    for t in 1..=spec.iterations {
+        let queries = alg.propose(t)?;
+        let params = alg.params_sent(t);
+        let batch: Vec<(&Query, Request)> = queries
+            .iter()
+            .map(|q| {
+                (
+                    q,
+                    Request::new(alg_spec.label.clone(), run, q.agent, t as i64),
+                )
+            })
+            .collect();
+        let evaluated = evaluator.evaluate(&batch, &mut noise)?;
+        let (mut seen, mut ys) = (Vec::new(), Vec::new());
+        for (q, (f, y, cost)) in queries.iter().zip(evaluated) {
+            let training = evaluator.training_s;
+            tracer.record(slot(q.agent), q, y, t as i64, params, f, cost, training);
+            if !f.is_nan() {
+                seen.push(q.clone());
+                ys.push(y);
+            }
+        }
+        alg.observe(&seen, &ys);
+    }
+    Ok(RunOutput {
+        rows: tracer.rows,
+        server: alg.server_records().to_vec(),
+    })
+}
+
+/// Initial points: distinct, uniformly random, from a stream of (run, agent) alone so that
+/// every algorithm starts from the same points, each with the journal request that names it.
+/// Points from the whole space are every such algorithm's (one shared scope); points from an
+/// algorithm's own area (DP-FTS-DE's sub-regions) are its own.
+fn initial_queries(
+    spec: &Spec,
+    alg: &dyn Algorithm,
+    label: &str,
+    run: usize,
+    targets: &[usize],
+    space: &Space,
+) -> Vec<(Query, Request)> {
     let n_init = spec.initial_points;
     let iteration = |k: usize| k as i64 + 1 - n_init as i64;
-    let mut init: Vec<(usize, Query, Request)> = Vec::with_capacity(targets.len() * n_init);
-    for (slot, &agent) in targets.iter().enumerate() {
-        let mut rng = stream(seed, run as u64, agent as u64, Purpose::Init);
-        // Points from the whole space are every such algorithm's: one shared scope. Points
-        // from an algorithm's own area (DP-FTS-DE's sub-regions) are its own.
+    let mut init = Vec::with_capacity(targets.len() * n_init);
+    for &agent in targets {
+        let mut rng = stream(spec.seed, run as u64, agent as u64, Purpose::Init);
         let init_scope = match alg.init_area(agent) {
             None => INIT.to_string(),
-            Some(_) => format!("{INIT} {}", alg_spec.label),
+            Some(_) => format!("{INIT} {label}"),
         };
         let picks: Vec<Point> = match (alg.init_area(agent), space.grid()) {
             (Some(InitArea::Points(c)), Some(grid)) => sample_indices(&mut rng, c.len(), n_init)
@@ -277,52 +243,171 @@ pub fn run_one_shared(
                 source: Source::Init,
             };
             init.push((
-                slot,
                 q,
                 Request::new(init_scope.clone(), run, agent, iteration(k)),
             ));
         }
     }
-    let batch: Vec<(&Query, Request)> = init.iter().map(|(_, q, r)| (q, r.clone())).collect();
-    let evaluated = evaluate(&batch, &mut noise)?;
-    for ((slot, q, req), (f, y, cost)) in init.iter().zip(evaluated) {
-        record(&mut rows, *slot, q, y, req.iteration, 0, f, cost)?;
-        // A failed evaluation that is skipped is traced, not observed.
-        if !f.is_nan() {
-            alg.observe(std::slice::from_ref(q), &[y]);
+    init
+}
+
+/// Evaluates batches of queries: the noiseless values (trained now, memoised or journaled),
+/// then their noisy y in query order. A live model's evaluations run in parallel across the
+/// batch (they are deterministic, so the order cannot matter), a command's on threads of
+/// their own (it waits on a process, and its concurrency limit is its own); measured costs
+/// are recorded only when timing is on (byte-identical traces otherwise). Every evaluation of
+/// a batch is finished before an error is returned, so none is lost.
+struct Evaluator<'a> {
+    landscape: &'a Landscape,
+    targets: &'a [usize],
+    live: bool,
+    measured: bool,
+    timing: bool,
+    /// Seconds spent training live models so far (taken out of elapsed_s).
+    training_s: f64,
+}
+
+impl<'a> Evaluator<'a> {
+    fn new(landscape: &'a Landscape, targets: &'a [usize], timing: bool) -> Self {
+        Evaluator {
+            landscape,
+            targets,
+            live: landscape.space.grid().is_none() || landscape.optimum(0).is_none(),
+            measured: landscape.is_measured(),
+            timing,
+            training_s: 0.0,
         }
     }
-    for t in 1..=spec.iterations {
-        let queries = alg.propose(t)?;
-        let params = alg.params_sent(t);
-        let batch: Vec<(&Query, Request)> = queries
-            .iter()
-            .map(|q| {
-                (
-                    q,
-                    Request::new(alg_spec.label.clone(), run, q.agent, t as i64),
-                )
+
+    /// (f, y, cost) of every query of the batch, y drawn from its agent's noise stream.
+    fn evaluate(
+        &mut self,
+        batch: &[(&Query, Request)],
+        rngs: &mut [crate::rng::Rng],
+    ) -> Result<Vec<(f64, f64, f64)>> {
+        let t0 = Instant::now();
+        let landscape = self.landscape;
+        let one = |(q, req): &(&Query, Request)| landscape.evaluate(req, &q.point);
+        let values: Vec<Result<(f64, f64)>> = if self.measured && batch.len() > 1 {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = batch.iter().map(|b| s.spawn(move || one(b))).collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("evaluation thread"))
+                    .collect()
             })
-            .collect();
-        let evaluated = evaluate(&batch, &mut noise)?;
-        let (mut seen, mut ys) = (Vec::new(), Vec::new());
-        for (q, (f, y, cost)) in queries.iter().zip(evaluated) {
-            let slot = targets
-                .iter()
-                .position(|&a| a == q.agent)
-                .expect("query for a target");
-            record(&mut rows, slot, q, y, t as i64, params, f, cost)?;
-            if !f.is_nan() {
-                seen.push(q.clone());
-                ys.push(y);
-            }
+        } else if self.live {
+            batch.par_iter().map(one).collect()
+        } else {
+            batch.iter().map(one).collect()
+        };
+        let values: Vec<(f64, f64)> = values.into_iter().collect::<Result<_>>()?;
+        if self.live {
+            self.training_s += t0.elapsed().as_secs_f64();
         }
-        alg.observe(&seen, &ys);
+        let (live, timing) = (self.live, self.timing);
+        Ok(batch
+            .iter()
+            .zip(values)
+            .map(|((q, _), (f, cost))| {
+                let slot = self
+                    .targets
+                    .iter()
+                    .position(|&a| a == q.agent)
+                    .expect("query for a target");
+                let y = landscape.noisy(f, &mut rngs[slot]);
+                (f, y, if live && !timing { 0.0 } else { cost })
+            })
+            .collect())
     }
-    Ok(RunOutput {
-        rows,
-        server: alg.server_records().to_vec(),
-    })
+}
+
+/// The trace of one run as it is made: each agent's best value, cumulative regret and
+/// training time so far, and one row per evaluated query.
+struct Tracer<'a> {
+    label: &'a str,
+    run: usize,
+    landscape: &'a Landscape,
+    best: Vec<f64>,
+    cumulative: Vec<f64>,
+    trained: Vec<f64>,
+    /// elapsed_s counts the target's BO overhead from after set-up (the other agents'
+    /// message preparation is their work, not the target's). A live model's training is
+    /// measured apart (train_s) and taken out of elapsed_s, as a table's recorded training
+    /// time never enters it.
+    start: Instant,
+    timing: bool,
+    rows: Vec<TraceRow>,
+}
+
+impl<'a> Tracer<'a> {
+    fn new(spec: &Spec, label: &'a str, run: usize, landscape: &'a Landscape, n: usize) -> Self {
+        Tracer {
+            label,
+            run,
+            landscape,
+            best: vec![f64::NEG_INFINITY; n],
+            cumulative: vec![0.0; n],
+            trained: vec![0.0; n],
+            start: Instant::now(),
+            timing: spec.output.timing,
+            rows: Vec::with_capacity(n * (spec.iterations + spec.initial_points)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        slot: usize,
+        q: &Query,
+        y: f64,
+        iteration: i64,
+        params: u64,
+        f: f64,
+        cost: f64,
+        training_s: f64,
+    ) {
+        let landscape = self.landscape;
+        let opt = landscape.optimum(q.agent);
+        self.trained[slot] += cost;
+        self.best[slot] = self.best[slot].max(f);
+        if iteration > 0
+            && let Some(o) = opt
+        {
+            self.cumulative[slot] += o - f;
+        }
+        let best = self.best[slot];
+        self.rows.push(TraceRow {
+            algorithm: self.label.to_string(),
+            run: self.run,
+            agent: q.agent,
+            iteration,
+            x_index: q.point.index,
+            x: q.point.x.clone(),
+            raw: landscape.space.raw(&q.point),
+            source: if f.is_nan() {
+                "failed".to_string()
+            } else {
+                q.source.to_string()
+            },
+            y,
+            f,
+            metric: landscape.metric(f),
+            best_f: best,
+            best_metric: landscape.metric(best),
+            simple_regret: opt.map(|o| o - best),
+            cumulative_regret: opt.map(|_| self.cumulative[slot]),
+            elapsed_s: self.timing.then(|| {
+                if iteration > 0 {
+                    (self.start.elapsed().as_secs_f64() - training_s).max(0.0)
+                } else {
+                    0.0
+                }
+            }),
+            params_sent: params,
+            train_s: self.trained[slot],
+        });
+    }
 }
 
 /// The output folder's evaluations journal for `spec`'s objective. With `overwrite`, a
