@@ -755,48 +755,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let jobs: Vec<(usize, usize)> = (0..spec.algorithms.len())
         .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
         .collect();
-    let has_server = spec.algorithms.iter().any(|a| a.server.is_some());
-    let private = spec
-        .algorithms
-        .iter()
-        .any(|a| a.mechanism(1, spec.total_agents()).is_some());
-    let mut planned: Vec<String> = ["spec.toml", "trace.csv", "summary.csv", PARTS_FINGERPRINT]
-        .map(String::from)
-        .to_vec();
-    if has_server {
-        planned.push("server.csv".into());
-    }
-    if private {
-        planned.push("privacy.csv".into());
-    }
     let measured = landscapes[0].is_measured();
-    if measured {
-        planned.push(JOURNAL.into());
-    }
-    for &(a, r) in &jobs {
-        planned.push(part_name(a, r));
-        planned.push(server_part_name(a, r));
-    }
+    let planned = planned_files(spec, &jobs, measured);
     let out = &opts.out;
     let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
     // The units (in (run, algorithm) order, so a shard holds whole seeds where it can and
     // a seed's algorithms share the senders' simulations) this invocation computes.
-    let units = spec.runs * spec.algorithms.len();
-    let shard = match opts.work {
-        Work::Shard { index, count } => Some(block(index, count, units)),
-        Work::Units { lo, hi } => Some((lo, hi)),
-        _ => None,
-    };
-    if shard.is_some() {
-        refuse_measured_shards(spec)?;
-    }
-    if shard.is_some() && opts.overwrite {
-        return Err(FboError::spec(
-            out,
-            "--overwrite",
-            "does not go with --shard: shards share the folder; clear it with an unsharded run or choose another --out",
-        ));
-    }
+    let shard = shard_of(spec, opts)?;
     let dir = OutDir::claim(
         out,
         Claim {
@@ -846,85 +811,25 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             land.attach_journal(journal.clone());
         }
     }
-    let senders = SenderCache::global();
     let dim = landscapes[0].dim();
     let names = landscapes[0].space.names();
     let header = output::trace_header(dim, &names).join(",");
-    // A run is done when both its parts are here (the server part is written first) and
-    // whole. A damaged part is moved aside and its run redone, never merged.
-    let damaged = std::sync::Mutex::new(Vec::<String>::new());
-    let done = |a: usize, r: usize| -> Result<bool> {
-        if !(reusable && dir.owns(&part_name(a, r)) && dir.path(&part_name(a, r)).exists()) {
-            return Ok(false);
-        }
-        if let Err(why) = check_part(spec, out, a, r, Some(&header)) {
-            let moved = set_aside(&dir, a, r)?;
-            let note = format!(
-                "{} {why}: moved to {}; {} run {r} is computed again{}",
-                dir.path(&part_name(a, r)).display(),
-                moved
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(" and "),
-                spec.algorithms[a].label,
-                if opts.work == Work::Merge {
-                    " by the next run or shard"
-                } else {
-                    ""
-                }
-            );
-            damaged.lock().expect("damaged").push(note);
-            return Ok(false);
-        }
-        Ok(dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r)))
-    };
-    let in_shard = |a: usize, r: usize, (lo, hi): (usize, usize)| {
-        (lo..hi).contains(&(r * spec.algorithms.len() + a))
-    };
-    let mut todo: Vec<(usize, usize)> = Vec::new();
-    for &(a, r) in jobs
-        .iter()
-        .filter(|&&(a, r)| shard.is_none_or(|b| in_shard(a, r, b)))
-    {
-        if !done(a, r)? {
-            todo.push((a, r));
-        }
-    }
-    let damaged = damaged.into_inner().expect("damaged");
+    let (todo, damaged) = pending(spec, &dir, opts, &jobs, shard, reusable, &header)?;
     if opts.work != Work::Merge {
         for note in &damaged {
             eprintln!("damaged part: {note}");
         }
     }
     let mine = match shard {
-        Some(b) => jobs.iter().filter(|&&(a, r)| in_shard(a, r, b)).count(),
+        Some(b) => jobs
+            .iter()
+            .filter(|&&(a, r)| in_shard(spec, a, r, b))
+            .count(),
         None => jobs.len(),
     };
     let resumed = mine - todo.len();
     if opts.work == Work::Merge && !todo.is_empty() {
-        let list: Vec<String> = todo
-            .iter()
-            .take(20)
-            .map(|&(a, r)| format!("{} run {r}", spec.algorithms[a].label))
-            .collect();
-        return Err(FboError::Run(format!(
-            "cannot merge: {} of {} runs are missing in {}: {}{}{} (run the missing shards, or `fbo run` without --merge to compute them here); nothing was merged or removed",
-            todo.len(),
-            jobs.len(),
-            parts.display(),
-            list.join(", "),
-            if todo.len() > 20 { ", ..." } else { "" },
-            if damaged.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; {} of them had damaged parts, moved aside:\n  {}\n",
-                    damaged.len(),
-                    damaged.join("\n  ")
-                )
-            }
-        )));
+        return Err(merge_refusal(spec, &todo, jobs.len(), &parts, &damaged));
     }
     // A shard works on a unit only while it holds the unit's claim, so two shards (or a
     // shard and its rerun) never compute one unit at once; the lock dies with its process.
@@ -954,27 +859,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         )
     });
 
-    let work = || -> Vec<(usize, usize, Result<()>)> {
-        todo.par_iter()
-            .map(|&(a, r)| {
-                let land = landscapes[r % landscapes.len()].clone();
-                let res = run_one_shared(spec, a, r, land, Some(senders)).and_then(|out| {
-                    let label = &spec.algorithms[a].label;
-                    // The server part first: the trace part marks the run complete.
-                    dir.write(
-                        &server_part_name(a, r),
-                        &output::server_csv_body(label, r, &out.server),
-                    )?;
-                    dir.write(
-                        &part_name(a, r),
-                        &output::trace_csv(&out.rows, dim, &names)?,
-                    )
-                });
-                pb.inc(1);
-                (a, r, res)
-            })
-            .collect()
-    };
+    let work = || compute(spec, &todo, &landscapes, &dir, &pb);
     let results = with_threads(opts.threads, work)?;
     drop(claims);
     if opts.progress.is_none() {
@@ -1052,6 +937,183 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         runs_resumed: resumed,
         wall_s: started.elapsed().as_secs_f64(),
     })
+}
+
+/// One unit of work: (algorithm index, run).
+type Unit = (usize, usize);
+
+/// The files a run of `spec` may write in its folder (the folder's claim lists them, so
+/// that fbo never touches a file it did not plan).
+fn planned_files(spec: &Spec, jobs: &[(usize, usize)], measured: bool) -> Vec<String> {
+    let has_server = spec.algorithms.iter().any(|a| a.server.is_some());
+    let private = spec
+        .algorithms
+        .iter()
+        .any(|a| a.mechanism(1, spec.total_agents()).is_some());
+    let mut planned: Vec<String> = ["spec.toml", "trace.csv", "summary.csv", PARTS_FINGERPRINT]
+        .map(String::from)
+        .to_vec();
+    if has_server {
+        planned.push("server.csv".into());
+    }
+    if private {
+        planned.push("privacy.csv".into());
+    }
+    if measured {
+        planned.push(JOURNAL.into());
+    }
+    for &(a, r) in jobs {
+        planned.push(part_name(a, r));
+        planned.push(server_part_name(a, r));
+    }
+    planned
+}
+
+/// The units this invocation computes, as a block of (run, algorithm) order (so a shard holds
+/// whole seeds where it can, and a seed's algorithms share the senders' simulations); None
+/// for all of them. Refuses what a shard cannot do.
+fn shard_of(spec: &Spec, opts: &RunOptions) -> Result<Option<(usize, usize)>> {
+    let out = &opts.out;
+    let units = spec.runs * spec.algorithms.len();
+    let shard = match opts.work {
+        Work::Shard { index, count } => Some(block(index, count, units)),
+        Work::Units { lo, hi } => Some((lo, hi)),
+        _ => None,
+    };
+    if shard.is_some() {
+        refuse_measured_shards(spec)?;
+    }
+    if shard.is_some() && opts.overwrite {
+        return Err(FboError::spec(
+            out,
+            "--overwrite",
+            "does not go with --shard: shards share the folder; clear it with an unsharded run or choose another --out",
+        ));
+    }
+    Ok(shard)
+}
+
+/// The units of `jobs` in this invocation's block still to compute, and a note for every
+/// damaged part found. A run is done when both its parts are here (the server part is
+/// written first) and whole.
+fn pending(
+    spec: &Spec,
+    dir: &OutDir,
+    opts: &RunOptions,
+    jobs: &[(usize, usize)],
+    shard: Option<(usize, usize)>,
+    reusable: bool,
+    header: &str,
+) -> Result<(Vec<Unit>, Vec<String>)> {
+    let out = &opts.out;
+    // A damaged part is moved aside and its run redone, never merged.
+    let damaged = std::sync::Mutex::new(Vec::<String>::new());
+    let done = |a: usize, r: usize| -> Result<bool> {
+        if !(reusable && dir.owns(&part_name(a, r)) && dir.path(&part_name(a, r)).exists()) {
+            return Ok(false);
+        }
+        if let Err(why) = check_part(spec, out, a, r, Some(header)) {
+            let moved = set_aside(dir, a, r)?;
+            let note = format!(
+                "{} {why}: moved to {}; {} run {r} is computed again{}",
+                dir.path(&part_name(a, r)).display(),
+                moved
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and "),
+                spec.algorithms[a].label,
+                if opts.work == Work::Merge {
+                    " by the next run or shard"
+                } else {
+                    ""
+                }
+            );
+            damaged.lock().expect("damaged").push(note);
+            return Ok(false);
+        }
+        Ok(dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r)))
+    };
+    let mut todo: Vec<(usize, usize)> = Vec::new();
+    for &(a, r) in jobs
+        .iter()
+        .filter(|&&(a, r)| shard.is_none_or(|b| in_shard(spec, a, r, b)))
+    {
+        if !done(a, r)? {
+            todo.push((a, r));
+        }
+    }
+    let damaged = damaged.into_inner().expect("damaged");
+    Ok((todo, damaged))
+}
+
+/// Whether run r of algorithm a lies in the block (lo, hi) of (run, algorithm) order.
+fn in_shard(spec: &Spec, a: usize, r: usize, (lo, hi): (usize, usize)) -> bool {
+    (lo..hi).contains(&(r * spec.algorithms.len() + a))
+}
+
+/// The refusal of a merge while runs are missing, listing (the first 20 of) them.
+fn merge_refusal(
+    spec: &Spec,
+    todo: &[(usize, usize)],
+    total: usize,
+    parts: &std::path::Path,
+    damaged: &[String],
+) -> FboError {
+    let list: Vec<String> = todo
+        .iter()
+        .take(20)
+        .map(|&(a, r)| format!("{} run {r}", spec.algorithms[a].label))
+        .collect();
+    FboError::Run(format!(
+        "cannot merge: {} of {} runs are missing in {}: {}{}{} (run the missing shards, or `fbo run` without --merge to compute them here); nothing was merged or removed",
+        todo.len(),
+        total,
+        parts.display(),
+        list.join(", "),
+        if todo.len() > 20 { ", ..." } else { "" },
+        if damaged.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; {} of them had damaged parts, moved aside:\n  {}\n",
+                damaged.len(),
+                damaged.join("\n  ")
+            )
+        }
+    ))
+}
+
+/// Computes the units `todo` in parallel, each saved as its two parts as soon as it is
+/// done (the server part first: the trace part marks the run complete).
+fn compute(
+    spec: &Spec,
+    todo: &[(usize, usize)],
+    landscapes: &[Arc<Landscape>],
+    dir: &OutDir,
+    pb: &ProgressBar,
+) -> Vec<(usize, usize, Result<()>)> {
+    let senders = SenderCache::global();
+    let dim = landscapes[0].dim();
+    let names = landscapes[0].space.names();
+    todo.par_iter()
+        .map(|&(a, r)| {
+            let land = landscapes[r % landscapes.len()].clone();
+            let res = run_one_shared(spec, a, r, land, Some(senders)).and_then(|out| {
+                let label = &spec.algorithms[a].label;
+                dir.write(
+                    &server_part_name(a, r),
+                    &output::server_csv_body(label, r, &out.server),
+                )?;
+                dir.write(
+                    &part_name(a, r),
+                    &output::trace_csv(&out.rows, dim, &names)?,
+                )
+            });
+            pb.inc(1);
+            (a, r, res)
+        })
+        .collect()
 }
 
 /// Cumulative epsilon after each iteration t (t rounds released), for every private algorithm
