@@ -6,6 +6,7 @@ use super::RunContext;
 use crate::acquisition::{ei_grad, expected_improvement, ucb_beta, ucb_grad};
 use crate::error::{FboError, Result};
 use crate::linalg::argmax;
+use crate::objective::space::Domain;
 use crate::objective::{Landscape, Point, Region, Request, Space};
 
 /// The journal scope of the senders' own histories (shared by a spec's algorithms).
@@ -162,6 +163,23 @@ impl Learner {
         x
     }
 
+    /// The maximiser of an acquisition over the agent's space: on a grid the first maximiser
+    /// of `grid_scores` (one score per grid point, in order: exact); on a box the search
+    /// with `acq` (value and gradient) on this agent's candidate stream.
+    pub fn maximise(
+        &mut self,
+        grid_scores: impl FnOnce(&Domain) -> Vec<f64>,
+        acq: &mut impl Acquisition,
+    ) -> Result<Point> {
+        match self.space.grid() {
+            Some(grid) => Ok(grid.at(argmax(ndarray::ArrayView1::from(&grid_scores(grid)[..])))),
+            None => {
+                let region = Region::unit(self.space.dim());
+                self.acquire(acq, &region)
+            }
+        }
+    }
+
     /// The maximiser of `acq` over `region` of a box space, searched with this agent's
     /// candidate stream.
     pub fn acquire(&mut self, acq: &mut impl Acquisition, region: &Region) -> Result<Point> {
@@ -215,24 +233,10 @@ impl Learner {
                     Rule::Ei => expected_improvement(m, v.max(0.0).sqrt(), best),
                     _ => m + (beta * v.max(0.0)).sqrt(),
                 };
-                if let Some(grid) = self.space.grid() {
+                let grid_scores = |grid: &Domain| {
                     let (mean, var) = post.predict(grid.points());
-                    // The first maximiser, as argmax everywhere in fbo.
-                    let mut arg = 0;
-                    let mut top = f64::NEG_INFINITY;
-                    for (i, (&m, &v)) in mean.iter().zip(&var).enumerate() {
-                        let s = score(m, v);
-                        if s > top {
-                            top = s;
-                            arg = i;
-                        }
-                    }
-                    return Ok(Decision {
-                        point: grid.at(arg),
-                        value: top,
-                    });
-                }
-                let region = Region::unit(x.ncols());
+                    mean.iter().zip(&var).map(|(&m, &v)| score(m, v)).collect()
+                };
                 let mut acq = |p: &[f64], g: Option<&mut [f64]>| {
                     let (m, v, dm, dv) = post.predict_grad(p);
                     let (value, grad) = match rule {
@@ -244,7 +248,7 @@ impl Learner {
                     }
                     value
                 };
-                let point = self.acquire(&mut acq, &region)?;
+                let point = self.maximise(grid_scores, &mut acq)?;
                 let (m, v, _, _) = post.predict_grad(point.view().as_slice().expect("contiguous"));
                 Ok(Decision {
                     point,
@@ -272,6 +276,13 @@ impl Learner {
             Some(g) => g.len(),
             None => self.search.candidates,
         }
+    }
+}
+
+/// Every query's observation to the agent that made it (agents indexed by their id).
+pub fn observe_all(agents: &mut [Learner], queries: &[super::Query], ys: &[f64]) {
+    for (q, y) in queries.iter().zip(ys) {
+        agents[q.agent].add(q.point.clone(), *y);
     }
 }
 

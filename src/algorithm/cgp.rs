@@ -11,7 +11,8 @@ use super::{Algorithm, Query, RunContext, Source};
 use crate::acquisition::ucb_beta;
 use crate::error::{FboError, Result};
 use crate::linalg::cholesky_jittered;
-use crate::objective::{Point, Region};
+use crate::objective::Point;
+use crate::objective::space::Domain;
 use crate::rng::{Purpose, Rng, stream};
 use crate::spec::frameworks::Framework;
 use crate::surrogate::gp::{CrossCov, GpPosterior, kernel_matrix};
@@ -196,18 +197,10 @@ fn best_of(
     f: &(dyn Fn(f64, f64) -> f64 + Sync),
     df: ScoreGrad,
 ) -> Result<(Point, f64)> {
-    if let Some(grid) = learner.space().grid() {
+    let grid_scores = |grid: &Domain| {
         let (mean, var) = post.predict(grid.points());
-        let mut arg = (f64::NEG_INFINITY, 0);
-        for i in 0..grid.len() {
-            let s = f(mean[i], var[i]);
-            if s > arg.0 {
-                arg = (s, i);
-            }
-        }
-        return Ok((grid.at(arg.1), arg.0));
-    }
-    let region = Region::unit(learner.space().dim());
+        mean.iter().zip(&var).map(|(&m, &v)| f(m, v)).collect()
+    };
     let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
         let (m, v, dm, dv) = post.predict_grad(x);
         if let Some(g) = g {
@@ -215,7 +208,7 @@ fn best_of(
         }
         f(m, v)
     };
-    let p = learner.acquire(&mut acq, &region)?;
+    let p = learner.maximise(grid_scores, &mut acq)?;
     let (m, v, _, _) = post.predict_grad(&p.x);
     Ok((p, f(m, v)))
 }
@@ -315,30 +308,24 @@ impl Algorithm for Cgp {
                     }
                     Some(con) => {
                         let post = &own.post;
-                        if let Some(grid) = a.learner.space().grid() {
-                            let mut arg = (f64::NEG_INFINITY, 0);
-                            for i in 0..grid.len() {
-                                let x = grid.point(i).to_vec();
-                                let (m, v, _, _) = con.predict_grad(post, &x);
-                                let s = ucb(m, v);
-                                if s > arg.0 {
-                                    arg = (s, i);
-                                }
+                        let grid_scores = |grid: &Domain| {
+                            (0..grid.len())
+                                .map(|i| {
+                                    let (m, v, _, _) =
+                                        con.predict_grad(post, &grid.point(i).to_vec());
+                                    ucb(m, v)
+                                })
+                                .collect()
+                        };
+                        let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+                            let (m, v, dm, dv) = con.predict_grad(post, x);
+                            let (val, grad) = crate::acquisition::ucb_grad(m, v, &dm, &dv, beta);
+                            if let Some(g) = g {
+                                g.copy_from_slice(&grad);
                             }
-                            grid.at(arg.1)
-                        } else {
-                            let region = Region::unit(dim);
-                            let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
-                                let (m, v, dm, dv) = con.predict_grad(post, x);
-                                let (val, grad) =
-                                    crate::acquisition::ucb_grad(m, v, &dm, &dv, beta);
-                                if let Some(g) = g {
-                                    g.copy_from_slice(&grad);
-                                }
-                                val
-                            };
-                            a.learner.acquire(&mut acq, &region)?
-                        }
+                            val
+                        };
+                        a.learner.maximise(grid_scores, &mut acq)?
                     }
                 };
                 Ok(Query {

@@ -3,7 +3,7 @@
 //! queries x^new_k = [(W(t) kron I_d) x^c]_k, a convex combination of all candidates by a
 //! symmetric doubly stochastic W(t). Only designs are shared, never outcomes.
 
-use super::agent::{Learner, Rule};
+use super::agent::{Learner, Rule, observe_all};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
 use crate::objective::{Point, Space};
@@ -212,9 +212,7 @@ impl Algorithm for Consensus {
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
-        for (q, y) in queries.iter().zip(ys) {
-            self.agents[q.agent].add(q.point.clone(), *y);
-        }
+        observe_all(&mut self.agents, queries, ys);
     }
 
     /// Each agent sends its candidate (D numbers) every round, and with the leader schedule

@@ -3,11 +3,11 @@
 //! maximises its own EI times the product of the others' densities raised to beta / t, so
 //! that the others' beliefs steer early queries and fade as its own data grow.
 
-use super::agent::Learner;
+use super::agent::{Learner, observe_all};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::Result;
-use crate::objective::Region;
+use crate::objective::space::Domain;
 use crate::spec::frameworks::{Density, Framework};
 use rayon::prelude::*;
 
@@ -135,31 +135,25 @@ impl Algorithm for DesignDensity {
                 let post = a.posterior(&hyper)?;
                 let y = a.scaled_ys();
                 let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let point = if let Some(grid) = a.space().grid() {
+                let grid_scores = |grid: &Domain| {
                     let (mean, var) = post.predict(grid.points());
-                    let mut arg = (f64::NEG_INFINITY, 0);
-                    for i in 0..grid.len() {
-                        let x = grid.point(i).to_vec();
-                        let ei = expected_improvement(mean[i], var[i].max(0.0).sqrt(), best);
-                        let (s, _) = score((ei, vec![0.0; x.len()]), &x, &others, width, power);
-                        if s > arg.0 {
-                            arg = (s, i);
-                        }
-                    }
-                    grid.at(arg.1)
-                } else {
-                    let region = Region::unit(a.space().dim());
-                    let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
-                        let (m, v, dm, dv) = post.predict_grad(x);
-                        let (s, ds) =
-                            score(ei_grad(m, v, &dm, &dv, best), x, &others, width, power);
-                        if let Some(g) = g {
-                            g.copy_from_slice(&ds);
-                        }
-                        s
-                    };
-                    a.acquire(&mut acq, &region)?
+                    (0..grid.len())
+                        .map(|i| {
+                            let x = grid.point(i).to_vec();
+                            let ei = expected_improvement(mean[i], var[i].max(0.0).sqrt(), best);
+                            score((ei, vec![0.0; x.len()]), &x, &others, width, power).0
+                        })
+                        .collect()
                 };
+                let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+                    let (m, v, dm, dv) = post.predict_grad(x);
+                    let (s, ds) = score(ei_grad(m, v, &dm, &dv, best), x, &others, width, power);
+                    if let Some(g) = g {
+                        g.copy_from_slice(&ds);
+                    }
+                    s
+                };
+                let point = a.maximise(grid_scores, &mut acq)?;
                 Ok(Query {
                     agent: k,
                     point,
@@ -170,9 +164,7 @@ impl Algorithm for DesignDensity {
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
-        for (q, y) in queries.iter().zip(ys) {
-            self.agents[q.agent].add(q.point.clone(), *y);
-        }
+        observe_all(&mut self.agents, queries, ys);
     }
 
     /// Each agent shares its density's centres (D numbers each) every round; the width is

@@ -4,7 +4,7 @@
 //! prior (TS, UCB or EI). Only hyperparameters travel: p + 2 numbers per agent and
 //! communication round (p length scales, the signal and the noise variance).
 
-use super::agent::{Learner, Rule};
+use super::agent::{Learner, Rule, observe_all};
 use super::consensus::rule_of;
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
@@ -177,9 +177,7 @@ impl Algorithm for FedGp {
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
-        for (q, y) in queries.iter().zip(ys) {
-            self.agents[q.agent].add(q.point.clone(), *y);
-        }
+        observe_all(&mut self.agents, queries, ys);
     }
 
     /// Each agent sends its local hyperparameters (p + 2 numbers) in every communication

@@ -4,11 +4,11 @@
 //! whose models rank a shared set of points most like its own; the agent maximises
 //! gamma EI_global + (1 - gamma) EI_local.
 
-use super::agent::Learner;
+use super::agent::{Learner, observe_all};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::Result;
-use crate::objective::Region;
+use crate::objective::space::Domain;
 use crate::rng::{Purpose, SHARED, stream};
 use crate::spec::frameworks::Framework;
 use crate::surrogate::gp::GpHyper;
@@ -141,35 +141,30 @@ impl Algorithm for Fmtbo {
                 let pg = a.posterior(&global)?;
                 let y = a.scaled_ys();
                 let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let point = if let Some(grid) = a.space().grid() {
+                let grid_scores = |grid: &Domain| {
                     let (ml, vl) = pl.predict(grid.points());
                     let (mg, vg) = pg.predict(grid.points());
-                    let mut arg = (f64::NEG_INFINITY, 0);
-                    for i in 0..grid.len() {
-                        let s = gamma * expected_improvement(mg[i], vg[i].max(0.0).sqrt(), best)
-                            + (1.0 - gamma)
-                                * expected_improvement(ml[i], vl[i].max(0.0).sqrt(), best);
-                        if s > arg.0 {
-                            arg = (s, i);
+                    (0..grid.len())
+                        .map(|i| {
+                            gamma * expected_improvement(mg[i], vg[i].max(0.0).sqrt(), best)
+                                + (1.0 - gamma)
+                                    * expected_improvement(ml[i], vl[i].max(0.0).sqrt(), best)
+                        })
+                        .collect()
+                };
+                let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+                    let (m, v, dm, dv) = pg.predict_grad(x);
+                    let (eg, dg) = ei_grad(m, v, &dm, &dv, best);
+                    let (m, v, dm, dv) = pl.predict_grad(x);
+                    let (el, dl) = ei_grad(m, v, &dm, &dv, best);
+                    if let Some(g) = g {
+                        for (gi, (a, b)) in g.iter_mut().zip(dg.iter().zip(&dl)) {
+                            *gi = gamma * a + (1.0 - gamma) * b;
                         }
                     }
-                    grid.at(arg.1)
-                } else {
-                    let region = Region::unit(a.space().dim());
-                    let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
-                        let (m, v, dm, dv) = pg.predict_grad(x);
-                        let (eg, dg) = ei_grad(m, v, &dm, &dv, best);
-                        let (m, v, dm, dv) = pl.predict_grad(x);
-                        let (el, dl) = ei_grad(m, v, &dm, &dv, best);
-                        if let Some(g) = g {
-                            for (gi, (a, b)) in g.iter_mut().zip(dg.iter().zip(&dl)) {
-                                *gi = gamma * a + (1.0 - gamma) * b;
-                            }
-                        }
-                        gamma * eg + (1.0 - gamma) * el
-                    };
-                    a.acquire(&mut acq, &region)?
+                    gamma * eg + (1.0 - gamma) * el
                 };
+                let point = a.maximise(grid_scores, &mut acq)?;
                 Ok(Query {
                     agent: a.agent,
                     point,
@@ -180,9 +175,7 @@ impl Algorithm for Fmtbo {
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
-        for (q, y) in queries.iter().zip(ys) {
-            self.agents[q.agent].add(q.point.clone(), *y);
-        }
+        observe_all(&mut self.agents, queries, ys);
     }
 
     /// Each agent sends its length scales (D numbers, the implementation's theta) and its

@@ -219,38 +219,25 @@ pub(super) fn check_algorithms(
                 ),
             )
         })?;
-        if kind.is_framework()
+        // The random-feature keys, for kinds that send no random-feature messages.
+        if (kind.is_single_agent() || kind.is_framework())
             && (ra.features.is_some()
                 || ra.p_t.is_some()
                 || ra.messages.is_some()
                 || ra.p1_equals_p2.is_some()
                 || ra.server.is_some())
         {
+            let why = match kind {
+                AlgorithmKind::Random => "Random search uses no federation".to_string(),
+                AlgorithmKind::Ei => "EI uses no federation".to_string(),
+                AlgorithmKind::Ucb => "UCB uses no federation".to_string(),
+                AlgorithmKind::Ts => "TS uses no federation".to_string(),
+                _ => format!("{} shares no random-feature messages", ra.kind),
+            };
             return Err(c.err(
                 &key("kind"),
                 format!(
-                    "{} shares no random-feature messages: features, p_t, p1_equals_p2, messages and server do not apply to it",
-                    ra.kind
-                ),
-            ));
-        }
-        if kind.is_single_agent()
-            && (ra.features.is_some()
-                || ra.p_t.is_some()
-                || ra.messages.is_some()
-                || ra.p1_equals_p2.is_some()
-                || ra.server.is_some())
-        {
-            return Err(c.err(
-                &key("kind"),
-                format!(
-                    "{} uses no federation: features, p_t, p1_equals_p2, messages and server do not apply to it",
-                    match kind {
-                        AlgorithmKind::Random => "Random search",
-                        AlgorithmKind::Ei => "EI",
-                        AlgorithmKind::Ucb => "UCB",
-                        _ => "TS",
-                    }
+                    "{why}: features, p_t, p1_equals_p2, messages and server do not apply to it"
                 ),
             ));
         }
