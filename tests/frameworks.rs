@@ -100,7 +100,7 @@ fn linear_consensus_ends_on_each_agents_own_candidate() {
 /// With identical agents (heterogeneity 0) every framework optimises Branin: its final
 /// simple regret, averaged over agents and runs, is well below random search's. (Measured
 /// when written: random 2.68; consensus TS 0.75 and UCB-leader 1.55, whose averages of
-/// candidates near Branin's three optima can land between them; CGP-UCB 0.74; design
+/// candidates near Branin's three optima can land between them; CGP-UCB 0.25; design
 /// density 0.04 and 0.14; FedGP EI 0.13; FMTBO 0.24.)
 #[test]
 fn frameworks_beat_random_search_on_identical_agents() {
