@@ -172,6 +172,17 @@ pub enum Command {
         #[arg(long)]
         reference: PathBuf,
     },
+    /// The best configuration each algorithm's agents found, over all runs of a run's folder:
+    /// raw hyperparameter values, the value observed there (in the objective's direction),
+    /// the run and evaluation that found it, and the noiseless value where the objective
+    /// knows it (not for a command). A table, or CSV with --csv.
+    Best {
+        /// A run's output folder (with trace.csv and spec.toml).
+        run: PathBuf,
+        /// Print CSV instead of a table.
+        #[arg(long)]
+        csv: bool,
+    },
     /// Check a spec (or a tabulation config) and print what it would run; exit 2 if invalid.
     Validate {
         /// The spec or tabulation config (TOML) to check.
@@ -323,6 +334,19 @@ fn count_saved(out: &Path) -> usize {
     })
 }
 
+/// `fbo best RUN`: the run folder's own spec names the trace's columns.
+fn best_of_run(run: &Path, csv: bool) -> Result<String> {
+    let spec = Spec::load(&run.join("spec.toml"))?;
+    let land = crate::objective::landscapes(&spec)?.swap_remove(0);
+    let best = crate::best::best(&spec, &land, &run.join("trace.csv"))?;
+    let names = land.space.names();
+    Ok(if csv {
+        crate::best::to_csv(&best, &names, land.dim())
+    } else {
+        crate::best::to_table(&best, &names, land.dim())
+    })
+}
+
 fn load(path: &Path, runs: Option<u32>, no_timing: bool) -> Result<Spec> {
     let mut spec = Spec::load(path)?;
     if let Some(r) = runs {
@@ -395,6 +419,18 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     report.wall_s,
                     out.display()
                 );
+                // The answer itself, where it fits on a screen.
+                if spec.algorithms.len() * spec.total_agents() <= 12 {
+                    match best_of_run(&out, false) {
+                        Ok(table) => eprint!("best configurations:\n{table}"),
+                        Err(e) => eprintln!("(fbo best {}: {e})", out.display()),
+                    }
+                } else {
+                    eprintln!(
+                        "best configurations per algorithm and agent: fbo best {}",
+                        out.display()
+                    );
+                }
             }
             Ok(())
         }
@@ -575,6 +611,10 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             };
             let csv = crate::evaluate::incumbents(&s, &reference, &trace)?;
             print!("{csv}");
+            Ok(())
+        }
+        Command::Best { run, csv } => {
+            print!("{}", best_of_run(&run, csv)?);
             Ok(())
         }
         Command::Validate { spec } => {

@@ -6,6 +6,7 @@ pub mod acquisition;
 pub mod algorithm;
 pub mod asktell;
 pub mod bench;
+pub mod best;
 pub mod budget;
 pub mod cli;
 pub mod compare;

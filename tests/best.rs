@@ -1,0 +1,125 @@
+//! `fbo best RUN`: the best configuration of every algorithm and agent, checked against the
+//! trace it is read from; and the table at the end of `fbo run`.
+
+mod common;
+use common::*;
+
+fn csv_rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect()
+}
+
+const BOX: &str = r#"
+[[objective.hyperparameters]]
+name = "x1"
+low = -5.0
+high = 10.0
+
+[[objective.hyperparameters]]
+name = "x2"
+low = 0.0
+high = 15.0
+
+[federation]
+agents = 2
+
+[[algorithm]]
+kind = "ts"
+[[algorithm]]
+kind = "ei"
+"#;
+
+#[test]
+fn best_is_the_highest_observation_of_each_algorithm_and_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "fn.toml",
+        "name = \"fn\"\nseed = 5\nruns = 3\niterations = 6\ninitial_points = 3\n[objective]\nkind = \"function\"\nfunction = \"branin\"\nnoise_var = 0.01\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n[[algorithm]]\nkind = \"ei\"\n",
+    );
+    let out = dir.path().join("out");
+    let o = fbo()
+        .arg("run")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .arg("--no-timing")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // 2 algorithms x 2 agents: the answer is printed at the end of the run.
+    assert!(
+        stderr(&o).contains("best configurations:\nalgorithm  agent  found at"),
+        "{}",
+        stderr(&o)
+    );
+    let o = fbo_output([
+        std::ffi::OsStr::new("best"),
+        out.as_os_str(),
+        std::ffi::OsStr::new("--csv"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let best = csv_rows(&String::from_utf8(o.stdout).unwrap());
+    assert_eq!(
+        best[0].join(","),
+        "algorithm,agent,run,evaluation,evaluations,x1,x2,observed,noiseless"
+    );
+    assert_eq!(best.len(), 1 + 4);
+    let trace = csv_rows(&std::fs::read_to_string(out.join("trace.csv")).unwrap());
+    let h = &trace[0];
+    let c = |n: &str| h.iter().position(|x| x == n).unwrap();
+    // The raw columns x1, x2 come after the unit columns x0, x1.
+    let (cx1, cx2) = (c("x_index") + 3, c("x_index") + 4);
+    assert_eq!((h[cx1].as_str(), h[cx2].as_str()), ("x1", "x2"));
+    for b in &best[1..] {
+        let mine: Vec<&Vec<String>> = trace[1..]
+            .iter()
+            .filter(|r| r[c("algorithm")] == b[0] && r[c("agent")] == b[1])
+            .collect();
+        let y = |r: &Vec<String>| r[c("y")].parse::<f64>().unwrap();
+        let top = mine.iter().map(|r| y(r)).fold(f64::NEG_INFINITY, f64::max);
+        let row = mine.iter().find(|r| y(r) == top).unwrap();
+        assert_eq!(b[2], row[c("run")]);
+        let it: i64 = row[c("iteration")].parse().unwrap();
+        assert_eq!(b[3], (it + 3).to_string());
+        assert_eq!(b[4], "9");
+        assert_eq!((&b[5], &b[6]), (&row[cx1], &row[cx2]));
+        // In the objective's own direction: the metric's sign to fbo's maximised scale.
+        let num = |n: &str| row[c(n)].parse::<f64>().unwrap();
+        let sign = num("metric") / num("f");
+        assert_eq!(b[7].parse::<f64>().unwrap(), sign * top);
+        assert_eq!(b[8], row[c("metric")]);
+    }
+}
+
+#[test]
+fn a_commands_best_has_no_noiseless_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "cmd.toml",
+        &format!(
+            "name = \"cmd\"\nseed = 4\nruns = 1\niterations = 2\ninitial_points = 2\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BOX}",
+            toy().display().to_string()
+        ),
+    );
+    let out = dir.path().join("out");
+    let o = fbo_out("run", &spec, &out, &["--no-timing"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = fbo_output([
+        std::ffi::OsStr::new("best"),
+        out.as_os_str(),
+        std::ffi::OsStr::new("--csv"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let best = csv_rows(&String::from_utf8(o.stdout).unwrap());
+    assert_eq!(best.len(), 1 + 4);
+    assert!(best[1..].iter().all(|b| b[8].is_empty()), "{best:?}");
+    // A folder without a run is refused with its path.
+    let o = fbo_output([
+        std::ffi::OsString::from("best"),
+        dir.path().join("none").into_os_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
