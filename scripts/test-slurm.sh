@@ -22,6 +22,13 @@ started_slurm=
 if ! scontrol ping >/dev/null 2>&1; then
     started_slurm=1
 fi
+# Said before it happens: what the test installs and starts on this machine.
+if ! command -v slurmctld >/dev/null || ! command -v slurmd >/dev/null || ! command -v munged >/dev/null || ! command -v sbatch >/dev/null; then
+    echo "test-slurm: installing Debian packages for a local Slurm (munge, slurmctld, slurmd, slurm-client and their libraries, about 13 MB) with apt-get; they stay installed" >&2
+fi
+if [ -n "$started_slurm" ]; then
+    echo "test-slurm: starting munged, slurmctld and slurmd for this test; all three are stopped when it ends" >&2
+fi
 bash "$slurm_local" >/tmp/fbo-slurm-local.log 2>&1 || { tail -20 /tmp/fbo-slurm-local.log; fail "slurm-local.sh could not start Slurm"; }
 scontrol ping >/dev/null || fail "Slurm started but scontrol ping fails"
 
