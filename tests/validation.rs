@@ -299,3 +299,21 @@ fn shipped_configs_are_valid() {
         "expected the main config and the Fig. 1 panels, found {n}"
     );
 }
+
+/// A reader that stops early (`fbo validate SPEC | head`) ends fbo quietly: exit 0, no panic.
+/// The pipe's read end is closed before fbo starts, so its first print meets a closed pipe.
+#[test]
+fn a_closed_stdout_ends_fbo_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let o = common::fbo()
+        .arg("validate")
+        .arg("configs/dp-landmine-sweep.toml")
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
