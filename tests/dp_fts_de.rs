@@ -133,17 +133,13 @@ fn server_options_are_checked() {
         (
             "q = 0.5",
             "q = 1.5",
-            "key `algorithm[1].server.q`: must be a sampling rate in (0, 1], got 1.5",
+            "key `server.q`: must be a sampling rate in (0, 1], got 1.5",
         ),
-        (
-            "clip = 3.0",
-            "clip = -1.0",
-            "key `algorithm[1].server.clip`",
-        ),
+        ("clip = 3.0", "clip = -1.0", "key `server.clip`"),
         (
             "subregions = 2",
             "subregions = 0",
-            "key `algorithm[1].server.subregions`",
+            "key `server.subregions`",
         ),
         (
             "kind = \"dp-fts-de\"",
@@ -158,7 +154,7 @@ fn server_options_are_checked() {
         (
             "clip = 3.0",
             "clip = 3.0\nsampling = \"fixed\"\nadjacency = \"add-remove\"",
-            "key `algorithm[1].server.adjacency`: fixed-size sampling is analysed under replace-one adjacency only",
+            "key `server.adjacency`: fixed-size sampling is analysed under replace-one adjacency only",
         ),
         (
             "clip = 3.0",
@@ -168,22 +164,22 @@ fn server_options_are_checked() {
         (
             "clip = 3.0",
             "clip = 3.0\nmax_epsilon = -1.0",
-            "key `algorithm[1].server.max_epsilon`: must be a finite number > 0, got -1",
+            "key `server.max_epsilon`: must be a finite number > 0, got -1",
         ),
         (
             "clip = 3.0",
             "clip = 3.0\nbudget_accountant = \"rdp\"",
-            "key `algorithm[1].server.budget_accountant`: applies only with max_epsilon",
+            "key `server.budget_accountant`: applies only with max_epsilon",
         ),
         (
             "clip = 3.0",
             "clip = 3.0\nmax_epsilon = 2.0\nbudget_accountant = \"rdp\"\nadjacency = \"replace-one\"",
-            "key `algorithm[1].server.budget_accountant`: the rdp accountant has no replace-one analysis",
+            "key `server.budget_accountant`: the rdp accountant has no replace-one analysis",
         ),
         (
             "clip = 3.0",
             "clip = 3.0\ndrop = 1.0",
-            "key `algorithm[1].server.drop`: must be a probability in [0, 1), got 1",
+            "key `server.drop`: must be a probability in [0, 1), got 1",
         ),
         (
             "clip = 3.0",
@@ -193,12 +189,12 @@ fn server_options_are_checked() {
         (
             "clip = 3.0",
             "clip = 3.0\nlatency = 2.0",
-            "key `algorithm[1].server.deadline`: latency (the mean of an exponential delay) and deadline go together",
+            "key `server.deadline`: latency (the mean of an exponential delay) and deadline go together",
         ),
         (
             "clip = 3.0",
             "clip = 3.0\noutage = 0.1\noutage_agents = 13",
-            "key `algorithm[1].server.outage_agents`: must be an integer in [1, 12], got 13",
+            "key `server.outage_agents`: must be an integer in [1, 12], got 13",
         ),
         (
             "clip = 3.0",
@@ -277,7 +273,7 @@ fn fixed_size_sampling_that_selects_nobody_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
-        err.contains("algorithm[1].server.q") && err.contains("selects none"),
+        err.contains("key `server.q`") && err.contains("selects none"),
         "{err}"
     );
 }

@@ -123,9 +123,22 @@ pub struct AlgorithmSpec {
     pub beta: Option<f64>,
     /// The survey's frameworks' settings (`Framework::None` for the other kinds).
     pub framework: frameworks::Framework,
+    /// The server keys this algorithm's own `server = { .. }` sets (the others come from the
+    /// top-level [server] table), so that a message names the key where it was written.
+    pub server_inline: Vec<String>,
 }
 
 impl AlgorithmSpec {
+    /// The spec key of server setting `f` for the algorithm at index `i`: its own inline
+    /// table's where it sets `f`, the top-level [server] table's otherwise.
+    pub fn server_key(&self, i: usize, f: &str) -> String {
+        if self.server_inline.iter().any(|k| k == f) {
+            format!("algorithm[{i}].server.{f}")
+        } else {
+            format!("server.{f}")
+        }
+    }
+
     /// The differentially private mechanism this algorithm has released after `steps`
     /// iterations in a federation of `agents` agents (the rate is the one a server realises),
     /// or None if it releases nothing noisy: every epsilon fbo writes is computed from this.
@@ -442,6 +455,11 @@ pub(super) fn check_algorithms(
             own_sample,
             beta,
             framework,
+            server_inline: ra
+                .server
+                .as_ref()
+                .map(RawServer::set_keys)
+                .unwrap_or_default(),
         });
     }
 

@@ -726,7 +726,7 @@ impl Spec {
                 for (j, &acc) in accountants.iter().enumerate() {
                     crate::privacy::supports(acc, dp.sampling, dp.adjacency).map_err(|e| {
                         c.err(
-                            &format!("algorithm[{i}].server.adjacency"),
+                            &a.server_key(i, "adjacency"),
                             format!("{e} (privacy.accountants[{j}] = \"{acc}\")"),
                         )
                     })?;
@@ -736,10 +736,11 @@ impl Spec {
                 && dp.sampling == Sampling::Fixed
             {
                 crate::privacy::checked_fixed_sample_size(dp.q, total_agents)
-                    .map_err(|e| c.err(&format!("algorithm[{i}].server.q"), e))?;
+                    .map_err(|e| c.err(&a.server_key(i, "q"), e))?;
             }
         }
         for (i, a) in algorithms.iter_mut().enumerate() {
+            let key = a.server_key(i, "max_epsilon");
             if let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut())
                 && let Some(b) = dp.budget.as_mut()
             {
@@ -748,7 +749,7 @@ impl Spec {
                     ..*dp
                 };
                 b.rounds = budget_rounds(&unlimited, b, iterations as u64, total_agents, delta)
-                    .map_err(|e| c.err(&format!("algorithm[{i}].server.max_epsilon"), e))?;
+                    .map_err(|e| c.err(&key, e))?;
             }
         }
         let privacy = PrivacySpec { delta, accountants };

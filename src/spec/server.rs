@@ -143,6 +143,63 @@ pub(super) enum RawDrop {
 }
 
 impl RawServer {
+    /// The keys this table sets.
+    pub(super) fn set_keys(&self) -> Vec<String> {
+        Self::KEYS
+            .iter()
+            .filter(|k| self.sets(k))
+            .map(|k| k.to_string())
+            .collect()
+    }
+
+    const KEYS: [&'static str; 19] = [
+        "subregions",
+        "dp",
+        "q",
+        "z",
+        "clip",
+        "sampling",
+        "adjacency",
+        "weights",
+        "a",
+        "t_const",
+        "t_decay",
+        "init",
+        "drop",
+        "latency",
+        "deadline",
+        "outage",
+        "outage_agents",
+        "max_epsilon",
+        "budget_accountant",
+    ];
+
+    /// Whether this table sets the key `f`.
+    fn sets(&self, f: &str) -> bool {
+        match f {
+            "subregions" => self.subregions.is_some(),
+            "dp" => self.dp.is_some(),
+            "q" => self.q.is_some(),
+            "z" => self.z.is_some(),
+            "clip" => self.clip.is_some(),
+            "sampling" => self.sampling.is_some(),
+            "adjacency" => self.adjacency.is_some(),
+            "weights" => self.weights.is_some(),
+            "a" => self.a.is_some(),
+            "t_const" => self.t_const.is_some(),
+            "t_decay" => self.t_decay.is_some(),
+            "init" => self.init.is_some(),
+            "drop" => self.drop.is_some(),
+            "latency" => self.latency.is_some(),
+            "deadline" => self.deadline.is_some(),
+            "outage" => self.outage.is_some(),
+            "outage_agents" => self.outage_agents.is_some(),
+            "max_epsilon" => self.max_epsilon.is_some(),
+            "budget_accountant" => self.budget_accountant.is_some(),
+            _ => false,
+        }
+    }
+
     pub(super) fn or(self, base: &RawServer) -> RawServer {
         let b = base.clone();
         RawServer {
@@ -213,7 +270,12 @@ pub(super) fn check_server(
     grid: Option<usize>,
     agents: usize,
 ) -> Result<ServerSpec> {
-    let k = |f: &str| format!("{key}.{f}");
+    // A bad value is named where it was written: the algorithm's own `server = { .. }`, or
+    // the top-level [server] table it fell back on.
+    let k = |f: &str| match own.is_some_and(|o| o.sets(f)) {
+        true => format!("{key}.{f}"),
+        false => format!("server.{f}"),
+    };
     // A box can be cut into any number of sub-regions; a grid into at most its points.
     let most = grid.map_or(10_000, |g| g.min(10_000)) as i64;
     let subregions = c.int(&k("subregions"), r.subregions, 1, 1, most)?;
@@ -306,7 +368,7 @@ pub(super) fn check_server(
             ));
         }
     };
-    let participation = check_participation(c, key, &r, agents)?;
+    let participation = check_participation(c, key, &r, own, agents)?;
     Ok(ServerSpec {
         subregions,
         dp,
@@ -347,9 +409,15 @@ pub(super) fn check_participation(
     c: &Check,
     key: &str,
     r: &RawServer,
+    own: Option<&RawServer>,
     agents: usize,
 ) -> Result<Participation> {
-    let k = |f: &str| format!("{key}.{f}");
+    // A bad value is named where it was written: the algorithm's own `server = { .. }`, or
+    // the top-level [server] table it fell back on.
+    let k = |f: &str| match own.is_some_and(|o| o.sets(f)) {
+        true => format!("{key}.{f}"),
+        false => format!("server.{f}"),
+    };
     let probability = |name: &str, v: f64| -> Result<f64> {
         if v.is_finite() && (0.0..1.0).contains(&v) {
             Ok(v)
