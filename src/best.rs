@@ -60,17 +60,24 @@ pub fn point_columns(
         .collect()
 }
 
-/// The best of every (algorithm, agent) in the trace at `trace`, made by `spec` (whose
-/// objective names the columns and says whether values are noiseless).
-pub fn best(spec: &Spec, land: &Landscape, trace: &Path) -> Result<Vec<Best>> {
+/// A trace's reader and header; errors name the file.
+pub fn open_trace(trace: &Path) -> Result<(csv::Reader<std::fs::File>, Vec<String>)> {
     let bad = |msg: String| FboError::spec(trace, "", msg);
     let mut rdr = csv::Reader::from_path(trace).map_err(|e| bad(e.to_string()))?;
-    let header: Vec<String> = rdr
+    let header = rdr
         .headers()
         .map_err(|e| bad(e.to_string()))?
         .iter()
         .map(String::from)
         .collect();
+    Ok((rdr, header))
+}
+
+/// The best of every (algorithm, agent) in the trace at `trace`, made by `spec` (whose
+/// objective names the columns and says whether values are noiseless).
+pub fn best(spec: &Spec, land: &Landscape, trace: &Path) -> Result<Vec<Best>> {
+    let bad = |msg: String| FboError::spec(trace, "", msg);
+    let (mut rdr, header) = open_trace(trace)?;
     let col = |name: &str| {
         header
             .iter()

@@ -135,13 +135,7 @@ pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Res
 pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String> {
     let (landscapes, names) = evaluable(spec, spec_path)?;
     let bad = |msg: String| FboError::spec(trace, "", msg);
-    let mut rdr = csv::Reader::from_path(trace).map_err(|e| bad(e.to_string()))?;
-    let header: Vec<String> = rdr
-        .headers()
-        .map_err(|e| bad(e.to_string()))?
-        .iter()
-        .map(String::from)
-        .collect();
+    let (mut rdr, header) = crate::best::open_trace(trace)?;
     let col = |name: &str| {
         header.iter().position(|h| h == name).ok_or_else(|| {
             bad(format!(
@@ -159,30 +153,9 @@ pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String>
         col("y")?,
         col("best_metric")?,
     );
-    // The unit columns x0, x1, .. directly after x_index.
-    let mut c_unit = Vec::new();
-    while header.get(c_x + 1 + c_unit.len()) == Some(&format!("x{}", c_unit.len())) {
-        c_unit.push(c_x + 1 + c_unit.len());
-    }
-    // The raw columns follow the unit ones (a function's x1.. may repeat a unit column's name).
-    let c_raw: Vec<usize> = names
-        .iter()
-        .map(|n| {
-            let after = c_unit.last().copied().unwrap_or(c_x);
-            header
-                .iter()
-                .enumerate()
-                .skip(after + 1)
-                .find(|(_, h)| *h == n)
-                .map(|(i, _)| i)
-                .ok_or_else(|| {
-                    bad(format!(
-                        "no column `{n}`: the reference's hyperparameters are {}",
-                        names.join(", ")
-                    ))
-                })
-        })
-        .collect::<Result<_>>()?;
+    // The unit columns x0, x1, .. directly after x_index, then the raw ones.
+    let c_unit: Vec<usize> = (0..names.len()).map(|d| c_x + 1 + d).collect();
+    let c_raw = crate::best::point_columns(&header, &names).map_err(bad)?;
     let mut rows: Vec<csv::StringRecord> = Vec::new();
     for rec in rdr.records() {
         rows.push(rec.map_err(|e| bad(e.to_string()))?);
