@@ -256,3 +256,29 @@ fn difference_and_rank_curves_match_hand_computation() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// The table says which way is better: lower for a minimised command's value (its metric is
+/// the value itself, fbo maximises its negative) and for simple regret, higher for a maximised
+/// one.
+#[test]
+fn compare_says_which_direction_is_better() {
+    let dir = tempfile::tempdir().unwrap();
+    for (direction, want) in [
+        ("minimize", "lower is better"),
+        ("maximize", "higher is better"),
+    ] {
+        let spec = write(
+            dir.path(),
+            &format!("{direction}.toml"),
+            &format!(
+                "name = \"{direction}\"\nseed = 4\nruns = 1\niterations = 2\ninitial_points = 2\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"{direction}\"\n[[objective.hyperparameters]]\nname = \"x1\"\nlow = -5.0\nhigh = 10.0\n[[objective.hyperparameters]]\nname = \"x2\"\nlow = 0.0\nhigh = 15.0\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n[[algorithm]]\nkind = \"ei\"\n",
+                toy().display().to_string()
+            ),
+        );
+        let out = dir.path().join(direction);
+        fbo_ok("run", &spec, &out, &["--no-timing"]);
+        let o = fbo_output([std::ffi::OsStr::new("compare"), out.as_os_str()]);
+        let text = String::from_utf8(o.stdout).unwrap();
+        assert!(text.contains(want), "{direction}: {text}");
+    }
+}

@@ -93,6 +93,20 @@ fn open_csv(
     Ok((rdr, col))
 }
 
+/// Whether a larger value of the compared column is better. best_f is fbo's maximised scale,
+/// so the best metric's direction is the sign of metric / best_f on any row where both are
+/// non-zero; simple regret is always better lower.
+fn higher_is_better(t: &Trace, metric: Metric) -> Option<bool> {
+    if metric == Metric::SimpleRegret {
+        return Some(false);
+    }
+    t.values
+        .values()
+        .flat_map(|units| units.values())
+        .find(|(v, f)| *v != 0.0 && *f != 0.0 && v.is_finite() && f.is_finite())
+        .map(|(v, f)| (v / f) > 0.0)
+}
+
 fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
     let bad = |msg: String| FboError::spec(path, "", msg);
     let (mut rdr, col) = open_csv(path, "a trace.csv")?;
@@ -222,6 +236,7 @@ pub fn compare(opts: &CompareOptions) -> Result<Report> {
     adjust(&mut rows);
     Ok(Report {
         baseline: t.algorithms[base].clone(),
+        higher_is_better: higher_is_better(&t, opts.metric),
         rows,
         trends: Vec::new(),
     })
@@ -230,6 +245,10 @@ pub fn compare(opts: &CompareOptions) -> Result<Report> {
 /// What `compare` found.
 pub struct Report {
     pub baseline: String,
+    /// Whether a larger difference is better: false for simple regret; for the best metric
+    /// the metric's own direction (an error rate or a minimised command's value is better
+    /// lower), read off the trace; None where the trace cannot tell (every value 0).
+    pub higher_is_better: Option<bool>,
     pub rows: Vec<Comparison>,
     /// Sweeps only: the metric's trend on epsilon, per algorithm.
     pub trends: Vec<Trend>,
@@ -554,6 +573,7 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
     adjust(&mut rows);
     Ok(Report {
         baseline: format!("{} ({})", points[base].0, points[base].1),
+        higher_is_better: higher_is_better(&traces[base], opts.metric),
         rows,
         trends,
     })
@@ -771,7 +791,13 @@ fn fmt_p(p: f64) -> String {
 }
 
 /// The table for people: aligned text, or Markdown.
-pub fn to_table(metric: Metric, baseline: &str, rows: &[Comparison], markdown: bool) -> String {
+pub fn to_table(
+    metric: Metric,
+    baseline: &str,
+    higher_is_better: Option<bool>,
+    rows: &[Comparison],
+    markdown: bool,
+) -> String {
     let head = [
         "iteration",
         "algorithm",
@@ -805,8 +831,13 @@ pub fn to_table(metric: Metric, baseline: &str, rows: &[Comparison], markdown: b
             ]
         })
         .collect();
+    let better = match higher_is_better {
+        Some(true) => "; higher is better",
+        Some(false) => "; lower is better",
+        None => "",
+    };
     let mut out = format!(
-        "{} against {baseline} (difference = algorithm - baseline, paired over run x agent):\n\n",
+        "{} against {baseline} (difference = algorithm - baseline{better}, paired over run x agent; win/tie/loss by the better direction):\n\n",
         metric.name()
     );
     if markdown {
@@ -861,7 +892,16 @@ pub fn run(opts: &CompareOptions) -> Result<()> {
         "compare.csv",
         to_csv(opts.metric, baseline, rows).as_bytes(),
     )?;
-    print!("{}", to_table(opts.metric, baseline, rows, opts.markdown));
+    print!(
+        "{}",
+        to_table(
+            opts.metric,
+            baseline,
+            report.higher_is_better,
+            rows,
+            opts.markdown
+        )
+    );
     if !report.trends.is_empty() {
         write_beside(
             &dir,
