@@ -10,17 +10,7 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-const BOX: &str = r#"
-[[objective.hyperparameters]]
-name = "x1"
-low = -5.0
-high = 10.0
-
-[[objective.hyperparameters]]
-name = "x2"
-low = 0.0
-high = 15.0
-
+const ALGORITHMS: &str = r#"
 [federation]
 agents = 2
 
@@ -100,7 +90,7 @@ fn a_commands_best_has_no_noiseless_value() {
         dir.path(),
         "cmd.toml",
         &format!(
-            "name = \"cmd\"\nseed = 4\nruns = 1\niterations = 2\ninitial_points = 2\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BOX}",
+            "name = \"cmd\"\nseed = 4\nruns = 1\niterations = 2\ninitial_points = 2\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BRANIN_BOX}\n{ALGORITHMS}",
             toy().display().to_string()
         ),
     );

@@ -6,19 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fbo, stderr, tell_branin, toy, write};
-
-const BRANIN_BOX: &str = r#"
-[[objective.hyperparameters]]
-name = "x1"
-low = -5.0
-high = 10.0
-
-[[objective.hyperparameters]]
-name = "x2"
-low = 0.0
-high = 15.0
-"#;
+use common::{BRANIN_BOX, fbo, stderr, tell_branin, toy, write};
 
 const ALGORITHMS: &str = r#"
 [federation]

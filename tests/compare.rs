@@ -271,7 +271,7 @@ fn compare_says_which_direction_is_better() {
             dir.path(),
             &format!("{direction}.toml"),
             &format!(
-                "name = \"{direction}\"\nseed = 4\nruns = 1\niterations = 2\ninitial_points = 2\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"{direction}\"\n[[objective.hyperparameters]]\nname = \"x1\"\nlow = -5.0\nhigh = 10.0\n[[objective.hyperparameters]]\nname = \"x2\"\nlow = 0.0\nhigh = 15.0\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n[[algorithm]]\nkind = \"ei\"\n",
+                "name = \"{direction}\"\nseed = 4\nruns = 1\niterations = 2\ninitial_points = 2\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"{direction}\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n[[algorithm]]\nkind = \"ei\"\n",
                 toy().display().to_string()
             ),
         );

@@ -123,6 +123,19 @@ pub fn stderr(o: &Output) -> String {
 /// scripts/test-slurm.sh sweeps the same spec on a real Slurm.
 pub const SMALL_DP: &str = include_str!("../fixtures/small-dp.toml");
 
+/// Branin's box as a command objective's hyperparameters (x1, x2), as the toy expects.
+pub const BRANIN_BOX: &str = r#"
+[[objective.hyperparameters]]
+name = "x1"
+low = -5.0
+high = 10.0
+
+[[objective.hyperparameters]]
+name = "x2"
+low = 0.0
+high = 15.0
+"#;
+
 /// The toy command objective (examples/toy_objective.rs: fbo's Branin behind the protocol).
 pub fn toy() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_fbo"));
