@@ -419,6 +419,11 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     report.wall_s,
                     out.display()
                 );
+                if let Ok(text) = std::fs::read(out.join("server.csv")) {
+                    for w in crate::output::clipping_warnings(&spec, &text) {
+                        eprintln!("{w}");
+                    }
+                }
                 // The answer itself, where it fits on a screen.
                 if spec.algorithms.len() * spec.total_agents() <= 12 {
                     match best_of_run(&out, false) {

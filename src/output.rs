@@ -147,6 +147,46 @@ pub fn trace_csv(rows: &[TraceRow], dim: usize, names: &[String]) -> Result<Vec<
 
 pub const SERVER_HEADER: &str = "algorithm,run,round,selected,clipped,clipped_fraction,a_t,phi_max,noise_sd,arrived,selected_agents,missing_agents\n";
 
+/// A warning for every private algorithm of `spec` that clipped more than half of the
+/// vectors its server selected, over all rounds of a run folder's server.csv text: such a
+/// clipping threshold S biases every average towards zero (the DP paper clips few), and is
+/// rarely what a reader should copy.
+pub fn clipping_warnings(spec: &Spec, server_csv: &[u8]) -> Vec<String> {
+    let mut rdr = csv::Reader::from_reader(server_csv);
+    let mut totals: Vec<(String, usize, usize)> = Vec::new();
+    for rec in rdr.records().flatten() {
+        let (Ok(sel), Ok(clip)) = (rec[3].parse::<usize>(), rec[4].parse::<usize>()) else {
+            continue;
+        };
+        match totals.iter_mut().find(|(l, _, _)| l == &rec[0]) {
+            Some(t) => {
+                t.1 += sel;
+                t.2 += clip;
+            }
+            None => totals.push((rec[0].to_string(), sel, clip)),
+        }
+    }
+    let mut out = Vec::new();
+    for (i, a) in spec.algorithms.iter().enumerate() {
+        let Some(dp) = a.server.as_ref().and_then(|s| s.dp) else {
+            continue;
+        };
+        if let Some((_, sel, clip)) = totals.iter().find(|(l, _, _)| *l == a.label)
+            && *sel > 0
+            && (*clip as f64) > 0.5 * *sel as f64
+        {
+            out.push(format!(
+                "warning: {} clipped {:.0}% of the vectors its server selected (S = {}): most messages lose their length, which biases every average towards zero; raise {} (server.csv's clipped_fraction has it by round)",
+                a.label,
+                100.0 * *clip as f64 / *sel as f64,
+                dp.clip,
+                a.server_key(i, "clip")
+            ));
+        }
+    }
+    out
+}
+
 /// server.csv rows (no header) of one run.
 pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<u8> {
     let mut out = String::new();

@@ -453,3 +453,34 @@ fn a_privacy_budget_stops_the_server_before_it_would_be_exceeded() {
             .all(|r| r.source != "server")
     );
 }
+
+/// A run whose server clips most messages says so at its end, naming the key to raise; one
+/// that clips few says nothing. (The README's first spec clipped every vector at S = 5.)
+#[test]
+fn a_run_that_clips_most_messages_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    for (clip, warns) in [("5.0", true), ("15.0", false)] {
+        let spec = write(
+            dir.path(),
+            "c.toml",
+            &format!(
+                "name = \"c\"\nseed = 1\nruns = 2\niterations = 10\ninitial_points = 2\n[objective]\nkind = \"synthetic-dp\"\ngrid = 300\nlength_scale = 0.05\n[federation]\nagents = 10\n[server]\nsubregions = 2\ndp = true\nq = 0.5\nz = 1.0\nclip = {clip}\n[[algorithm]]\nkind = \"ts\"\n[[algorithm]]\nkind = \"dp-fts-de\"\n"
+            ),
+        );
+        let o = fbo()
+            .arg("run")
+            .arg(&spec)
+            .arg("--out")
+            .arg(dir.path().join(clip))
+            .arg("--no-timing")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(
+            err.contains("warning: DP-FTS-DE P=2 q=0.5 z=1") && err.contains("raise server.clip"),
+            warns,
+            "S = {clip}: {err}"
+        );
+    }
+}
