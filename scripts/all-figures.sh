@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh >/dev/null
-echo "building fbo (a first build takes 3-5 minutes) ..." >&2
+[ -x target/release/fbo ] || echo "building fbo (a first build takes 3-5 minutes) ..." >&2
 cargo build --release
 export FBO_BUILT=1
 for f in fts-1a fts-1b fts-1c fts-2a fts-2c fts-3a fts-3c fts-3d \

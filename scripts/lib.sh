@@ -12,7 +12,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [[ -z "${FBO_BUILT:-}" ]]; then
     bash scripts/setup.sh >/dev/null
-    echo "building fbo (a first build takes 3-5 minutes) ..." >&2
+    [ -x target/release/fbo ] || echo "building fbo (a first build takes 3-5 minutes) ..." >&2
     cargo build --release
     export FBO_BUILT=1
 fi

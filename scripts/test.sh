@@ -6,6 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-echo "building and running the tests (a first build takes 5-8 minutes) ..." >&2
+if [ -x target/release/fbo ]; then
+    echo "building and running the tests ..." >&2
+else
+    echo "building and running the tests (a first build takes 5-8 minutes) ..." >&2
+fi
 cargo test --release "$@"
 bash scripts/test-slurm.sh
