@@ -10,6 +10,17 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// `fbo best OUT --csv`, asserted to succeed, as rows of fields.
+fn best_csv(out: &std::path::Path) -> Vec<Vec<String>> {
+    let o = fbo_output([
+        std::ffi::OsStr::new("best"),
+        out.as_os_str(),
+        std::ffi::OsStr::new("--csv"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    csv_rows(&String::from_utf8(o.stdout).unwrap())
+}
+
 const ALGORITHMS: &str = r#"
 [federation]
 agents = 2
@@ -44,13 +55,7 @@ fn best_is_the_highest_observation_of_each_algorithm_and_agent() {
         "{}",
         stderr(&o)
     );
-    let o = fbo_output([
-        std::ffi::OsStr::new("best"),
-        out.as_os_str(),
-        std::ffi::OsStr::new("--csv"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let best = csv_rows(&String::from_utf8(o.stdout).unwrap());
+    let best = best_csv(&out);
     assert_eq!(
         best[0].join(","),
         "algorithm,agent,run,evaluation,evaluations,x1,x2,observed,noiseless"
@@ -97,13 +102,7 @@ fn a_commands_best_has_no_noiseless_value() {
     let out = dir.path().join("out");
     let o = fbo_out("run", &spec, &out, &["--no-timing"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = fbo_output([
-        std::ffi::OsStr::new("best"),
-        out.as_os_str(),
-        std::ffi::OsStr::new("--csv"),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let best = csv_rows(&String::from_utf8(o.stdout).unwrap());
+    let best = best_csv(&out);
     assert_eq!(best.len(), 1 + 4);
     assert!(best[1..].iter().all(|b| b[8].is_empty()), "{best:?}");
     // A folder without a run is refused with its path.

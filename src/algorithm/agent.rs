@@ -226,8 +226,8 @@ impl Learner {
                 let y = self.scaled_ys();
                 let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
                 let beta = match rule {
-                    Rule::Ucb { beta: Some(b) } => b,
-                    _ => ucb_beta(y.len(), self.domain_size(), UCB_DELTA),
+                    Rule::Ucb { beta } => self.ucb_beta(beta),
+                    _ => 0.0,
                 };
                 let score = |m: f64, v: f64| match rule {
                     Rule::Ei => expected_improvement(m, v.max(0.0).sqrt(), best),
@@ -268,6 +268,12 @@ impl Learner {
                 self.agent
             ))
         })
+    }
+
+    /// GP-UCB's beta: `fixed` when set, else Srinivas et al.'s beta_t at the number of
+    /// observations, with |D| = `domain_size`.
+    pub fn ucb_beta(&self, fixed: Option<f64>) -> f64 {
+        fixed.unwrap_or_else(|| ucb_beta(self.n_obs(), self.domain_size(), UCB_DELTA))
     }
 
     /// |D| in GP-UCB's beta_t: the grid's size, or the box search's candidate count.

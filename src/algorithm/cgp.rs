@@ -8,7 +8,6 @@
 
 use super::agent::Learner;
 use super::{Algorithm, Query, RunContext, Source};
-use crate::acquisition::ucb_beta;
 use crate::error::{FboError, Result};
 use crate::linalg::cholesky_jittered;
 use crate::objective::Point;
@@ -19,9 +18,6 @@ use crate::surrogate::gp::{CrossCov, GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2};
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
-
-/// GP-UCB's delta in Srinivas et al.'s beta_t, as for `ucb`.
-const UCB_DELTA: f64 = 0.1;
 
 /// What rejection sampling kept: the borrowed designs (indices into the offered ones) and
 /// the accepted joint draws of f at them (one row per draw, one column per kept design).
@@ -275,9 +271,7 @@ impl Algorithm for Cgp {
                     .filter(|(j, (_, lcb))| *j != k && *lcb > own.delta_raw)
                     .map(|(_, (p, _))| p)
                     .collect();
-                let beta = beta.unwrap_or_else(|| {
-                    ucb_beta(a.learner.n_obs(), a.learner.domain_size(), UCB_DELTA)
-                });
+                let beta = a.learner.ucb_beta(beta);
                 let ucb = move |m: f64, v: f64| m + (beta * v.max(0.0)).sqrt();
                 let dim = a.learner.space().dim();
                 let constrained = if borrowed.is_empty() {
