@@ -56,7 +56,9 @@ def read_fbo(trace):
         rows = list(csv.reader(fh))
     head = rows[0]
     col = {name: i for i, name in reversed(list(enumerate(head)))}
-    x0 = head.index("x0")
+    # Unit columns u0, u1, .. (x0, x1, .. in traces of older builds).
+    prefix = "u" if "u0" in head else "x"
+    x0 = head.index(prefix + "0")
     runs = {}
     for r in rows[1:]:
         run, it = int(r[col["run"]]), int(r[col["iteration"]])
@@ -68,7 +70,7 @@ def read_fbo(trace):
         if it < 0 and r[col["algorithm"]] == rows[1][col["algorithm"]]:
             j = x0
             xs = []
-            while j < len(head) and head[j] == f"x{len(xs)}":
+            while j < len(head) and head[j] == f"{prefix}{len(xs)}":
                 xs.append(float(r[j]))
                 j += 1
             d["init"].append(xs)

@@ -7,8 +7,7 @@
 
 use crate::error::{FboError, Result};
 use crate::journal::{Entry, Journal, Request};
-use crate::objective::command::describe;
-use crate::objective::{Landscape, Point};
+use crate::objective::{Codec, Landscape, Point};
 use crate::outdir::{Claim, OutDir};
 use crate::runner::{JOURNAL, prepare, run_one};
 use crate::spec::{ObjectiveKind, Spec};
@@ -114,11 +113,11 @@ fn close(given: f64, asked: f64) -> bool {
     given == asked || (given - asked).abs() <= 1e-13 * asked.abs()
 }
 
-fn asked(names: &[String], req: &Request, p: &Point, raw: &[f64]) -> Entry {
+fn asked(codec: &Codec, req: &Request, p: &Point, raw: &[f64]) -> Entry {
     Entry {
         request: req.clone(),
         x: p.x.clone(),
-        params: crate::journal::params(names, raw),
+        params: codec.json(raw),
         status: "asked".into(),
         metric: None,
         cost_s: 0.0,
@@ -132,7 +131,7 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
     let (waiting, complete) = frontier(spec, &journal)?;
     let total = spec.algorithms.len() * spec.runs;
     let space = Arc::new(spec.objective.space());
-    let names = space.names();
+    let codec = space.codec();
     let mut shown = Vec::new();
     let mut outstanding = 0;
     for (req, p) in &waiting {
@@ -143,7 +142,7 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
                 continue;
             }
         } else {
-            journal.record(&asked(&names, req, p, &raw))?;
+            journal.record(&asked(&codec, req, p, &raw))?;
         }
         shown.push((req.clone(), raw));
     }
@@ -151,7 +150,7 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
         let list: Vec<serde_json::Value> = shown
             .iter()
             .map(|(req, raw)| {
-                let params = crate::journal::params(&names, raw);
+                let params = codec.json(raw);
                 serde_json::json!({
                     "scope": req.scope,
                     "run": req.run,
@@ -163,9 +162,9 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
             .collect();
         println!("{}", serde_json::Value::Array(list));
     } else {
-        println!("scope,run,agent,iteration,{}", names.join(","));
+        println!("scope,run,agent,iteration,{}", codec.names.join(","));
         for (req, raw) in &shown {
-            let vals: Vec<String> = raw.iter().map(|v| v.to_string()).collect();
+            let vals = codec.show_all(raw);
             println!(
                 "{},{},{},{},{}",
                 req.scope,
@@ -235,7 +234,7 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
     crate::journal::check_values(None, opts.cost_s).map_err(|m| cli("--cost", m))?;
     let (_dir, journal) = open_state(spec, &opts.state)?;
     let waiting = journal.outstanding();
-    let names = spec.objective.space().names();
+    let codec = spec.objective.space().codec();
     let mut results: Vec<(Entry, f64, f64)> = Vec::new();
     match (&opts.results, opts.agent, opts.value) {
         (Some(file), None, None) => {
@@ -306,20 +305,21 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                 );
                 // The hyperparameter columns, where given, must be the query's: to the
                 // 15 significant digits a spreadsheet keeps, at least.
+                let asked_at = |e: &Entry| codec.from_json(&e.params);
                 let same_point = |e: &Entry| {
-                    names
-                        .iter()
-                        .all(|n| match headers.iter().position(|h| h == n) {
+                    codec.names.iter().enumerate().all(|(k, n)| {
+                        match headers.iter().position(|h| h == n) {
                             None => true,
                             Some(i) => {
-                                let given = rec.get(i).and_then(|v| v.trim().parse::<f64>().ok());
-                                let asked = e.params.get(n).and_then(|v| v.as_f64());
+                                let given = rec.get(i).and_then(|v| codec.parse(k, v).ok());
+                                let asked = asked_at(e).map(|raw| raw[k]);
                                 match (given, asked) {
                                     (Some(g), Some(a)) => close(g, a),
                                     _ => false,
                                 }
                             }
-                        })
+                        }
+                    })
                 };
                 let found: Vec<usize> = waiting
                     .iter()
@@ -339,7 +339,7 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                                 req.run,
                                 req.agent,
                                 req.iteration,
-                                if names.iter().any(|n| headers.iter().any(|h| h == n)) {
+                                if codec.names.iter().any(|n| headers.iter().any(|h| h == n)) {
                                     " at these hyperparameter values"
                                 } else {
                                     ""
@@ -449,14 +449,13 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
             ..e.clone()
         };
         journal.record(&done)?;
-        let raw: Vec<f64> = names
-            .iter()
-            .map(|n| e.params.get(n).and_then(|v| v.as_f64()).unwrap_or(f64::NAN))
-            .collect();
+        let raw = codec
+            .from_json(&e.params)
+            .unwrap_or_else(|| vec![f64::NAN; codec.len()]);
         eprintln!(
             "recorded {metric} for agent {} at {} ({}, run {}, iteration {})",
             e.request.agent,
-            describe(&names, &raw),
+            codec.describe(&raw),
             e.request.scope,
             e.request.run,
             e.request.iteration

@@ -168,12 +168,18 @@ fn box_acquisition(features: &[usize]) -> Result<()> {
                 rf.value_grad(x, &w, g)
             };
             let t0 = Instant::now();
-            std::hint::black_box(maximise(&mut acq, &Region::unit(2), search, &mut rng)?);
+            std::hint::black_box(maximise(&mut acq, &Region::unit(2), &[], search, &mut rng)?);
             whole.push(t0.elapsed().as_secs_f64() * 1e3);
             let t0 = Instant::now();
             for i in 0..4 {
                 let mut acq = |x: &[f64], g: Option<&mut [f64]>| rf.value_grad(x, &w, g);
-                std::hint::black_box(maximise(&mut acq, &part.bounds(i, 2), search, &mut rng)?);
+                std::hint::black_box(maximise(
+                    &mut acq,
+                    &part.bounds(i, 2),
+                    &[],
+                    search,
+                    &mut rng,
+                )?);
             }
             server.push(t0.elapsed().as_secs_f64() * 1e3);
         }
@@ -300,12 +306,12 @@ pub fn command_overhead(n: usize) -> Result<()> {
     };
     let settings_argv = settings.argv.clone();
     let space = std::sync::Arc::new(Space::Box(vec![Param::linear("x", 0.0, 1.0)]));
-    let names = vec!["x".to_string()];
+    let codec = space.codec();
     let land = Landscape::measured(
         space,
         1,
-        Some(CommandRunner::new(settings, names.clone())),
-        names,
+        Some(CommandRunner::new(settings, codec.clone())),
+        codec,
         OnFailure::Stop,
     );
     let dir = tempfile_dir()?;
@@ -315,6 +321,7 @@ pub fn command_overhead(n: usize) -> Result<()> {
         metric: "metric".into(),
         direction: "maximize".into(),
         params: vec!["x".into()],
+        choices: Vec::new(),
     };
     land.attach_journal(std::sync::Arc::new(crate::journal::Journal::open(
         &path, &origin,

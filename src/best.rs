@@ -5,7 +5,7 @@
 //! noiseless value.
 
 use crate::error::{FboError, Result};
-use crate::objective::Landscape;
+use crate::objective::{Codec, Landscape};
 use crate::spec::Spec;
 use std::path::Path;
 
@@ -38,15 +38,21 @@ pub fn point_columns(
         .iter()
         .position(|h| h == "x_index")
         .ok_or("no column `x_index`: not a trace.csv")?;
+    // u0, u1, ..; traces of older builds named them x0, x1, ..
+    let prefix = if header.get(c_x + 1).is_some_and(|h| h == "x0") {
+        "x"
+    } else {
+        "u"
+    };
     let mut c_unit = Vec::new();
-    while header.get(c_x + 1 + c_unit.len()) == Some(&format!("x{}", c_unit.len())) {
+    while header.get(c_x + 1 + c_unit.len()) == Some(&format!("{prefix}{}", c_unit.len())) {
         c_unit.push(c_x + 1 + c_unit.len());
     }
     if names.is_empty() {
         return Ok(c_unit);
     }
-    // With names, there are as many unit columns as names: the raw ones come right after.
-    let after = c_x + names.len();
+    // The raw columns come right after the unit ones.
+    let after = c_x + c_unit.len();
     names
         .iter()
         .enumerate()
@@ -93,7 +99,8 @@ pub fn best(spec: &Spec, land: &Landscape, trace: &Path) -> Result<Vec<Best>> {
         col("y")?,
         col("metric")?,
     );
-    let c_point = point_columns(&header, &land.space.names()).map_err(bad)?;
+    let codec = land.space.codec();
+    let c_point = point_columns(&header, &codec.names).map_err(bad)?;
     let sign = land.metric(1.0);
     let noiseless = !land.is_measured();
     let mut out: Vec<Best> = Vec::new();
@@ -124,7 +131,19 @@ pub fn best(spec: &Spec, land: &Landscape, trace: &Path) -> Result<Vec<Best>> {
             // Iterations count 1 - n_init .. 0 for the initial points, then 1, 2, ..
             evaluation: (num(c_it)? as i64 + spec.initial_points as i64) as usize,
             of: 0,
-            point: c_point.iter().map(|&c| num(c)).collect::<Result<_>>()?,
+            point: if codec.is_empty() {
+                c_point.iter().map(|&c| num(c)).collect::<Result<_>>()?
+            } else {
+                c_point
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &c)| {
+                        codec
+                            .parse(k, &rec[c])
+                            .map_err(|m| bad(format!("row {}: {m}", line + 2)))
+                    })
+                    .collect::<Result<_>>()?
+            },
             observed: sign * y,
             noiseless: if noiseless {
                 Some(num(c_metric)?)
@@ -149,9 +168,9 @@ pub fn best(spec: &Spec, land: &Landscape, trace: &Path) -> Result<Vec<Best>> {
 
 /// The answer as CSV: algorithm, agent, run, evaluation, evaluations, the point's columns,
 /// observed, noiseless.
-pub fn to_csv(best: &[Best], names: &[String], dim: usize) -> String {
+pub fn to_csv(best: &[Best], codec: &Codec, dim: usize) -> String {
     let mut s = String::from("algorithm,agent,run,evaluation,evaluations");
-    for n in point_names(names, dim) {
+    for n in point_names(codec, dim) {
         s += &format!(",{n}");
     }
     s += ",observed,noiseless\n";
@@ -164,7 +183,7 @@ pub fn to_csv(best: &[Best], names: &[String], dim: usize) -> String {
             b.evaluation,
             b.of
         );
-        for v in &b.point {
+        for v in show_point(codec, &b.point) {
             s += &format!(",{v}");
         }
         s += &format!(
@@ -176,21 +195,37 @@ pub fn to_csv(best: &[Best], names: &[String], dim: usize) -> String {
     s
 }
 
-fn point_names(names: &[String], dim: usize) -> Vec<String> {
-    if names.is_empty() {
-        (0..dim).map(|d| format!("x{d}")).collect()
+fn point_names(codec: &Codec, dim: usize) -> Vec<String> {
+    if codec.is_empty() {
+        (0..dim).map(crate::output::unit_column).collect()
     } else {
-        names.to_vec()
+        codec.names.clone()
     }
 }
 
+/// A point's values as text: choices by name, numbers as given (`sig` shortens them).
+fn point_text(codec: &Codec, point: &[f64], sig: impl Fn(f64) -> String) -> Vec<String> {
+    point
+        .iter()
+        .enumerate()
+        .map(|(k, &v)| match codec.choices.get(k) {
+            Some(c) if !c.is_empty() => codec.show(k, v),
+            _ => sig(v),
+        })
+        .collect()
+}
+
+fn show_point(codec: &Codec, point: &[f64]) -> Vec<String> {
+    point_text(codec, point, |v| v.to_string())
+}
+
 /// The answer as an aligned table for a terminal (values to 6 significant digits).
-pub fn to_table(best: &[Best], names: &[String], dim: usize) -> String {
+pub fn to_table(best: &[Best], codec: &Codec, dim: usize) -> String {
     let mut rows: Vec<Vec<String>> = vec![
         ["algorithm", "agent", "found at"]
             .iter()
             .map(|s| s.to_string())
-            .chain(point_names(names, dim))
+            .chain(point_names(codec, dim))
             .chain(["observed".to_string(), "noiseless".to_string()])
             .collect(),
     ];
@@ -201,7 +236,7 @@ pub fn to_table(best: &[Best], names: &[String], dim: usize) -> String {
             b.agent.to_string(),
             format!("run {} eval {}/{}", b.run, b.evaluation, b.of),
         ];
-        r.extend(b.point.iter().map(|&v| sig6(v)));
+        r.extend(point_text(codec, &b.point, sig6));
         r.push(g(b.observed));
         r.push(b.noiseless.map(g).unwrap_or_else(|| "-".into()));
         rows.push(r);
@@ -258,7 +293,8 @@ mod tests {
     }
 
     #[test]
-    fn point_columns_skip_the_unit_columns_even_when_names_repeat_them() {
+    fn point_columns_skip_the_unit_columns_whatever_their_number() {
+        // A trace from before the unit columns were named u0, u1, ..
         let h: Vec<String> = "algorithm,run,agent,iteration,x_index,x0,x1,x1,x2,source"
             .split(',')
             .map(String::from)
@@ -268,5 +304,13 @@ mod tests {
         assert_eq!(point_columns(&h, &[]).unwrap(), vec![5, 6]);
         let wrong = vec!["C".to_string(), "gamma".to_string()];
         assert!(point_columns(&h, &wrong).is_err());
+        // Today's, with a categorical parameter's three one-hot columns before its name.
+        let h: Vec<String> = "algorithm,run,agent,iteration,x_index,u0,u1,u2,u3,lr,kernel,source"
+            .split(',')
+            .map(String::from)
+            .collect();
+        let names = vec!["lr".to_string(), "kernel".to_string()];
+        assert_eq!(point_columns(&h, &names).unwrap(), vec![9, 10]);
+        assert_eq!(point_columns(&h, &[]).unwrap(), vec![5, 6, 7, 8]);
     }
 }

@@ -339,11 +339,11 @@ fn best_of_run(run: &Path, csv: bool) -> Result<String> {
     let spec = Spec::load(&run.join("spec.toml"))?;
     let land = crate::objective::landscapes(&spec)?.swap_remove(0);
     let best = crate::best::best(&spec, &land, &run.join("trace.csv"))?;
-    let names = land.space.names();
+    let codec = land.space.codec();
     Ok(if csv {
-        crate::best::to_csv(&best, &names, land.dim())
+        crate::best::to_csv(&best, &codec, land.dim())
     } else {
-        crate::best::to_table(&best, &names, land.dim())
+        crate::best::to_table(&best, &codec, land.dim())
     })
 }
 

@@ -127,7 +127,7 @@ pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Res
 
 /// One trace's rows with each (algorithm, run, agent)'s incumbent so far (the row with the
 /// highest observation y, the first on ties) valued by `spec`'s objective, as CSV text: the
-/// trace's identifying columns (algorithm, run, agent, iteration, x_index, x0..: the query, so
+/// trace's identifying columns (algorithm, run, agent, iteration, x_index, u0..: the query, so
 /// that `fbo compare` checks initial points as on the trace), the incumbent's raw values as
 /// `incumbent_<name>`, the run's own `observed_best_metric`, and `best_f` / `best_metric`, the
 /// incumbent's value under the reference (best_f in fbo's maximised orientation). Each
@@ -153,8 +153,9 @@ pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String>
         col("y")?,
         col("best_metric")?,
     );
-    // The unit columns x0, x1, .. directly after x_index, then the raw ones.
-    let c_unit: Vec<usize> = (0..names.len()).map(|d| c_x + 1 + d).collect();
+    // The unit columns u0, u1, .. directly after x_index, then the raw ones.
+    let c_unit = crate::best::point_columns(&header, &[]).map_err(bad)?;
+    debug_assert!(c_unit.first().is_none_or(|&c| c == c_x + 1));
     let c_raw = crate::best::point_columns(&header, &names).map_err(bad)?;
     let mut rows: Vec<csv::StringRecord> = Vec::new();
     for rec in rdr.records() {
@@ -186,7 +187,7 @@ pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String>
         .iter()
         .map(|s| s.to_string())
         .collect();
-    head.extend((0..c_unit.len()).map(|d| format!("x{d}")));
+    head.extend((0..c_unit.len()).map(crate::output::unit_column));
     head.extend(names.iter().map(|n| format!("incumbent_{n}")));
     head.extend(["observed_best_metric", "best_f", "best_metric"].map(String::from));
     out.write_record(&head).map_err(err)?;

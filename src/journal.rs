@@ -5,6 +5,7 @@
 //! handed out the same way, so it can tell outstanding ones from new ones.
 
 use crate::error::{FboError, Result};
+use crate::objective::space::Codec;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -57,16 +58,6 @@ pub struct Entry {
     pub error: Option<String>,
 }
 
-/// Hyperparameter values by name, as JSON: a journal entry's `params`, and what a command
-/// reads on stdin.
-pub fn params(names: &[String], raw: &[f64]) -> serde_json::Map<String, serde_json::Value> {
-    names
-        .iter()
-        .zip(raw)
-        .map(|(n, v)| (n.clone(), serde_json::json!(v)))
-        .collect()
-}
-
 pub type Key = (Request, Vec<u64>);
 
 /// An evaluation is identified by who asked (the request) and the raw hyperparameter values
@@ -89,9 +80,25 @@ pub struct Origin {
     pub direction: String,
     /// The hyperparameters' names, in the spec's order.
     pub params: Vec<String>,
+    /// Each hyperparameter's choices (empty for a number); left out when every one is a
+    /// number, so that journals from before categorical parameters read as they were.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub choices: Vec<Vec<String>>,
 }
 
 impl Origin {
+    /// How the journal writes and reads its entries' values.
+    pub fn codec(&self) -> Codec {
+        if self.choices.is_empty() {
+            Codec::numeric(self.params.clone())
+        } else {
+            Codec {
+                names: self.params.clone(),
+                choices: self.choices.clone(),
+            }
+        }
+    }
+
     /// What differs from `other`, for a refusal ("the command was [..], is now [..]").
     fn changes(&self, now: &Origin) -> Vec<String> {
         let mut out = Vec::new();
@@ -116,6 +123,11 @@ impl Origin {
             out.push(format!(
                 "the hyperparameters were {:?}, are now {:?}",
                 self.params, now.params
+            ));
+        } else if self.choices != now.choices {
+            out.push(format!(
+                "the categorical choices were {:?}, are now {:?}",
+                self.choices, now.choices
             ));
         }
         out
@@ -189,7 +201,7 @@ struct State {
 
 pub struct Journal {
     path: Option<PathBuf>,
-    names: Vec<String>,
+    codec: Codec,
     state: Mutex<State>,
 }
 
@@ -206,20 +218,124 @@ fn outcome_of(e: &Entry) -> std::result::Result<Option<Outcome>, String> {
     }
 }
 
-/// The raw values of an entry, in `names` order, from its `params`.
-fn raw_of(e: &Entry, names: &[String]) -> Option<Vec<f64>> {
-    names
-        .iter()
-        .map(|n| e.params.get(n).and_then(|v| v.as_f64()))
-        .collect()
+/// The raw values of an entry, in the codec's order, from its `params`.
+fn raw_of(e: &Entry, codec: &Codec) -> Option<Vec<f64>> {
+    codec.from_json(&e.params)
+}
+
+/// What reading a journal file found: whether it has its header, how many bytes are whole
+/// lines (an entry cut short by a kill follows), and whether the last entry lacks its newline.
+struct Read {
+    header_seen: bool,
+    complete: usize,
+    needs_newline: bool,
+}
+
+/// Reads the journal text of `path` into `done` and `asked`: refused if it holds another
+/// objective's values or an evaluation with two outcomes (also against what `done` held).
+fn read_entries(
+    path: &Path,
+    origin: &Origin,
+    codec: &Codec,
+    text: &[u8],
+    done: &mut HashMap<Key, (Outcome, usize)>,
+    asked: &mut HashMap<Key, Entry>,
+) -> Result<Read> {
+    let io = |e| FboError::io(path, e);
+    let (mut header_seen, mut needs_newline) = (false, false);
+    let bad = |n: usize, msg: String| {
+        FboError::spec(
+            path,
+            "",
+            format!(
+                "line {n}: {msg}; the file is fbo's record of finished evaluations (move it away, or choose another folder, to start anew)"
+            ),
+        )
+    };
+    let mut complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    // A last line without its newline: complete if it parses as an entry.
+    if complete < text.len() {
+        let tail = String::from_utf8_lossy(&text[complete..]);
+        if serde_json::from_str::<Entry>(tail.trim()).is_ok() {
+            complete = text.len();
+            needs_newline = true;
+        }
+    }
+    for (i, line) in BufReader::new(&text[..complete]).lines().enumerate() {
+        let n = i + 1;
+        let line = line.map_err(io)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.contains(HEADER_TAG)
+            && let Ok(h) = serde_json::from_str::<Header>(&line)
+        {
+            if h.objective != *origin {
+                return Err(FboError::spec(
+                    path,
+                    "",
+                    format!(
+                        "holds evaluations of another objective ({}); its values cannot be replayed for this spec: move the file away or choose another folder (`fbo run --overwrite` sets it aside)",
+                        h.objective.changes(origin).join("; ")
+                    ),
+                ));
+            }
+            header_seen = true;
+            continue;
+        }
+        let e: Entry = serde_json::from_str(&line)
+            .map_err(|err| bad(n, format!("not a journal entry ({err})")))?;
+        let raw = raw_of(&e, codec).ok_or_else(|| {
+            bad(
+                n,
+                format!(
+                    "its params do not give every hyperparameter of this spec ({})",
+                    codec.names.join(", ")
+                ),
+            )
+        })?;
+        let k = key(&e.request, &raw);
+        let Some(outcome) = outcome_of(&e).map_err(|m| bad(n, m))? else {
+            asked.insert(k, e);
+            continue;
+        };
+        if let Outcome::Done(metric, cost) = outcome {
+            check_values(Some(metric), cost).map_err(|m| bad(n, m))?;
+        }
+        match done.get(&k) {
+            Some((old, line)) if !old.agrees(&outcome) => {
+                return Err(bad(
+                    n,
+                    format!(
+                        "records {} for agent {} ({}, run {}, iteration {}), which line {line} recorded as {}: one evaluation with two outcomes",
+                        outcome.describe(),
+                        e.request.agent,
+                        e.request.scope,
+                        e.request.run,
+                        e.request.iteration,
+                        old.describe()
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None => {
+                done.insert(k, (outcome, n));
+            }
+        }
+    }
+    Ok(Read {
+        header_seen,
+        complete,
+        needs_newline,
+    })
 }
 
 impl Journal {
     /// A journal kept in memory only (library use, tests).
-    pub fn in_memory(names: Vec<String>) -> Self {
+    pub fn in_memory(codec: Codec) -> Self {
         Journal {
             path: None,
-            names,
+            codec,
             state: Mutex::new(State {
                 done: HashMap::new(),
                 asked: HashMap::new(),
@@ -235,93 +351,16 @@ impl Journal {
     /// start on a line of their own; a complete last line that only lacks its newline is kept.
     pub fn open(path: &Path, origin: &Origin) -> Result<Self> {
         let io = |e| FboError::io(path, e);
-        let names = origin.params.clone();
+        let codec = origin.codec();
         let mut done: HashMap<Key, (Outcome, usize)> = HashMap::new();
         let mut asked = HashMap::new();
-        let mut header_seen = false;
-        let mut needs_newline = false;
-        let bad = |n: usize, msg: String| {
-            FboError::spec(
-                path,
-                "",
-                format!(
-                    "line {n}: {msg}; the file is fbo's record of finished evaluations (move it away, or choose another folder, to start anew)"
-                ),
-            )
-        };
+        let (mut header_seen, mut needs_newline) = (false, false);
         if path.exists() {
             let text = std::fs::read(path).map_err(io)?;
-            let mut complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-            // A last line without its newline: complete if it parses as an entry.
-            if complete < text.len() {
-                let tail = String::from_utf8_lossy(&text[complete..]);
-                if serde_json::from_str::<Entry>(tail.trim()).is_ok() {
-                    complete = text.len();
-                    needs_newline = true;
-                }
-            }
-            for (i, line) in BufReader::new(&text[..complete]).lines().enumerate() {
-                let n = i + 1;
-                let line = line.map_err(io)?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                if line.contains(HEADER_TAG)
-                    && let Ok(h) = serde_json::from_str::<Header>(&line)
-                {
-                    if h.objective != *origin {
-                        return Err(FboError::spec(
-                            path,
-                            "",
-                            format!(
-                                "holds evaluations of another objective ({}); its values cannot be replayed for this spec: move the file away or choose another folder (`fbo run --overwrite` sets it aside)",
-                                h.objective.changes(origin).join("; ")
-                            ),
-                        ));
-                    }
-                    header_seen = true;
-                    continue;
-                }
-                let e: Entry = serde_json::from_str(&line)
-                    .map_err(|err| bad(n, format!("not a journal entry ({err})")))?;
-                let raw = raw_of(&e, &names).ok_or_else(|| {
-                    bad(
-                        n,
-                        format!(
-                            "its params do not give every hyperparameter of this spec ({})",
-                            names.join(", ")
-                        ),
-                    )
-                })?;
-                let k = key(&e.request, &raw);
-                let Some(outcome) = outcome_of(&e).map_err(|m| bad(n, m))? else {
-                    asked.insert(k, e);
-                    continue;
-                };
-                if let Outcome::Done(metric, cost) = outcome {
-                    check_values(Some(metric), cost).map_err(|m| bad(n, m))?;
-                }
-                match done.get(&k) {
-                    Some((old, line)) if !old.agrees(&outcome) => {
-                        return Err(bad(
-                            n,
-                            format!(
-                                "records {} for agent {} ({}, run {}, iteration {}), which line {line} recorded as {}: one evaluation with two outcomes",
-                                outcome.describe(),
-                                e.request.agent,
-                                e.request.scope,
-                                e.request.run,
-                                e.request.iteration,
-                                old.describe()
-                            ),
-                        ));
-                    }
-                    Some(_) => {}
-                    None => {
-                        done.insert(k, (outcome, n));
-                    }
-                }
-            }
+            let read = read_entries(path, origin, &codec, &text, &mut done, &mut asked)?;
+            header_seen = read.header_seen;
+            needs_newline = read.needs_newline;
+            let complete = read.complete;
             if complete < text.len() {
                 let f = OpenOptions::new().write(true).open(path).map_err(io)?;
                 f.set_len(complete as u64).map_err(io)?;
@@ -354,7 +393,7 @@ impl Journal {
         KEPT.fetch_add(done.len(), std::sync::atomic::Ordering::Relaxed);
         Ok(Journal {
             path: Some(path.to_path_buf()),
-            names,
+            codec,
             state: Mutex::new(State {
                 done,
                 asked,
@@ -365,6 +404,20 @@ impl Journal {
 
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// Also replays the journal another process writes at `path` (a shard's), without
+    /// writing to it: its whole lines, refused as `open` refuses. Returns how many finished
+    /// evaluations it added.
+    pub fn read_also(&self, path: &Path, origin: &Origin) -> Result<usize> {
+        let text = std::fs::read(path).map_err(|e| FboError::io(path, e))?;
+        let mut s = self.state.lock().expect("journal lock");
+        let before = s.done.len();
+        let State { done, asked, .. } = &mut *s;
+        read_entries(path, origin, &self.codec, &text, done, asked)?;
+        let added = s.done.len() - before;
+        KEPT.fetch_add(added, std::sync::atomic::Ordering::Relaxed);
+        Ok(added)
     }
 
     /// The objective named by the header of the journal at `path` (None without one).
@@ -449,7 +502,7 @@ impl Journal {
             ))
         };
         check_values(entry.metric, entry.cost_s).map_err(|m| fail(format!("not recorded: {m}")))?;
-        let raw = raw_of(entry, &self.names)
+        let raw = raw_of(entry, &self.codec)
             .ok_or_else(|| fail("an entry without every hyperparameter".into()))?;
         let k = key(&entry.request, &raw);
         let outcome = outcome_of(entry).map_err(fail)?;
@@ -510,6 +563,7 @@ mod tests {
             metric: "accuracy".into(),
             direction: "maximize".into(),
             params: vec!["a".into(), "b".into()],
+            choices: Vec::new(),
         }
     }
 
@@ -519,7 +573,7 @@ mod tests {
         Entry {
             request: Request::new("TS", 0, 1, iteration),
             x: vec![0.5, 0.25],
-            params: params(&origin().params, &RAW),
+            params: origin().codec().json(&RAW),
             status: status.into(),
             metric,
             cost_s: 0.5,

@@ -4,7 +4,8 @@
 //! multi-start maximiser the algorithms use on a box.
 
 use crate::error::Result;
-use crate::objective::space::{Region, halton};
+use crate::objective::space::{Region, halton, one_hot};
+use std::ops::Range;
 
 /// Objective: returns (value, gradient) or None where it cannot be evaluated (treated as +inf).
 pub trait Objective {
@@ -303,13 +304,30 @@ impl<F: FnMut(&[f64], Option<&mut [f64]>) -> f64> Acquisition for F {
 
 /// argmax over `region` of `acq`: the best of the candidates and of the local searches
 /// started from the best candidates (ties to the earlier). Never leaves the region.
+///
+/// `groups` are one-hot blocks of categorical parameters: every candidate has each block
+/// made one-hot (a uniformly random choice, since the candidate's coordinates are), and a
+/// local search moves only the other coordinates, so `acq` is only ever asked about valid
+/// configurations and the choice is made by the candidates.
 pub fn maximise<R: rand::Rng + ?Sized>(
     acq: &mut impl Acquisition,
     region: &Region,
+    groups: &[Range<usize>],
     search: BoxSearch,
     rng: &mut R,
 ) -> Result<(Vec<f64>, f64)> {
-    let cands = halton(search.candidates.max(1), region, rng)?;
+    let mut cands = halton(search.candidates.max(1), region, rng)?;
+    for c in &mut cands {
+        for g in groups {
+            let bounds = (&region.lo[g.clone()], &region.hi[g.clone()]);
+            if !one_hot(&mut c[g.clone()], Some(bounds)) {
+                return Err(crate::error::FboError::Run(format!(
+                    "the search region [{:?}, {:?}] holds no choice of a categorical parameter",
+                    region.lo, region.hi
+                )));
+            }
+        }
+    }
     let mut scored: Vec<(f64, usize)> = cands
         .iter()
         .enumerate()
@@ -336,7 +354,15 @@ pub fn maximise<R: rand::Rng + ?Sized>(
         f_rel_tol: 1e-13,
     };
     for &(_, i) in scored.iter().take(search.starts) {
-        if let Some(m) = lbfgs_box(&mut neg, &cands[i], region, opts)
+        // The choices stay as the candidate has them: a box of zero width on their block.
+        let mut local = region.clone();
+        for g in groups {
+            for j in g.clone() {
+                local.lo[j] = cands[i][j];
+                local.hi[j] = cands[i][j];
+            }
+        }
+        if let Some(m) = lbfgs_box(&mut neg, &cands[i], &local, opts)
             && -m.value > best.1
         {
             best = (m.x, -m.value);
@@ -419,7 +445,7 @@ mod tests {
         };
         let mut rng = stream(5, 0, 0, Purpose::Acquisition);
         let r = Region::unit(2);
-        let (x, v) = maximise(&mut branin, &r, search, &mut rng).unwrap();
+        let (x, v) = maximise(&mut branin, &r, &[], search, &mut rng).unwrap();
         assert!((v + 0.397_887_357_729_738).abs() < 1e-9, "{v} at {x:?}");
         let maxima = [
             (-std::f64::consts::PI, 12.275),
@@ -442,7 +468,7 @@ mod tests {
             lo: vec![0.0, 0.5],
             hi: vec![0.5, 1.0],
         };
-        let (x, _) = maximise(&mut lin, &sub, search, &mut rng).unwrap();
+        let (x, _) = maximise(&mut lin, &sub, &[], search, &mut rng).unwrap();
         assert_eq!(x, vec![0.5, 1.0]);
         // An interior maximum: f = -(x0 - 0.123456)^2 - (x1 - 0.654321)^2 to 1e-6.
         let mut bowl = |u: &[f64], g: Option<&mut [f64]>| {
@@ -453,10 +479,50 @@ mod tests {
             }
             -(a * a + b * b)
         };
-        let (x, _) = maximise(&mut bowl, &r, search, &mut rng).unwrap();
+        let (x, _) = maximise(&mut bowl, &r, &[], search, &mut rng).unwrap();
         assert!(
             (x[0] - 0.123_456).abs() < 1e-6 && (x[1] - 0.654_321).abs() < 1e-6,
             "{x:?}"
+        );
+    }
+
+    #[test]
+    fn categorical_blocks_are_searched_as_choices_and_never_relaxed() {
+        // f = -(x0 - 0.3)^2 + bonus of the choice in coordinates 1..4; a relaxed search would
+        // climb to a mixture of choices (its linear part is largest at the corner of the best
+        // one, but every candidate must already be one-hot).
+        let bonus = [0.0, 1.0, 0.5];
+        let mut seen_invalid = false;
+        let mut f = |x: &[f64], g: Option<&mut [f64]>| {
+            let block = &x[1..4];
+            let ones = block.iter().filter(|&&v| v == 1.0).count();
+            let zeros = block.iter().filter(|&&v| v == 0.0).count();
+            seen_invalid |= ones != 1 || zeros != 2;
+            let v =
+                -(x[0] - 0.3).powi(2) + block.iter().zip(&bonus).map(|(a, b)| a * b).sum::<f64>();
+            if let Some(g) = g {
+                g[0] = -2.0 * (x[0] - 0.3);
+                g[1..4].copy_from_slice(&bonus);
+            }
+            v
+        };
+        use crate::rng::{Purpose, stream};
+        let mut rng = stream(3, 0, 0, Purpose::Acquisition);
+        let search = BoxSearch {
+            candidates: 64,
+            starts: 4,
+        };
+        let block: std::ops::Range<usize> = 1..4;
+        let groups = [block];
+        let (x, v) = maximise(&mut f, &Region::unit(4), &groups, search, &mut rng).unwrap();
+        assert!(
+            !seen_invalid,
+            "the acquisition was asked about a point between choices"
+        );
+        assert_eq!(&x[1..4], &[0.0, 1.0, 0.0]);
+        assert!(
+            (x[0] - 0.3).abs() < 1e-6 && (v - 1.0).abs() < 1e-10,
+            "{x:?} {v}"
         );
     }
 }

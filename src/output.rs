@@ -3,6 +3,7 @@
 //! off mid-row.
 
 use crate::error::{FboError, Result};
+use crate::objective::Codec;
 use crate::privacy::Accountant;
 use crate::server::RoundRecord;
 use crate::spec::Spec;
@@ -75,14 +76,20 @@ impl TraceRow {
     }
 }
 
-/// The trace columns: x0.. are unit coordinates, then one column per named hyperparameter
-/// holding its raw value (C, gamma, ...).
+/// The name of unit coordinate k in a trace: `u0`, `u1`, ... (a function's hyperparameters are
+/// `x1`, `x2`, ...; names of their own so that no trace has two columns of one name).
+pub fn unit_column(k: usize) -> String {
+    format!("u{k}")
+}
+
+/// The trace columns: u0.. are unit coordinates, then one column per named hyperparameter
+/// holding its raw value (C, gamma, ...; a categorical one's choice by name).
 pub fn trace_header(dim: usize, names: &[String]) -> Vec<String> {
     let mut h: Vec<String> = ["algorithm", "run", "agent", "iteration", "x_index"]
         .iter()
         .map(|s| s.to_string())
         .collect();
-    h.extend((0..dim).map(|d| format!("x{d}")));
+    h.extend((0..dim).map(unit_column));
     h.extend(names.iter().cloned());
     h.extend(
         [
@@ -107,10 +114,11 @@ pub fn trace_header(dim: usize, names: &[String]) -> Vec<String> {
 
 /// CSV text of rows, header first. Floats use Rust's shortest round-trip form, so equal
 /// numbers always print the same bytes.
-pub fn trace_csv(rows: &[TraceRow], dim: usize, names: &[String]) -> Result<Vec<u8>> {
+pub fn trace_csv(rows: &[TraceRow], dim: usize, codec: &Codec) -> Result<Vec<u8>> {
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| FboError::Run(format!("formatting trace CSV: {e}"));
-    w.write_record(trace_header(dim, names)).map_err(err)?;
+    w.write_record(trace_header(dim, &codec.names))
+        .map_err(err)?;
     for r in rows {
         let mut rec = vec![
             r.algorithm.clone(),
@@ -120,7 +128,7 @@ pub fn trace_csv(rows: &[TraceRow], dim: usize, names: &[String]) -> Result<Vec<
             r.x_index.map(|i| i.to_string()).unwrap_or_default(),
         ];
         rec.extend(r.x.iter().map(|v| v.to_string()));
-        rec.extend(r.raw.iter().map(|v| v.to_string()));
+        rec.extend(codec.show_all(&r.raw));
         rec.extend([
             r.source.clone(),
             r.y.to_string(),

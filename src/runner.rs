@@ -224,12 +224,12 @@ fn initial_queries(
                 .map(|i| grid.at(i))
                 .collect(),
             (Some(InitArea::Region(r)), _) => (0..n_init)
-                .map(|_| Point::free(r.sample(&mut rng)))
+                .map(|_| space.point(r.sample(&mut rng)))
                 .collect(),
             (None, None) => {
                 let unit = Region::unit(space.dim());
                 (0..n_init)
-                    .map(|_| Point::free(unit.sample(&mut rng)))
+                    .map(|_| space.point(unit.sample(&mut rng)))
                     .collect()
             }
             (Some(InitArea::Points(_)), None) => {
@@ -410,32 +410,72 @@ impl<'a> Tracer<'a> {
     }
 }
 
-/// The output folder's evaluations journal for `spec`'s objective. With `overwrite`, a
-/// journal fbo did not write there, or one of another objective, is set aside (renamed,
-/// never deleted) and a new one begun; without, the latter is refused.
-fn open_journal(spec: &Spec, dir: &OutDir, overwrite: bool, quiet: bool) -> Result<Arc<Journal>> {
+/// The journal a shard computing units `lo..hi` appends to: its own file, so that shards
+/// running at once never write one file (each reads the others' when it starts; their runs
+/// are disjoint, and no evaluation is shared between runs).
+pub fn shard_journal((lo, hi): (usize, usize)) -> String {
+    format!("evaluations.units-{lo}-{hi}.jsonl")
+}
+
+/// The journals in an output folder: the unsharded one and every shard's.
+fn journal_files(dir: &OutDir) -> Vec<String> {
+    let mut names = vec![JOURNAL.to_string()];
+    if let Ok(list) = fs::read_dir(dir.path(".")) {
+        let mut shards: Vec<String> = list
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("evaluations.units-") && n.ends_with(".jsonl"))
+            .collect();
+        shards.sort();
+        names.extend(shards);
+    }
+    names
+}
+
+/// The output folder's evaluations journal for `spec`'s objective: the one this process
+/// appends to (a shard's own, or the folder's), having replayed every other journal there.
+/// With `overwrite`, a journal fbo did not write there, or one of another objective, is set
+/// aside (renamed, never deleted) and a new one begun; without, the latter is refused.
+fn open_journal(
+    spec: &Spec,
+    dir: &OutDir,
+    overwrite: bool,
+    quiet: bool,
+    shard: Option<(usize, usize)>,
+) -> Result<Arc<Journal>> {
     let origin = objective::journal_origin(spec).expect("a measured objective");
-    let path = dir.path(JOURNAL);
-    if overwrite
-        && path.exists()
-        && (!dir.owns(JOURNAL) || Journal::origin_of(&path).is_some_and(|o| o != origin))
-    {
-        let aside = (1..)
-            .map(|n| dir.path(&format!("{JOURNAL}.set-aside-{n}")))
-            .find(|p| !p.exists())
-            .expect("a free name");
-        fs::rename(&path, &aside).map_err(|e| FboError::io(&path, e))?;
-        if !quiet {
-            eprintln!(
-                "--overwrite: the journal that was there is kept as {}; evaluations start anew",
-                aside.display()
-            );
+    let files = journal_files(dir);
+    for name in &files {
+        let path = dir.path(name);
+        if overwrite
+            && path.exists()
+            && (!dir.owns(name) || Journal::origin_of(&path).is_some_and(|o| o != origin))
+        {
+            let aside = (1..)
+                .map(|n| dir.path(&format!("{name}.set-aside-{n}")))
+                .find(|p| !p.exists())
+                .expect("a free name");
+            fs::rename(&path, &aside).map_err(|e| FboError::io(&path, e))?;
+            if !quiet {
+                eprintln!(
+                    "--overwrite: the journal that was there is kept as {}; evaluations start anew",
+                    aside.display()
+                );
+            }
         }
     }
-    Ok(Arc::new(Journal::open(
-        &dir.append_file(JOURNAL)?,
-        &origin,
-    )?))
+    let own = shard.map_or_else(|| JOURNAL.to_string(), shard_journal);
+    let journal = Journal::open(&dir.append_file(&own)?, &origin)?;
+    for name in files.iter().filter(|n| **n != own) {
+        let path = dir.path(name);
+        if path.exists() {
+            journal.read_also(&path, &origin)?;
+            // Evaluations are kept as long as the folder: a merge does not prune them.
+            if dir.owns(name) {
+                dir.keep(name);
+            }
+        }
+    }
+    Ok(Arc::new(journal))
 }
 
 /// Which experiment a run's output folder belongs to (its manifest's identity).
@@ -517,7 +557,9 @@ pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Re
     }
     let units = spec.runs * spec.algorithms.len();
     let st = match shard {
-        Some(Work::Shard { index, count }) => status_of(spec, out, block(index, count, units)),
+        Some(Work::Shard { index, count }) => {
+            status_of(spec, out, whole_runs(spec, block(index, count, units)))
+        }
         _ => status(spec, out),
     };
     // Written, not printed: `--status | head` ends quietly (SIGPIPE stays ignored in fbo, as
@@ -553,17 +595,32 @@ fn part_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.csv")
 }
 
-/// Shards of a command or external objective are refused (their journal is one file):
-/// by the shard itself and by `--status --shard`, which a scheduler script asks first.
+/// Shards of an external objective are refused: its evaluations are asked and told by hand
+/// through one state folder. By the shard itself and by `--status --shard`, which a
+/// scheduler script asks first.
 pub fn refuse_measured_shards(spec: &Spec) -> Result<()> {
-    if matches!(spec.objective.kind, crate::spec::ObjectiveKind::Command(_)) {
+    if let crate::spec::ObjectiveKind::Command(c) = &spec.objective.kind
+        && c.argv.is_none()
+    {
         return Err(FboError::spec(
             &spec.path,
             "objective.kind",
-            "runs of a command or external objective cannot be sharded yet (their journal is one file); run them unsharded",
+            "runs of an external objective cannot be sharded: `fbo ask` and `fbo tell` keep its evaluations in one state folder",
         ));
     }
     Ok(())
+}
+
+/// The units `lo..hi` (in (run, algorithm) order) a block of a shard may hold: any, or for
+/// a command objective whole runs only, since a run's algorithms share evaluations (its
+/// initial points, the senders' observations) that one process must make. Both ends move up
+/// to the next run boundary, so consecutive blocks still tile the units.
+pub fn whole_runs(spec: &Spec, (lo, hi): (usize, usize)) -> (usize, usize) {
+    if !matches!(spec.objective.kind, crate::spec::ObjectiveKind::Command(_)) {
+        return (lo, hi);
+    }
+    let a = spec.algorithms.len();
+    (lo.div_ceil(a) * a, hi.div_ceil(a) * a)
 }
 
 /// How many trace rows (agents x queries) one run of algorithm `a` writes.
@@ -756,12 +813,15 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
         .collect();
     let measured = landscapes[0].is_measured();
-    let planned = planned_files(spec, &jobs, measured);
-    let out = &opts.out;
-    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
     // The units (in (run, algorithm) order, so a shard holds whole seeds where it can and
     // a seed's algorithms share the senders' simulations) this invocation computes.
     let shard = shard_of(spec, opts)?;
+    let mut planned = planned_files(spec, &jobs, measured);
+    if let (true, Some(units)) = (measured, shard) {
+        planned.push(shard_journal(units));
+    }
+    let out = &opts.out;
+    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
     let dir = OutDir::claim(
         out,
         Claim {
@@ -789,7 +849,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     // them. It is opened (and a journal of another objective refused) before parts/ is
     // touched.
     let journal = if measured {
-        Some(open_journal(spec, &dir, opts.overwrite, opts.quiet)?)
+        Some(open_journal(spec, &dir, opts.overwrite, opts.quiet, shard)?)
     } else {
         None
     };
@@ -802,9 +862,14 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     if let Some(journal) = &journal {
         if !journal.is_empty() && !opts.quiet {
             eprintln!(
-                "replaying {} finished evaluations from {}",
+                "replaying {} finished evaluations from the journal{} in {}",
                 journal.len(),
-                dir.path(JOURNAL).display()
+                if journal_files(&dir).len() > 1 {
+                    "s"
+                } else {
+                    ""
+                },
+                dir.path(".").display()
             );
         }
         for land in &landscapes {
@@ -925,11 +990,21 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         && j.failures() > 0
     {
         eprintln!(
-            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and {} holds each error",
+            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and the evaluations journal{} in {} hold{} each error",
             j.failures(),
             j.len(),
             out.join("trace.csv").display(),
-            dir.path(JOURNAL).display()
+            if journal_files(&dir).len() > 1 {
+                "s"
+            } else {
+                ""
+            },
+            out.display(),
+            if journal_files(&dir).len() > 1 {
+                ""
+            } else {
+                "s"
+            }
         );
     }
     Ok(RunReport {
@@ -976,8 +1051,8 @@ fn shard_of(spec: &Spec, opts: &RunOptions) -> Result<Option<(usize, usize)>> {
     let out = &opts.out;
     let units = spec.runs * spec.algorithms.len();
     let shard = match opts.work {
-        Work::Shard { index, count } => Some(block(index, count, units)),
-        Work::Units { lo, hi } => Some((lo, hi)),
+        Work::Shard { index, count } => Some(whole_runs(spec, block(index, count, units))),
+        Work::Units { lo, hi } => Some(whole_runs(spec, (lo, hi))),
         _ => None,
     };
     if shard.is_some() {
@@ -1095,7 +1170,7 @@ fn compute(
 ) -> Vec<(usize, usize, Result<()>)> {
     let senders = SenderCache::global();
     let dim = landscapes[0].dim();
-    let names = landscapes[0].space.names();
+    let codec = landscapes[0].space.codec();
     todo.par_iter()
         .map(|&(a, r)| {
             let land = landscapes[r % landscapes.len()].clone();
@@ -1107,7 +1182,7 @@ fn compute(
                 )?;
                 dir.write(
                     &part_name(a, r),
-                    &output::trace_csv(&out.rows, dim, &names)?,
+                    &output::trace_csv(&out.rows, dim, &codec)?,
                 )
             });
             pb.inc(1);

@@ -605,7 +605,10 @@ fn shard_ranges(sweep: &Sweep, shard: Option<Work>) -> Vec<(&Point, (usize, usiz
         let n = units(p);
         let (a, b) = (lo.max(offset), hi.min(offset + n));
         if a < b {
-            out.push((p, (a - offset, b - offset)));
+            let (a, b) = crate::runner::whole_runs(&p.spec, (a - offset, b - offset));
+            if a < b {
+                out.push((p, (a, b)));
+            }
         }
         offset += n;
     }

@@ -202,6 +202,7 @@ impl TabulateConfig {
                         high: h.high,
                         scale,
                         integer: false,
+                        choices: Vec::new(),
                     });
                 }
                 out

@@ -639,3 +639,70 @@ fn the_frameworks_run_commands_and_ask_tell_with_the_builtins_queries() {
     common::fbo_ok("run", &external, &state, &["--no-timing"]);
     assert_eq!(queries(&state), cmd_q);
 }
+
+#[test]
+fn shards_of_a_command_split_whole_runs_each_with_its_own_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = command_spec(dir.path(), "sh", "concurrency = 2", 3, 4);
+    let (whole, sharded) = (dir.path().join("whole"), dir.path().join("sharded"));
+    let o = run(&spec, &whole, &dir.path().join("count-whole"), &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Four shards at once over 3 runs x 3 algorithms: blocks move to whole runs, so the
+    // evaluations a run's algorithms share (initial points, senders) are made by one shard.
+    let count = dir.path().join("count");
+    let shards: Vec<_> = (0..4)
+        .map(|i| {
+            fbo()
+                .arg("run")
+                .arg(&spec)
+                .arg("--out")
+                .arg(&sharded)
+                .args(["--quiet", "--no-timing", "--shard", &format!("{i}/4")])
+                .env("TOY_COUNT", &count)
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut s in shards {
+        assert!(s.wait().unwrap().success());
+    }
+    let started = lines(&count);
+    assert_eq!(started.len(), lines(&dir.path().join("count-whole")).len());
+    assert_eq!(started.iter().collect::<HashSet<_>>().len(), started.len());
+    let journals = || -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&sharded)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.starts_with("evaluations."))
+            .collect();
+        v.sort();
+        v
+    };
+    let before = journals();
+    assert!(before.len() >= 3, "{before:?}");
+    let kept: usize = before.iter().map(|j| entries(&sharded.join(j)).len()).sum();
+    assert_eq!(kept, started.len());
+    // The merge gives the unsharded bytes and keeps every journal; a rerun starts nothing.
+    let o = fbo()
+        .arg("run")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&sharded)
+        .args(["--quiet", "--no-timing", "--merge"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(sharded.join("trace.csv")).unwrap(),
+        std::fs::read_to_string(whole.join("trace.csv")).unwrap()
+    );
+    assert!(
+        journals()
+            .iter()
+            .all(|j| before.contains(j) || j == "evaluations.jsonl")
+    );
+    assert!(before.iter().all(|j| journals().contains(j)));
+    let o = run(&spec, &sharded, &count, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(lines(&count).len(), started.len());
+}

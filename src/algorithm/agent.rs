@@ -25,14 +25,16 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-/// The maximiser of `acq` on `region` as a point of a box space.
+/// The maximiser of `acq` on `region` as a point of the box space `space`.
 pub fn maximise_point<R: rand::Rng + ?Sized>(
     acq: &mut impl Acquisition,
+    space: &Space,
     region: &Region,
     search: BoxSearch,
     rng: &mut R,
 ) -> Result<Point> {
-    Ok(Point::free(maximise(acq, region, search, rng)?.0))
+    let (x, _) = maximise(acq, region, &space.groups(), search, rng)?;
+    Ok(space.point(x))
 }
 
 /// A single agent running standard GP Thompson sampling on its own data.
@@ -183,7 +185,7 @@ impl Learner {
     /// The maximiser of `acq` over `region` of a box space, searched with this agent's
     /// candidate stream.
     pub fn acquire(&mut self, acq: &mut impl Acquisition, region: &Region) -> Result<Point> {
-        maximise_point(acq, region, self.search, &mut self.acq_rng)
+        maximise_point(acq, &self.space, region, self.search, &mut self.acq_rng)
     }
 
     /// argmax over the space of one sample from the agent's own posterior (FTS Alg. 1 line 4).
@@ -213,7 +215,13 @@ impl Learner {
                     None => {
                         let mut acq = |x: &[f64], g: Option<&mut [f64]>| sample.value_grad(x, g);
                         let region = Region::unit(self.space.dim());
-                        maximise_point(&mut acq, &region, self.search, &mut self.acq_rng)?
+                        maximise_point(
+                            &mut acq,
+                            &self.space,
+                            &region,
+                            self.search,
+                            &mut self.acq_rng,
+                        )?
                     }
                 };
                 let value = sample.value_grad(point.view().as_slice().expect("contiguous"), None);
@@ -605,7 +613,7 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
                 None => {
                     let unit = Region::unit(space.dim());
                     (0..random_points)
-                        .map(|_| Point::free(unit.sample(&mut data_rng)))
+                        .map(|_| space.point(unit.sample(&mut data_rng)))
                         .collect()
                 }
             };

@@ -78,7 +78,7 @@ pub fn leader_w(k: usize, t: usize, t_max: usize, leader: usize) -> Vec<Vec<f64>
 /// combination of grid points is rarely one.
 pub fn to_space(space: &Space, x: Vec<f64>) -> Point {
     match space.grid() {
-        None => Point::free(x),
+        None => space.point(x),
         Some(grid) => {
             let pts = grid.points();
             let mut best = (f64::INFINITY, 0);

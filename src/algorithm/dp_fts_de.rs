@@ -104,10 +104,48 @@ fn grid_regions(
 /// The checks of `DpFtsDe::new` that depend on the objective's grid, for `fbo validate` and
 /// before a run starts.
 pub fn check(spec: &Spec, alg: &AlgorithmSpec, space: &Space) -> Result<()> {
-    let (Some(server_spec), Some(domain)) = (alg.server.as_ref(), space.grid()) else {
+    let Some(server_spec) = alg.server.as_ref() else {
         return Ok(());
     };
     let partition = Partition::new(server_spec.subregions, space.dim());
+    // The sub-regions cut the first coordinate (and the second for quadrants): a cut through
+    // a categorical parameter's one-hot block leaves regions with no valid choice.
+    let cut = match partition.parts {
+        1 => 0,
+        4 if space.dim() >= 2 => 2,
+        _ => 1,
+    };
+    if let Space::Box(params) = space {
+        let mut at = 0;
+        for p in params {
+            if p.is_categorical() && at < cut {
+                let i = spec
+                    .algorithms
+                    .iter()
+                    .position(|a| a.label == alg.label)
+                    .unwrap_or(0);
+                return Err(FboError::spec(
+                    &spec.path,
+                    alg.server_key(i, "subregions"),
+                    format!(
+                        "{}: {} sub-regions are cut along the first {}, and \"{}\" is categorical; list numeric hyperparameters first, or use subregions = 1",
+                        alg.label,
+                        partition.parts,
+                        if cut == 2 {
+                            "two unit coordinates"
+                        } else {
+                            "unit coordinate"
+                        },
+                        p.name
+                    ),
+                ));
+            }
+            at += p.width();
+        }
+    }
+    let Some(domain) = space.grid() else {
+        return Ok(());
+    };
     grid_regions(spec, alg, server_spec, domain, &partition).map(|_| ())
 }
 
@@ -180,7 +218,13 @@ impl DpFtsDe {
             let w = v.as_slice().expect("contiguous vector");
             let features = &self.shared.features;
             let mut acq = |x: &[f64], g: Option<&mut [f64]>| features.value_grad(x, w, g);
-            let p = maximise_point(&mut acq, region, self.search, &mut self.acq_rng)?;
+            let p = maximise_point(
+                &mut acq,
+                &self.space,
+                region,
+                self.search,
+                &mut self.acq_rng,
+            )?;
             let value = features.value_grad(&p.x, w, None);
             if best.as_ref().is_none_or(|(_, b)| value > *b) {
                 best = Some((p, value));

@@ -70,7 +70,7 @@ impl Agent {
                 };
                 grid.at(i)
             }
-            None => Point::free((0..space.dim()).map(|_| self.rng.random::<f64>()).collect()),
+            None => space.point((0..space.dim()).map(|_| self.rng.random::<f64>()).collect()),
         }
     }
 }

@@ -122,9 +122,15 @@ fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
         col("x_index")?,
         col("best_f")?,
     );
-    // The unit coordinates x0, x1, ... follow x_index: on a box they identify the point.
+    // The unit coordinates u0, u1, ... (x0, x1, ... in traces of older builds) follow x_index: on a
+    // box they identify the point.
+    let prefix = if col("x0").is_ok() && col("u0").is_err() {
+        "x"
+    } else {
+        "u"
+    };
     let mut c_coords = Vec::new();
-    while let Ok(c) = col(&format!("x{}", c_coords.len())) {
+    while let Ok(c) = col(&format!("{prefix}{}", c_coords.len())) {
         c_coords.push(c);
     }
     let mut t = Trace {

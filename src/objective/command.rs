@@ -5,7 +5,7 @@
 //! without a command.
 
 use crate::journal::Request;
-use crate::objective::Point;
+use crate::objective::{Codec, Point};
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -58,7 +58,7 @@ impl From<String> for Failure {
 /// Runs the command with at most `concurrency` evaluations at once.
 pub struct CommandRunner {
     pub settings: CommandSettings,
-    names: Vec<String>,
+    codec: Codec,
     running: Mutex<usize>,
     free: Condvar,
 }
@@ -82,19 +82,9 @@ pub fn program_path(argv0: &str, workdir: &std::path::Path) -> PathBuf {
     }
 }
 
-/// "C = 0.5, gamma = 2" for messages.
-pub fn describe(names: &[String], raw: &[f64]) -> String {
-    names
-        .iter()
-        .zip(raw)
-        .map(|(n, v)| format!("{n} = {v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 /// The request as the command reads it on stdin.
-pub fn request_json(names: &[String], req: &Request, point: &Point, raw: &[f64]) -> String {
-    let params = crate::journal::params(names, raw);
+pub fn request_json(codec: &Codec, req: &Request, point: &Point, raw: &[f64]) -> String {
+    let params = codec.json(raw);
     serde_json::json!({
         "agent": req.agent,
         "run": req.run,
@@ -313,17 +303,17 @@ fn status_text(s: ExitStatus) -> String {
 }
 
 impl CommandRunner {
-    pub fn new(settings: CommandSettings, names: Vec<String>) -> Self {
+    pub fn new(settings: CommandSettings, codec: Codec) -> Self {
         CommandRunner {
             settings,
-            names,
+            codec,
             running: Mutex::new(0),
             free: Condvar::new(),
         }
     }
 
-    pub fn names(&self) -> &[String] {
-        &self.names
+    pub fn codec(&self) -> &Codec {
+        &self.codec
     }
 
     /// One evaluation, retried as the settings say: the metric and the seconds it cost (the
@@ -441,8 +431,8 @@ impl CommandRunner {
                 Ok(())
             });
         }
-        for (n, v) in self.names.iter().zip(raw) {
-            cmd.env(param_var(n), v.to_string());
+        for (k, (n, &v)) in self.codec.names.iter().zip(raw).enumerate() {
+            cmd.env(param_var(n), self.codec.show(k, v));
         }
         let spawned = cmd.spawn();
         // fbo keeps only the write end, open while the evaluation runs (`_watch`, dropped at
@@ -461,7 +451,7 @@ impl CommandRunner {
         let pid = child.id() as i32;
         // Registered while it runs, so an interrupt of fbo stops it and its group too.
         let _running = Running::register(pid);
-        let input = request_json(&self.names, req, point, raw);
+        let input = request_json(&self.codec, req, point, raw);
         let mut stdin = child.stdin.take().expect("piped stdin");
         // A command that does not read its stdin closes the pipe: not an error.
         let writer = std::thread::spawn(move || {
@@ -536,11 +526,11 @@ impl Drop for Slot<'_> {
 }
 
 /// The message of a failed evaluation: who, where, and why.
-pub fn failure_message(names: &[String], req: &Request, raw: &[f64], why: &str) -> String {
+pub fn failure_message(codec: &Codec, req: &Request, raw: &[f64], why: &str) -> String {
     format!(
         "command evaluation failed for agent {} at {} ({}, run {}, iteration {}): {why}",
         req.agent,
-        describe(names, raw),
+        codec.describe(raw),
         if req.scope == "init" {
             "initial point".to_string()
         } else {

@@ -624,7 +624,8 @@ mod tests {
                 candidates: 2000,
                 starts: 20,
             };
-            let (_, v) = maximise(&mut acq, &Region::unit(params.len()), search, &mut rng).unwrap();
+            let (_, v) =
+                maximise(&mut acq, &Region::unit(params.len()), &[], search, &mut rng).unwrap();
             assert!(v <= f.maximum() + 1e-12, "{f:?}: {v}");
             assert!(v > f.maximum() - 1e-9, "{f:?}: {v}");
         }

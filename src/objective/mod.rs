@@ -11,7 +11,7 @@ pub mod space;
 pub mod synthetic;
 pub mod table;
 
-pub use space::{Domain, Param, Point, Region, Scale, Space};
+pub use space::{Codec, Domain, Param, Point, Region, Scale, Space};
 
 use crate::error::{FboError, Result};
 pub use crate::journal::Request;
@@ -37,7 +37,7 @@ pub trait Evaluate: Send + Sync {
 pub struct Measured {
     /// None: results come only from the journal (`fbo tell`); a miss is pending.
     runner: Option<CommandRunner>,
-    names: Vec<String>,
+    codec: Codec,
     on_failure: OnFailure,
     journal: Mutex<Arc<Journal>>,
     in_flight: Mutex<HashSet<crate::journal::Key>>,
@@ -161,7 +161,7 @@ impl Landscape {
         space: Arc<Space>,
         agents: usize,
         runner: Option<CommandRunner>,
-        names: Vec<String>,
+        codec: Codec,
         on_failure: OnFailure,
     ) -> Self {
         Landscape {
@@ -169,8 +169,8 @@ impl Landscape {
             agents,
             values: Values::Measured(Box::new(Measured {
                 runner,
-                journal: Mutex::new(Arc::new(Journal::in_memory(names.clone()))),
-                names,
+                journal: Mutex::new(Arc::new(Journal::in_memory(codec.clone()))),
+                codec,
                 on_failure,
                 in_flight: Mutex::new(HashSet::new()),
                 landed: Condvar::new(),
@@ -272,14 +272,14 @@ impl Landscape {
                 Err(FboError::Run(format!(
                     "{PENDING}: agent {} at {} ({}, run {}, iteration {}); `fbo ask` lists the queries waiting for results and `fbo tell` reports them",
                     req.agent,
-                    command::describe(&m.names, &raw),
+                    m.codec.describe(&raw),
                     req.scope,
                     req.run,
                     req.iteration
                 )))
             }
             Some(runner) => {
-                let params = crate::journal::params(&m.names, &raw);
+                let params = m.codec.json(&raw);
                 let mut entry = Entry {
                     request: req.clone(),
                     x: p.x.clone(),
@@ -298,10 +298,10 @@ impl Landscape {
                             .map(|_| as_f(Outcome::Done(metric, cost)))
                     }
                     Err(command::Failure::CannotStart(why)) => Err(FboError::Run(
-                        command::failure_message(&m.names, req, &raw, &why),
+                        command::failure_message(&m.codec, req, &raw, &why),
                     )),
                     Err(command::Failure::Failed(why)) => {
-                        let msg = command::failure_message(&m.names, req, &raw, &why);
+                        let msg = command::failure_message(&m.codec, req, &raw, &why);
                         match m.on_failure {
                             OnFailure::Stop => Err(FboError::Run(msg)),
                             OnFailure::Skip => {
@@ -373,6 +373,16 @@ pub fn journal_origin(spec: &Spec) -> Option<crate::journal::Origin> {
             .iter()
             .map(|p| p.name.clone())
             .collect(),
+        // Only where some are categorical: numeric journals keep the header they had.
+        choices: if spec.objective.params.iter().any(Param::is_categorical) {
+            spec.objective
+                .params
+                .iter()
+                .map(|p| p.choices.clone())
+                .collect()
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -409,15 +419,16 @@ pub fn measured_landscape(spec: &Spec, run_command: bool) -> Arc<Landscape> {
     match &spec.objective.kind {
         ObjectiveKind::Command(settings) => {
             let o = &spec.objective;
-            let names: Vec<String> = o.params.iter().map(|p| p.name.clone()).collect();
+            let space = o.space();
+            let codec = space.codec();
             let runner = (run_command && settings.argv.is_some())
-                .then(|| CommandRunner::new(settings.clone(), names.clone()));
+                .then(|| CommandRunner::new(settings.clone(), codec.clone()));
             Arc::new(
                 Landscape::measured(
-                    Arc::new(o.space()),
+                    Arc::new(space),
                     spec.total_agents(),
                     runner,
-                    names,
+                    codec,
                     settings.on_failure,
                 )
                 .with_metric_sign(settings.sign),

@@ -5,6 +5,7 @@
 use crate::error::Result;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
+use std::ops::Range;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {
@@ -21,6 +22,10 @@ pub struct Param {
     pub scale: Scale,
     /// Raw values are rounded to the nearest integer (batch sizes, layer widths).
     pub integer: bool,
+    /// A categorical parameter's choices (empty for a number). Its raw value is the index of
+    /// the choice, shown and handed to programs as the choice's name; it takes one unit
+    /// coordinate per choice (one-hot; see `Space::point`).
+    pub choices: Vec<String>,
 }
 
 impl Param {
@@ -31,7 +36,29 @@ impl Param {
             high,
             scale: Scale::Linear,
             integer: false,
+            choices: Vec::new(),
         }
+    }
+
+    /// A categorical parameter over `choices` (at least two, distinct).
+    pub fn categorical(name: &str, choices: Vec<String>) -> Self {
+        Param {
+            name: name.into(),
+            low: 0.0,
+            high: choices.len().saturating_sub(1) as f64,
+            scale: Scale::Linear,
+            integer: true,
+            choices,
+        }
+    }
+
+    pub fn is_categorical(&self) -> bool {
+        !self.choices.is_empty()
+    }
+
+    /// How many unit coordinates the parameter takes: one, or one per choice.
+    pub fn width(&self) -> usize {
+        self.choices.len().max(1)
     }
 
     /// The raw value at unit coordinate u (clamped to [0, 1]); rounded for integer
@@ -265,8 +292,35 @@ impl Space {
     pub fn dim(&self) -> usize {
         match self {
             Space::Grid(d) => d.dim(),
-            Space::Box(p) => p.len(),
+            Space::Box(p) => p.iter().map(Param::width).sum(),
         }
+    }
+
+    /// The unit coordinates of each categorical parameter of a box (its one-hot block).
+    pub fn groups(&self) -> Vec<Range<usize>> {
+        let Space::Box(params) = self else {
+            return Vec::new();
+        };
+        let mut at = 0;
+        let mut out = Vec::new();
+        for p in params {
+            if p.is_categorical() {
+                out.push(at..at + p.width());
+            }
+            at += p.width();
+        }
+        out
+    }
+
+    /// The point of this space at unit coordinates `x`. On a box, each categorical
+    /// parameter's block becomes the one-hot vector of its largest coordinate (the first of
+    /// equals): the surrogates only ever see valid configurations, every choice at the same
+    /// distance from every other (Garrido-Merchan and Hernandez-Lobato, 2020).
+    pub fn point(&self, mut x: Vec<f64>) -> Point {
+        for g in self.groups() {
+            one_hot(&mut x[g], None);
+        }
+        Point::free(x)
     }
 
     pub fn grid(&self) -> Option<&Domain> {
@@ -284,6 +338,20 @@ impl Space {
         }
     }
 
+    /// How this space's raw values are named and written.
+    pub fn codec(&self) -> Codec {
+        match self {
+            Space::Box(params) => Codec {
+                names: params.iter().map(|p| p.name.clone()).collect(),
+                choices: params.iter().map(|p| p.choices.clone()).collect(),
+            },
+            Space::Grid(d) => Codec {
+                names: d.names.clone(),
+                choices: vec![Vec::new(); d.names.len()],
+            },
+        }
+    }
+
     /// The raw hyperparameter values of a point (empty where the space has none).
     pub fn raw(&self, p: &Point) -> Vec<f64> {
         match self {
@@ -291,7 +359,21 @@ impl Space {
                 (Some(raw), Some(i)) => raw.row(i).to_vec(),
                 _ => Vec::new(),
             },
-            Space::Box(params) => params.iter().zip(&p.x).map(|(h, &u)| h.value(u)).collect(),
+            Space::Box(params) => {
+                let mut at = 0;
+                params
+                    .iter()
+                    .map(|h| {
+                        let block = &p.x[at..at + h.width()];
+                        at += h.width();
+                        if h.is_categorical() {
+                            first_max(block) as f64
+                        } else {
+                            h.value(block[0])
+                        }
+                    })
+                    .collect()
+            }
         }
     }
 
@@ -301,8 +383,19 @@ impl Space {
     pub fn point_at_raw(&self, raw: &[f64]) -> std::result::Result<Point, String> {
         match self {
             Space::Box(params) => {
-                let mut x = Vec::with_capacity(params.len());
+                let mut x = Vec::with_capacity(self.dim());
                 for (p, &v) in params.iter().zip(raw) {
+                    if p.is_categorical() {
+                        let k = p.choices.len();
+                        if !(v >= 0.0 && v.fract() == 0.0 && (v as usize) < k) {
+                            return Err(format!(
+                                "{} = {v} is not the index of one of its {k} choices",
+                                p.name
+                            ));
+                        }
+                        x.extend((0..k).map(|i| if i == v as usize { 1.0 } else { 0.0 }));
+                        continue;
+                    }
                     let slack = 1e-12 * (p.high - p.low).abs().max(p.high.abs());
                     if !(v.is_finite() && v >= p.low - slack && v <= p.high + slack) {
                         return Err(format!(
@@ -365,7 +458,159 @@ impl Space {
     }
 }
 
-const PRIMES: [u32; 16] = [2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53];
+/// How raw hyperparameter values are named and written wherever people and programs read
+/// them (traces, journals, a command's variables and stdin, `ask`, `tell`, `best`): each
+/// hyperparameter's name and, for a categorical one, its choices (a raw value is then the
+/// choice's index, written as its name).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Codec {
+    pub names: Vec<String>,
+    /// Per hyperparameter: its choices, empty for a number.
+    pub choices: Vec<Vec<String>>,
+}
+
+impl Codec {
+    /// Numbers only.
+    pub fn numeric(names: Vec<String>) -> Self {
+        let choices = vec![Vec::new(); names.len()];
+        Codec { names, choices }
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// Raw value k as text: its choice's name, or the number in shortest round-trip form.
+    pub fn show(&self, k: usize, v: f64) -> String {
+        match self.choices[k].get(v as usize) {
+            Some(name) if v >= 0.0 => name.clone(),
+            _ => v.to_string(),
+        }
+    }
+
+    /// Every raw value as text.
+    pub fn show_all(&self, raw: &[f64]) -> Vec<String> {
+        raw.iter()
+            .enumerate()
+            .map(|(k, &v)| self.show(k, v))
+            .collect()
+    }
+
+    /// Raw value k from the text `show` writes.
+    pub fn parse(&self, k: usize, text: &str) -> std::result::Result<f64, String> {
+        let text = text.trim();
+        let name = &self.names[k];
+        let choices = &self.choices[k];
+        if choices.is_empty() {
+            return text
+                .parse::<f64>()
+                .map_err(|_| format!("{name} = \"{text}\" is not a number"));
+        }
+        choices
+            .iter()
+            .position(|c| c == text)
+            .map(|i| i as f64)
+            .ok_or_else(|| {
+                format!(
+                    "{name} = \"{text}\" is not one of its choices ({})",
+                    choices.join(", ")
+                )
+            })
+    }
+
+    /// "C = 0.5, kernel = rbf": a point for messages.
+    pub fn describe(&self, raw: &[f64]) -> String {
+        self.names
+            .iter()
+            .zip(self.show_all(raw))
+            .map(|(n, v)| format!("{n} = {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Values by name, as JSON (choices as strings): a journal entry's `params` and what a
+    /// command reads on stdin.
+    pub fn json(&self, raw: &[f64]) -> serde_json::Map<String, serde_json::Value> {
+        self.names
+            .iter()
+            .zip(raw)
+            .enumerate()
+            .map(|(k, (n, &v))| {
+                let value = if self.choices[k].is_empty() {
+                    serde_json::json!(v)
+                } else {
+                    serde_json::json!(self.show(k, v))
+                };
+                (n.clone(), value)
+            })
+            .collect()
+    }
+
+    /// The raw values in a JSON map `json` writes; None where one is missing or not valid.
+    pub fn from_json(&self, map: &serde_json::Map<String, serde_json::Value>) -> Option<Vec<f64>> {
+        self.names
+            .iter()
+            .enumerate()
+            .map(|(k, n)| match map.get(n)? {
+                serde_json::Value::String(s) if !self.choices[k].is_empty() => {
+                    self.parse(k, s).ok()
+                }
+                v if self.choices[k].is_empty() => v.as_f64(),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// The index of the largest value (the first of equals).
+fn first_max(v: &[f64]) -> usize {
+    let mut best = 0;
+    for (i, &x) in v.iter().enumerate() {
+        if x > v[best] {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Makes a categorical block one-hot at its largest coordinate among the choices whose one-hot
+/// vector lies inside `bounds` (lo, hi of the block; None: all choices). False when no
+/// choice does, leaving the block as it was.
+pub fn one_hot(block: &mut [f64], bounds: Option<(&[f64], &[f64])>) -> bool {
+    let allowed = |c: usize| match bounds {
+        None => true,
+        Some((lo, hi)) => (0..block.len()).all(|j| {
+            let v = if j == c { 1.0 } else { 0.0 };
+            lo[j] <= v && v <= hi[j]
+        }),
+    };
+    let mut best: Option<usize> = None;
+    for c in 0..block.len() {
+        if allowed(c) && best.is_none_or(|b| block[c] > block[b]) {
+            best = Some(c);
+        }
+    }
+    let Some(c) = best else {
+        return false;
+    };
+    for (j, v) in block.iter_mut().enumerate() {
+        *v = if j == c { 1.0 } else { 0.0 };
+    }
+    true
+}
+
+/// Halton's bases: one per unit coordinate, so a box has at most 64 (a categorical parameter
+/// takes one per choice).
+pub const PRIMES: [u32; 64] = [
+    2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61, 67, 71, 73, 79, 83, 89, 97,
+    101, 103, 107, 109, 113, 127, 131, 137, 139, 149, 151, 157, 163, 167, 173, 179, 181, 191, 193,
+    197, 199, 211, 223, 227, 229, 233, 239, 241, 251, 257, 263, 269, 271, 277, 281, 283, 293, 307,
+    311,
+];
 
 /// The radical inverse of i in base b (the van der Corput sequence).
 fn radical_inverse(mut i: u64, b: u32) -> f64 {
@@ -413,11 +658,8 @@ mod tests {
     #[test]
     fn parameters_map_ends_exactly_and_log_scales_geometrically() {
         let c = Param {
-            name: "C".into(),
-            low: 1e-4,
-            high: 10.0,
             scale: Scale::Log,
-            integer: false,
+            ..Param::linear("C", 1e-4, 10.0)
         };
         assert_eq!(c.value(0.0), 1e-4);
         assert_eq!(c.value(1.0), 10.0);
@@ -467,5 +709,81 @@ mod tests {
             counts[4 * i + j] += 1;
         }
         assert!(counts.iter().all(|&c| c.abs_diff(64) <= 8), "{counts:?}");
+    }
+
+    fn kernel_space() -> Space {
+        let choices = ["rbf", "poly", "linear"].map(String::from).to_vec();
+        Space::Box(vec![
+            Param {
+                scale: Scale::Log,
+                ..Param::linear("C", 0.01, 100.0)
+            },
+            Param::categorical("kernel", choices),
+            Param::linear("tol", 0.0, 1.0),
+        ])
+    }
+
+    #[test]
+    fn a_categorical_parameter_takes_one_hot_coordinates_and_round_trips() {
+        let s = kernel_space();
+        assert_eq!(s.dim(), 5);
+        assert_eq!(s.groups(), vec![1..4]);
+        // Any point of the cube becomes valid: the block's largest coordinate wins (the first
+        // of equals); the numbers are left alone.
+        let p = s.point(vec![0.5, 0.2, 0.7, 0.7, 0.25]);
+        assert_eq!(p.x, vec![0.5, 0.0, 1.0, 0.0, 0.25]);
+        assert_eq!(s.raw(&p), vec![1.0, 1.0, 0.25]);
+        let back = s.point_at_raw(&[1.0, 1.0, 0.25]).unwrap();
+        assert_eq!(&back.x[1..], &p.x[1..]);
+        assert!((back.x[0] - 0.5).abs() < 1e-15);
+        assert!(s.point_at_raw(&[1.0, 3.0, 0.25]).is_err());
+        assert!(s.point_at_raw(&[1.0, 0.5, 0.25]).is_err());
+        // The codec writes and reads choices by name, numbers in shortest form.
+        let c = s.codec();
+        assert_eq!(c.show_all(&[1.0, 2.0, 0.25]), vec!["1", "linear", "0.25"]);
+        assert_eq!(c.parse(1, " poly "), Ok(1.0));
+        assert!(c.parse(1, "1").unwrap_err().contains("rbf, poly, linear"));
+        assert!(c.parse(0, "rbf").is_err());
+        let json = c.json(&[1.0, 2.0, 0.25]);
+        assert_eq!(json["kernel"], serde_json::json!("linear"));
+        assert_eq!(json["C"], serde_json::json!(1.0));
+        assert_eq!(c.from_json(&json), Some(vec![1.0, 2.0, 0.25]));
+        assert_eq!(
+            c.describe(&[1.0, 0.0, 0.5]),
+            "C = 1, kernel = rbf, tol = 0.5"
+        );
+        // A choice given as a number, or a number as a name, is no value.
+        let mut bad = json.clone();
+        bad.insert("kernel".into(), serde_json::json!(2));
+        assert_eq!(c.from_json(&bad), None);
+    }
+
+    #[test]
+    fn uniform_cube_points_give_every_choice_equally_often() {
+        // The initial points and random search draw the cube uniformly: argmax of k uniform
+        // coordinates is each choice with probability 1/k.
+        let s = kernel_space();
+        let mut rng = stream(7, 0, 0, Purpose::Init);
+        let mut counts = [0usize; 3];
+        let n = 30_000;
+        for _ in 0..n {
+            let p = s.point(Region::unit(5).sample(&mut rng));
+            counts[s.raw(&p)[1] as usize] += 1;
+        }
+        // Binomial s.d. sqrt(n p (1 - p)) = 82: 4 s.d.
+        for c in counts {
+            assert!(c.abs_diff(n / 3) < 330, "{counts:?}");
+        }
+    }
+
+    #[test]
+    fn one_hot_keeps_to_the_choices_a_region_allows() {
+        let mut b = [0.9, 0.5, 0.1];
+        // The region rules out choice 0 (its coordinate must stay <= 0.5).
+        assert!(one_hot(&mut b, Some((&[0.0; 3], &[0.5, 1.0, 1.0]))));
+        assert_eq!(b, [0.0, 1.0, 0.0]);
+        let mut b = [0.9, 0.5, 0.1];
+        assert!(!one_hot(&mut b, Some((&[0.5; 3], &[1.0; 3]))));
+        assert_eq!(b, [0.9, 0.5, 0.1]);
     }
 }

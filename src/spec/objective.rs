@@ -132,10 +132,11 @@ pub(super) struct RawObjective {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawParam {
     name: String,
-    low: f64,
-    high: f64,
+    low: Option<f64>,
+    high: Option<f64>,
     scale: Option<String>,
     integer: Option<bool>,
+    choices: Option<Vec<String>>,
 }
 
 pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec> {
@@ -308,6 +309,15 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
             check_model(c, &mut o, &ids)?
         };
         if let Some(n) = per_dim {
+            if let Some(p) = params.iter().find(|p| p.is_categorical()) {
+                return Err(c.err(
+                    "objective.grid",
+                    format!(
+                        "a grid of numbers cannot hold the categorical \"{}\": leave grid out to search the box (every choice is tried there)",
+                        p.name
+                    ),
+                ));
+            }
             let points = (n as u128).saturating_pow(params.len() as u32);
             if points > 1_000_000 {
                 return Err(c.err(
@@ -600,6 +610,19 @@ fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<
                 ),
             ));
         }
+        if crate::output::trace_header(0, &[])
+            .iter()
+            .any(|t| t == &h.name)
+            || (h.name.starts_with('u') && h.name[1..].parse::<usize>().is_ok())
+        {
+            return Err(c.err(
+                &key("name"),
+                format!(
+                    "\"{}\" names a column of trace.csv already (fbo's own columns and the unit coordinates u0, u1, ..): choose another name",
+                    h.name
+                ),
+            ));
+        }
         if params.iter().any(|p| p.name.eq_ignore_ascii_case(&h.name)) {
             return Err(c.err(
                 &key("name"),
@@ -610,6 +633,16 @@ fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<
             ));
         }
         params.push(check_param(c, &key, h, false)?);
+    }
+    let width: usize = params.iter().map(Param::width).sum();
+    if width > crate::objective::space::PRIMES.len() {
+        return Err(c.err(
+            "objective.hyperparameters",
+            format!(
+                "take {width} unit coordinates (one per number, one per choice of a categorical); at most {}",
+                crate::objective::space::PRIMES.len()
+            ),
+        ));
     }
     let settings = CommandSettings {
         argv,
@@ -783,6 +816,23 @@ fn check_param(
     h: RawParam,
     positive: bool,
 ) -> Result<Param> {
+    if let Some(choices) = h.choices {
+        if positive {
+            return Err(c.err(
+                &key("choices"),
+                "the dataset's models take numbers only; categorical parameters are for command and external objectives",
+            ));
+        }
+        return check_choices(
+            c, key, h.name, choices, &h.low, &h.high, &h.scale, &h.integer,
+        );
+    }
+    let (Some(low), Some(high)) = (h.low, h.high) else {
+        return Err(c.err(
+            &key(if h.low.is_none() { "low" } else { "high" }),
+            "missing: a number (or give `choices = [...]` for a categorical parameter)",
+        ));
+    };
     let scale = match h.scale.as_deref() {
         None | Some("linear") => Scale::Linear,
         Some("log") => Scale::Log,
@@ -793,38 +843,86 @@ fn check_param(
             ));
         }
     };
-    if !(h.low.is_finite() && h.high.is_finite() && h.low < h.high) {
+    if !(low.is_finite() && high.is_finite() && low < high) {
         return Err(c.err(
             &key("low"),
-            format!("need finite low < high, got [{}, {}]", h.low, h.high),
+            format!("need finite low < high, got [{low}, {high}]"),
         ));
     }
-    if (positive || scale == Scale::Log) && h.low <= 0.0 {
+    if (positive || scale == Scale::Log) && low <= 0.0 {
         return Err(c.err(
             &key("low"),
             format!(
-                "must be > 0 ({}), got {}",
+                "must be > 0 ({}), got {low}",
                 if scale == Scale::Log {
                     "log scale"
                 } else {
                     "the model needs a positive value"
                 },
-                h.low
             ),
         ));
     }
     let integer = h.integer.unwrap_or(false);
-    if integer && h.high.floor() < h.low.ceil() {
-        return Err(c.err(
-            &key("integer"),
-            format!("[{}, {}] holds no integer", h.low, h.high),
-        ));
+    if integer && high.floor() < low.ceil() {
+        return Err(c.err(&key("integer"), format!("[{low}, {high}] holds no integer")));
     }
     Ok(Param {
         name: h.name,
-        low: h.low,
-        high: h.high,
+        low,
+        high,
         scale,
         integer,
+        choices: Vec::new(),
     })
+}
+
+/// A categorical hyperparameter: 2 to 64 distinct, non-empty choices that a program can be
+/// handed as they are (no range, scale or rounding beside them).
+#[allow(clippy::too_many_arguments)]
+fn check_choices(
+    c: &Check,
+    key: &dyn Fn(&str) -> String,
+    name: String,
+    choices: Vec<String>,
+    low: &Option<f64>,
+    high: &Option<f64>,
+    scale: &Option<String>,
+    integer: &Option<bool>,
+) -> Result<Param> {
+    for (field, given) in [
+        ("low", low.is_some()),
+        ("high", high.is_some()),
+        ("scale", scale.is_some()),
+        ("integer", integer.is_some()),
+    ] {
+        if given {
+            return Err(c.err(
+                &key(field),
+                "does not apply to a categorical parameter (one with `choices`)",
+            ));
+        }
+    }
+    if !(2..=64).contains(&choices.len()) {
+        return Err(c.err(
+            &key("choices"),
+            format!("must list 2 to 64 choices, got {}", choices.len()),
+        ));
+    }
+    for (i, ch) in choices.iter().enumerate() {
+        if ch.is_empty()
+            || ch.len() > 64
+            || ch.chars().any(|x| x.is_control() || x == ',' || x == '"')
+        {
+            return Err(c.err(
+                &key("choices"),
+                format!(
+                    "choice {ch:?} must be 1-64 characters without commas, quotes or control characters (it is written into CSV files and handed to your program)"
+                ),
+            ));
+        }
+        if choices[..i].contains(ch) {
+            return Err(c.err(&key("choices"), format!("\"{ch}\" is listed twice")));
+        }
+    }
+    Ok(Param::categorical(&name, choices))
 }
