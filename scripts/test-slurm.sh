@@ -3,7 +3,8 @@
 # (../shared/docs/slurm-local.sh installs and starts it: Debian, root). Submits a small
 # sweep as 3 shards, cancels one array task on purpose, checks that the merge job was
 # cancelled and nothing merged, resubmits (only the missing shard may go), waits, and
-# compares sweep.csv with an unsharded sweep. Every step checks that it did something.
+# compares sweep.csv with an unsharded sweep; then shards a command objective's sweep. Every step
+# checks that it did something.
 # Skips, saying why, where there is no root or no apt-get.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -102,4 +103,28 @@ cmp -s "$out/sweep.csv" "$work/full/sweep.csv" || fail "the merged sweep.csv dif
 # 3. A third submission has nothing to do.
 sub=$(scripts/slurm-sweep.sh "$work/sw.toml" --out "$out" --shards 3 --no-timing)
 grep -q "nothing to submit" <<<"$sub" || fail "a finished sweep was submitted again: $sub"
-echo "test-slurm: ok: submit, cancelled task, cancelled merge, resubmission of the missing shard, merge equal to the unsharded sweep, nothing left to submit"
+
+# 4. A command objective (the federated-tuning example, a categorical parameter among its
+# hyperparameters) swept in 2 shards: the same sweep.csv as unsharded, and every training
+# run exactly as often as unsharded (each shard keeps a journal of its own).
+mkdir -p "$work/cmd"
+cp examples/federated-tuning/train.sh "$work/cmd/"
+sed -e 's/^iterations = 15$/iterations = 6/' examples/federated-tuning/spec.toml >"$work/cmd/spec.toml"
+grep -qx 'iterations = 6' "$work/cmd/spec.toml" || fail "examples/federated-tuning/spec.toml changed: iterations not set"
+printf '\n[sweep]\n"initial_points" = [2, 3]\n' >>"$work/cmd/spec.toml"
+"$fbo" sweep "$work/cmd/spec.toml" --out "$work/cmd-full" --quiet --no-timing
+entries() { cat "$1"/points/*/evaluations*.jsonl | grep -vc '"fbo_journal"'; }
+sub=$(scripts/slurm-sweep.sh "$work/cmd/spec.toml" --out "$work/cmd-out" --shards 2 --no-timing)
+echo "$sub"
+array=$(sed -n 's/.*as job array \([0-9]*\)$/\1/p' <<<"$sub" | head -1)
+merge=$(sed -n 's/.*merge as job \([0-9]*\).*/\1/p' <<<"$sub")
+[ -n "$array" ] && [ -n "$merge" ] || fail "slurm-sweep.sh submitted no array and merge for the command sweep: $sub"
+jobs+=("$array" "$merge")
+wait_gone "$array,$merge" 300
+[ -f "$work/cmd-out/sweep.csv" ] || fail "no sweep.csv for the command sweep (see $work/cmd-out/slurm/merge.out)"
+cmp -s "$work/cmd-out/sweep.csv" "$work/cmd-full/sweep.csv" || fail "the command sweep's merged sweep.csv differs from the unsharded one"
+n_full=$(entries "$work/cmd-full")
+n_sharded=$(entries "$work/cmd-out")
+[ "$n_full" -gt 0 ] && [ "$n_full" -eq "$n_sharded" ] || fail "the sharded command sweep journaled $n_sharded evaluations, the unsharded $n_full"
+ls "$work"/cmd-out/points/*/evaluations.units-*.jsonl >/dev/null 2>&1 || fail "the command sweep's shards kept no journals of their own"
+echo "test-slurm: ok: submit, cancelled task, cancelled merge, resubmission of the missing shard, merge equal to the unsharded sweep, nothing left to submit; a command objective's sweep in 2 shards equal to unsharded, $n_sharded evaluations each made once"

@@ -177,7 +177,7 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
     }
     let new = waiting.len() - outstanding;
     eprintln!(
-        "{new} new quer{} ({} still waiting from earlier asks); {complete} of {total} runs complete{}",
+        "{new} new quer{} ({} still waiting from earlier asks); {complete} of {total} units (seed, algorithm) complete{}",
         if new == 1 { "y" } else { "ies" },
         outstanding,
         if complete == total {

@@ -535,6 +535,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                     progress: None,
                     overwrite: false,
                     work: crate::runner::Work::All,
+                    reuse: Vec::new(),
                 },
             )?;
             std::fs::remove_dir_all(&out).map_err(|e| FboError::io(&out, e))?;

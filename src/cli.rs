@@ -397,12 +397,21 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     progress: None,
                     overwrite,
                     work,
+                    reuse: Vec::new(),
                 },
             )?;
+            // What a command objective cost: the evaluations made now and their mean time.
+            let evaluations = report.evaluations.map(|(new, mean, before)| {
+                format!(
+                    "; {new} evaluations of the objective made now{}, {before} replayed from the journal",
+                    mean.map(|m| format!(" (mean {m:.3} s each)")).unwrap_or_default()
+                )
+            });
+            let evaluations = evaluations.unwrap_or_default();
             if let crate::runner::Work::Shard { index, count } = work {
                 if !quiet {
                     eprintln!(
-                        "shard {index}/{count} done in {:.1} s ({} of {} runs now saved in {}); merge with --merge once every shard is done",
+                        "shard {index}/{count} done in {:.1} s ({} of {} units now saved in {}){evaluations}; merge with --merge once every shard is done",
                         report.wall_s,
                         count_saved(&out),
                         report.runs_total,
@@ -413,8 +422,10 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             if !quiet {
                 eprintln!(
-                    "{} runs ({} resumed) in {:.1} s -> {}",
+                    "{} units ({} seeds x {} algorithms; {} resumed) in {:.1} s -> {}{evaluations}",
                     report.runs_total,
+                    spec.runs,
+                    spec.algorithms.len(),
                     report.runs_resumed,
                     report.wall_s,
                     out.display()
@@ -666,7 +677,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 crate::runner::prepare(&s, threads)?.0
             };
             println!(
-                "{}: ok: {} runs x {} iterations, {} agents, algorithms: {}",
+                "{}: ok: {} runs (seeds) x {} iterations, {} agents, algorithms: {}",
                 spec.display(),
                 s.runs,
                 s.iterations,
@@ -679,6 +690,18 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             );
             for note in s.budget_notes() {
                 println!("{}: {note}", spec.display());
+            }
+            // What the user pays for in their own program's runs, which no estimate knows.
+            let measured = matches!(s.objective.kind, crate::spec::ObjectiveKind::Command(_));
+            if measured && !s.has_sweep {
+                let per_run = crate::count::per_run(&s)?;
+                let total: usize = per_run.iter().map(|(_, n)| n).sum::<usize>() * s.runs;
+                println!(
+                    "{}: evaluations of the objective: {}, {total} for {} runs; the time below leaves them out (`fbo run` reports the mean seconds of one)",
+                    spec.display(),
+                    crate::count::describe(&per_run),
+                    s.runs
+                );
             }
             match whole {
                 None => println!(

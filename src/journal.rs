@@ -197,6 +197,8 @@ struct State {
     done: HashMap<Key, (Outcome, usize)>,
     asked: HashMap<Key, Entry>,
     file: Option<File>,
+    /// Evaluations this process recorded as done, and the seconds they cost.
+    new: (usize, f64),
 }
 
 pub struct Journal {
@@ -340,6 +342,7 @@ impl Journal {
                 done: HashMap::new(),
                 asked: HashMap::new(),
                 file: None,
+                new: (0, 0.0),
             }),
         }
     }
@@ -398,12 +401,25 @@ impl Journal {
                 done,
                 asked,
                 file: Some(file),
+                new: (0, 0.0),
             }),
         })
     }
 
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
+    }
+
+    /// Finished evaluations (done or failed) of the runs `runs` selects.
+    pub fn finished_in(&self, runs: impl Fn(usize) -> bool) -> usize {
+        let s = self.state.lock().expect("journal lock");
+        s.done.keys().filter(|(req, _)| runs(req.run)).count()
+    }
+
+    /// Evaluations this process recorded as done, and their mean seconds (None before one).
+    pub fn new_evaluations(&self) -> (usize, Option<f64>) {
+        let (n, cost) = self.state.lock().expect("journal lock").new;
+        (n, (n > 0).then(|| cost / n as f64))
     }
 
     /// Also replays the journal another process writes at `path` (a shard's), without
@@ -540,6 +556,10 @@ impl Journal {
         }
         match outcome {
             Some(o) => {
+                if let Outcome::Done(_, cost) = o {
+                    s.new.0 += 1;
+                    s.new.1 += cost;
+                }
                 s.done.insert(k, (o, 0));
                 if s.file.is_some() {
                     KEPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -10,6 +10,7 @@ pub mod best;
 pub mod budget;
 pub mod cli;
 pub mod compare;
+pub mod count;
 pub mod data;
 pub mod error;
 pub mod evaluate;

@@ -302,6 +302,8 @@ pub struct OutDir {
     root: PathBuf,
     identity: Identity,
     _lock: File,
+    /// Shared with the other shards of one experiment: never rewrite the manifest.
+    shared: bool,
     state: Mutex<State>,
 }
 
@@ -359,7 +361,7 @@ impl OutDir {
             let lock = lock_waiting(root, true)?;
             // Read again under the lock: the set-up may have finished meanwhile.
             let m = read_manifest(root).unwrap_or(m);
-            return OutDir::opened(root, id, lock, m.files, m.dirs);
+            return OutDir::opened(root, id, lock, m.files, m.dirs, true);
         }
         let lock = if claim.shared {
             lock_waiting(root, false)?
@@ -419,7 +421,7 @@ impl OutDir {
         } else {
             lock
         };
-        OutDir::opened(root, id, lock, files, dirs)
+        OutDir::opened(root, id, lock, files, dirs, claim.shared)
     }
 
     /// The claimed folder, appending to its manifest as it stands.
@@ -429,6 +431,7 @@ impl OutDir {
         lock: File,
         files: BTreeSet<String>,
         dirs: BTreeSet<String>,
+        shared: bool,
     ) -> Result<OutDir> {
         let mpath = root.join(MANIFEST);
         let log = OpenOptions::new()
@@ -439,6 +442,7 @@ impl OutDir {
             root: root.to_path_buf(),
             identity,
             _lock: lock,
+            shared,
             state: Mutex::new(State {
                 files,
                 dirs,
@@ -565,6 +569,15 @@ impl OutDir {
     }
 
     pub fn parts(&self, fingerprint: &str) -> Result<(PathBuf, bool)> {
+        if self.shared {
+            // A shard never removes parts or rewrites the manifest: another shard may be
+            // writing both (its notes would go to a replaced file and be lost). Parts made
+            // with other settings were refused before (`parts_made_otherwise`); each part is
+            // still checked before it counts as done.
+            let dir = self.create_dir("parts")?;
+            self.write(PARTS_FINGERPRINT, fingerprint.as_bytes())?;
+            return Ok((dir, true));
+        }
         let reusable = self.owns(PARTS_FINGERPRINT)
             && fs::read_to_string(self.path(PARTS_FINGERPRINT)).is_ok_and(|s| s == fingerprint);
         if !reusable {

@@ -418,6 +418,8 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                 // The k-th algorithm of every point is one series (its label changes with the
                 // swept values, e.g. "... q=0.35 z=1", so it is named by what all share).
                 let mut groups: Vec<SweepGroup> = Vec::new();
+                // Non-private algorithms of a privacy sweep: (label, value at each point).
+                let mut flat: Vec<(String, Vec<f64>)> = Vec::new();
                 let mut k = 0;
                 for (i, r) in t.rows.iter().enumerate() {
                     k = if i > 0 && t.rows[i - 1][cp] == r[cp] {
@@ -425,6 +427,12 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                     } else {
                         0
                     };
+                    if let (true, None, Some(y)) = (privacy, t.num(r, cx)?, t.num(r, cy)?) {
+                        match flat.iter_mut().find(|f| f.0 == r[ca]) {
+                            Some(f) => f.1.push(y),
+                            None => flat.push((r[ca].clone(), vec![y])),
+                        }
+                    }
                     let (Some(mut x), Some(y)) = (t.num(r, cx)?, t.num(r, cy)?) else {
                         continue; // not private, or no timing: nothing to place
                     };
@@ -451,6 +459,15 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                     }
                     groups[k].0.push(r[ca].clone());
                     groups[k].1.push((with_se(x, y, se), note));
+                }
+                // A non-private algorithm the swept keys do not reach has one value at every
+                // point (fbo sweep runs it once): a reference line, as a summary.csv's would be.
+                for (label, ys) in flat {
+                    if ys.iter().all(|&y| y == ys[0])
+                        && !fig.references.iter().any(|r| r.0 == label)
+                    {
+                        fig.references.push((label, ys[0]));
+                    }
                 }
                 for (labels, mut points) in groups.into_iter().filter(|g| !g.0.is_empty()) {
                     let label = common_words(&labels);

@@ -54,6 +54,8 @@ impl Ticker {
         }
         let (bar, flag) = (bar.clone(), stop.clone());
         let started = Instant::now();
+        // What was done before (resumed work) says nothing of the pace.
+        let pos0 = bar.position();
         let every = log_every();
         let thread = std::thread::spawn(move || {
             let mut last = Instant::now();
@@ -65,10 +67,10 @@ impl Ticker {
                 last = Instant::now();
                 let (pos, len) = (bar.position(), bar.length().unwrap_or(0));
                 let elapsed = started.elapsed().as_secs_f64();
-                let eta = if pos > 0 && len > pos {
+                let eta = if pos > pos0 && len > pos {
                     format!(
                         ", about {} left",
-                        clock(elapsed / pos as f64 * (len - pos) as f64)
+                        clock(elapsed / (pos - pos0) as f64 * (len - pos) as f64)
                     )
                 } else {
                     String::new()
@@ -87,6 +89,41 @@ impl Ticker {
 }
 
 impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Sets a bar's position from `count` every 200 ms while alive: progress counted by something
+/// other than the bar's owner (a journal's finished evaluations).
+pub struct Follow {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Follow {
+    pub fn start(bar: &ProgressBar, count: impl Fn() -> u64 + Send + 'static) -> Follow {
+        let stop = Arc::new(AtomicBool::new(false));
+        bar.set_position(count());
+        let (bar, flag) = (bar.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                bar.set_position(count());
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            bar.set_position(count());
+        });
+        Follow {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Follow {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -120,11 +157,20 @@ pub fn install_interrupt_handler() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         let _ = ctrlc::set_handler(|| {
+            // No evaluation of the user's program outlives fbo.
+            crate::objective::command::kill_running();
+            let kept = crate::journal::kept();
             let msg = match note().lock().ok().and_then(|n| {
                 n.as_ref().map(|n| {
+                    // Evaluations are counted from the journal itself, not the bar (which
+                    // follows it a moment late).
+                    let done = if n.unit == "evaluations" {
+                        kept as u64
+                    } else {
+                        n.bar.position()
+                    };
                     format!(
-                        "interrupted: {} of {} {} saved in {}; rerun the same command to resume",
-                        n.bar.position(),
+                        "interrupted: {done} of {} {} saved in {}; rerun the same command to resume",
                         n.bar.length().unwrap_or(0),
                         n.unit,
                         n.folder.display()
@@ -135,9 +181,6 @@ pub fn install_interrupt_handler() {
                 None => "interrupted: what was finished is saved; rerun the same command to resume"
                     .to_string(),
             };
-            // No evaluation of the user's program outlives fbo.
-            crate::objective::command::kill_running();
-            let kept = crate::journal::kept();
             let msg = if kept > 0 {
                 format!(
                     "{msg}\n{kept} finished evaluations are kept in the evaluations journal ({}); the rerun starts none of them again",

@@ -35,6 +35,11 @@ pub struct RunOptions {
     pub overwrite: bool,
     /// All the work, one shard of it, or only the merge of finished shards.
     pub work: Work,
+    /// Per algorithm: a finished output folder whose trace.csv and server.csv hold this
+    /// algorithm's results under its label, from a configuration equal in everything that
+    /// reaches it (a sweep's earlier point, when the swept keys do not): its runs are copied
+    /// from there instead of computed. Empty: compute everything.
+    pub reuse: Vec<Option<PathBuf>>,
 }
 
 /// Which part of a spec's work one invocation does.
@@ -79,6 +84,9 @@ pub struct RunReport {
     pub runs_total: usize,
     pub runs_resumed: usize,
     pub wall_s: f64,
+    /// A command objective's evaluations: made by this invocation, their mean seconds, and
+    /// how many the journals held before.
+    pub evaluations: Option<(usize, Option<f64>, usize)>,
 }
 
 /// The journal scope of initial points drawn from the whole space: the algorithms of a spec
@@ -769,7 +777,7 @@ pub fn with_threads<T: Send>(threads: Option<usize>, work: impl FnOnce() -> T + 
 }
 
 pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
-    crate::progress::bar(total, quiet, "runs")
+    crate::progress::bar(total, quiet, "units")
 }
 
 /// Every check a spec's run can fail before it starts, in the order that keeps it safe:
@@ -869,7 +877,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
                 } else {
                     ""
                 },
-                dir.path(".").display()
+                out.display()
             );
         }
         for land in &landscapes {
@@ -904,7 +912,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     };
     if resumed > 0 && !opts.quiet {
         eprintln!(
-            "resuming: {resumed} of {mine} runs already complete in {}",
+            "resuming: {resumed} of {mine} units (seed, algorithm) already complete in {}",
             parts.display()
         );
     }
@@ -913,18 +921,25 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             bar.set_length(mine as u64);
             bar.clone()
         }
+        None if journal.is_some() => ProgressBar::hidden(),
         None => progress_bar(mine as u64, opts.quiet),
     };
     pb.set_position(resumed as u64);
-    // A sweep reports for its points itself.
-    let _watch = opts.progress.is_none().then(|| {
+    // A sweep reports for its points itself. A command objective's progress is counted in
+    // evaluations, what its user waits for (a run of them can take hours), and an
+    // interrupt says how many are kept.
+    let _runs_watch = (opts.progress.is_none() && journal.is_none()).then(|| {
         (
-            crate::progress::Ticker::start(&pb, opts.quiet, "runs"),
-            crate::progress::InterruptNote::set(&pb, "runs", parts.clone()),
+            crate::progress::Ticker::start(&pb, opts.quiet, "units"),
+            crate::progress::InterruptNote::set(&pb, "units", parts.clone()),
         )
     });
+    let _evaluations_watch = match (&journal, opts.progress.is_none()) {
+        (Some(j), true) => Some(watch_evaluations(spec, j, &jobs, shard, opts)?),
+        _ => None,
+    };
 
-    let work = || compute(spec, &todo, &landscapes, &dir, &pb);
+    let work = || compute(spec, &todo, &landscapes, &dir, &pb, &opts.reuse);
     let results = with_threads(opts.threads, work)?;
     drop(claims);
     if opts.progress.is_none() {
@@ -946,7 +961,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     if shard.is_some() {
         if !failures.is_empty() {
             return Err(FboError::Run(format!(
-                "{} runs of this shard failed (rerun the shard to retry them):\n  {}",
+                "{} units (seed, algorithm) of this shard failed (rerun the shard to retry them):\n  {}",
                 failures.len(),
                 failures.join("\n  ")
             )));
@@ -955,18 +970,22 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             runs_total: jobs.len(),
             runs_resumed: resumed,
             wall_s: started.elapsed().as_secs_f64(),
+            evaluations: journal.as_ref().map(|j| {
+                let (new, mean) = j.new_evaluations();
+                (new, mean, j.len() - new)
+            }),
         });
     }
     // The privacy curves are computed in parallel too: on the same pool, so --threads holds.
     if let Err(e) = with_threads(opts.threads, || merge(spec, &dir, &jobs, dim, &names))? {
         let mut msg = format!(
-            "{e}\nthe results could not be merged; {saved} of {} runs are saved in {} (rerun the same command to merge them and run the rest)",
+            "{e}\nthe results could not be merged; {saved} of {} units (seed, algorithm) are saved in {} (rerun the same command to merge them and run the rest)",
             jobs.len(),
             parts.display()
         );
         if !failures.is_empty() {
             msg += &format!(
-                "; {} runs failed:\n  {}",
+                "; {} units failed:\n  {}",
                 failures.len(),
                 failures.join("\n  ")
             );
@@ -975,7 +994,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     }
     if !failures.is_empty() {
         return Err(FboError::Run(format!(
-            "{} of {} runs failed (the {saved} others are in {}; rerun the same command to retry only the failed ones):\n  {}",
+            "{} of {} units (seed, algorithm) failed (the {saved} others are in {}; rerun the same command to retry only the failed ones):\n  {}",
             failures.len(),
             jobs.len(),
             out.join("trace.csv").display(),
@@ -1011,6 +1030,10 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         runs_total: jobs.len(),
         runs_resumed: resumed,
         wall_s: started.elapsed().as_secs_f64(),
+        evaluations: journal.as_ref().map(|j| {
+            let (new, mean) = j.new_evaluations();
+            (new, mean, j.len() - new)
+        }),
     })
 }
 
@@ -1042,6 +1065,38 @@ fn planned_files(spec: &Spec, jobs: &[(usize, usize)], measured: bool) -> Vec<St
         planned.push(server_part_name(a, r));
     }
     planned
+}
+
+/// A bar of a command objective's evaluations in the runs this invocation computes (counted
+/// by `count::per_run`), following the journal, with its log lines and interrupt note.
+fn watch_evaluations(
+    spec: &Spec,
+    journal: &Arc<Journal>,
+    jobs: &[(usize, usize)],
+    shard: Option<(usize, usize)>,
+    opts: &RunOptions,
+) -> Result<(
+    crate::progress::Ticker,
+    crate::progress::InterruptNote,
+    crate::progress::Follow,
+    ProgressBar,
+)> {
+    let per_run: usize = crate::count::per_run(spec)?.iter().map(|(_, n)| n).sum();
+    let runs: std::collections::HashSet<usize> = jobs
+        .iter()
+        .filter(|&&(a, r)| shard.is_none_or(|b| in_shard(spec, a, r, b)))
+        .map(|&(_, r)| r)
+        .collect();
+    let bar = crate::progress::bar((per_run * runs.len()) as u64, opts.quiet, "evaluations");
+    let j = journal.clone();
+    let follow =
+        crate::progress::Follow::start(&bar, move || j.finished_in(|r| runs.contains(&r)) as u64);
+    Ok((
+        crate::progress::Ticker::start(&bar, opts.quiet, "evaluations"),
+        crate::progress::InterruptNote::set(&bar, "evaluations", opts.out.clone()),
+        follow,
+        bar,
+    ))
 }
 
 /// The units this invocation computes, as a block of (run, algorithm) order (so a shard holds
@@ -1141,7 +1196,7 @@ fn merge_refusal(
         .map(|&(a, r)| format!("{} run {r}", spec.algorithms[a].label))
         .collect();
     FboError::Run(format!(
-        "cannot merge: {} of {} runs are missing in {}: {}{}{} (run the missing shards, or `fbo run` without --merge to compute them here); nothing was merged or removed",
+        "cannot merge: {} of {} units (seed, algorithm) are missing in {}: {}{}{} (run the missing shards, or `fbo run` without --merge to compute them here); nothing was merged or removed",
         todo.len(),
         total,
         parts.display(),
@@ -1159,6 +1214,53 @@ fn merge_refusal(
     ))
 }
 
+/// Writes the parts of unit (a, r) from the finished folder `src`, which holds the same
+/// algorithm's results under the same label: its trace rows re-written as the part (the
+/// csv writer quotes as the merge did, so the bytes are the computed part's) and its
+/// server.csv rows. Refused (the unit is then reported failed) unless every row is there.
+fn copy_unit(
+    spec: &Spec,
+    a: usize,
+    r: usize,
+    src: &std::path::Path,
+    dim: usize,
+    names: &[String],
+    dir: &OutDir,
+) -> Result<()> {
+    let label = &spec.algorithms[a].label;
+    let trace = src.join("trace.csv");
+    let bad = |e: String| FboError::spec(&trace, "", e);
+    let mut rdr = csv::Reader::from_path(&trace).map_err(|e| bad(e.to_string()))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(output::trace_header(dim, names))
+        .map_err(|e| bad(e.to_string()))?;
+    let run = r.to_string();
+    let mut rows = 0;
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| bad(e.to_string()))?;
+        if &rec[0] == label.as_str() && rec[1] == run {
+            w.write_record(&rec).map_err(|e| bad(e.to_string()))?;
+            rows += 1;
+        }
+    }
+    if rows != rows_per_run(spec, a) {
+        return Err(bad(format!(
+            "holds {rows} rows of {label} run {r}, not the {} it would compute",
+            rows_per_run(spec, a)
+        )));
+    }
+    let prefix = format!("{label},{run},");
+    let server: String = fs::read_to_string(src.join("server.csv"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with(&prefix))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    dir.write(&server_part_name(a, r), server.as_bytes())?;
+    let bytes = w.into_inner().map_err(|e| bad(e.to_string()))?;
+    dir.write(&part_name(a, r), &bytes)
+}
+
 /// Computes the units `todo` in parallel, each saved as its two parts as soon as it is
 /// done (the server part first: the trace part marks the run complete).
 fn compute(
@@ -1167,12 +1269,18 @@ fn compute(
     landscapes: &[Arc<Landscape>],
     dir: &OutDir,
     pb: &ProgressBar,
+    reuse: &[Option<PathBuf>],
 ) -> Vec<(usize, usize, Result<()>)> {
     let senders = SenderCache::global();
     let dim = landscapes[0].dim();
     let codec = landscapes[0].space.codec();
     todo.par_iter()
         .map(|&(a, r)| {
+            if let Some(Some(src)) = reuse.get(a) {
+                let res = copy_unit(spec, a, r, src, dim, &codec.names, dir);
+                pb.inc(1);
+                return (a, r, res);
+            }
             let land = landscapes[r % landscapes.len()].clone();
             let res = run_one_shared(spec, a, r, land, Some(senders)).and_then(|out| {
                 let label = &spec.algorithms[a].label;

@@ -19,6 +19,7 @@ use crate::privacy::Accountant;
 use crate::runner::{RunOptions, Work, progress_bar, run_spec};
 use crate::spec::Spec;
 use indicatif::{MultiProgress, ProgressDrawTarget};
+use std::collections::HashMap;
 use std::fs;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -367,6 +368,18 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
     Ok(out)
 }
 
+/// Everything of a point's spec that reaches algorithm `a` (its own settings, its index, and
+/// the shared sections), as text: two points with the same text give the algorithm the same
+/// results, whatever else the sweep changed (a `server.z` does not reach TS).
+pub fn reach(spec: &Spec, a: usize) -> String {
+    let mut only = spec.clone();
+    only.name.clear();
+    only.path = PathBuf::new();
+    only.source.clear();
+    only.algorithms = vec![spec.algorithms[a].clone()];
+    format!("{a} {only:?}")
+}
+
 fn refuse_measured_shards(sweep: &Sweep) -> Result<()> {
     sweep
         .points
@@ -443,6 +456,8 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                     progress: None,
                     overwrite: false,
                     work: Work::Units { lo, hi },
+                    // Points of a shard are not finished (merged) yet: nothing to copy.
+                    reuse: Vec::new(),
                 },
             );
             if let Err(e) = res {
@@ -474,11 +489,15 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     let _ticker = crate::progress::Ticker::start(&points_bar, opts.quiet, "points");
     let _note = crate::progress::InterruptNote::set(
         &points_bar,
-        "points (and the finished runs of the next)",
+        "points (and the finished units of the next)",
         out.join("points"),
     );
     let mut skipped = 0;
     let mut failures = Vec::new();
+    // (algorithm's configuration, as far as it reaches the algorithm) -> the finished point
+    // that computed it: an algorithm the swept keys do not reach runs once, and the other
+    // points copy its runs.
+    let mut computed: HashMap<String, PathBuf> = HashMap::new();
     for point in &sweep.points {
         let rel = format!("points/{}", point.name);
         let marker_rel = format!("{rel}/point.csv");
@@ -494,12 +513,27 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                 .records()
                 .all(|r| r.is_ok_and(|r| r.len() == header_fields(&sweep)))
         });
+        let keys: Vec<String> = (0..point.spec.algorithms.len())
+            .map(|a| reach(&point.spec, a))
+            .collect();
         if dir.owns(&marker_rel) && marker.exists() && same_spec && same_format {
             dir.keep(&marker_rel);
+            for k in &keys {
+                computed.entry(k.clone()).or_insert_with(|| pdir.clone());
+            }
             skipped += 1;
             points_bar.inc(1);
             continue;
         }
+        let reuse: Vec<Option<PathBuf>> = keys
+            .iter()
+            .map(|k| {
+                computed
+                    .get(k)
+                    .filter(|d| d.join("trace.csv").is_file())
+                    .cloned()
+            })
+            .collect();
         if dir.owns(&marker_rel) {
             let _ = fs::remove_file(&marker);
         }
@@ -507,7 +541,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         let st = merge_only.then(|| crate::runner::status(&point.spec, &pdir));
         if let Some(st) = st.filter(|st| !st.missing.is_empty()) {
             failures.push(format!(
-                "{}: {} of {} runs missing ({}{})",
+                "{}: {} of {} units missing ({}{})",
                 point.name,
                 st.missing.len() + st.running.len(),
                 st.done.len() + st.missing.len() + st.running.len(),
@@ -537,6 +571,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                 progress: Some(runs_bar.clone()),
                 overwrite: opts.overwrite,
                 work: if merge_only { Work::Merge } else { Work::All },
+                reuse,
             },
         )
         .and_then(|_| {
@@ -544,8 +579,13 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             point_rows(point, &pdir, wall)
         })
         .and_then(|rows| dir.write(&marker_rel, rows.as_bytes()));
-        if let Err(e) = res {
-            failures.push(format!("{}: {e}", point.name));
+        match res {
+            Err(e) => failures.push(format!("{}: {e}", point.name)),
+            Ok(()) => {
+                for k in keys {
+                    computed.entry(k).or_insert_with(|| pdir.clone());
+                }
+            }
         }
         points_bar.inc(1);
     }
@@ -569,7 +609,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     }
     if merge_only && !failures.is_empty() {
         return Err(FboError::Run(format!(
-            "cannot merge the sweep: {} of {} points have runs missing (run the missing shards, or `fbo sweep` without --merge):\n  {}",
+            "cannot merge the sweep: {} of {} points have units missing (run the missing shards, or `fbo sweep` without --merge):\n  {}",
             failures.len(),
             sweep.points.len(),
             failures.join("\n  ")
@@ -642,7 +682,7 @@ pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
     }
     let _ = writeln!(
         w,
-        "{}: {} points; runs: {done} done, {running} running, {missing} missing{}",
+        "{}: {} points; units (seed, algorithm): {done} done, {running} running, {missing} missing{}",
         out.display(),
         sweep.points.len(),
         if shard.is_some() {

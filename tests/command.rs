@@ -119,6 +119,15 @@ fn a_command_makes_the_builtin_objectives_queries_and_a_rerun_starts_nothing() {
     // Per run: initial points 3 x 2 (TS and FTS share them), TS and FTS iterations 3 x 5
     // each, the senders' 3 x 4 observations, DP-FTS-DE 3 x (2 + 5) in its sub-regions.
     assert_eq!(journal.len(), 2 * (3 * 2 + 3 * 5 + 3 * 5 + 3 * 4 + 3 * 7));
+    // `fbo validate` counts them beforehand, by who asks.
+    let v = common::validate(&spec);
+    let said = String::from_utf8_lossy(&v.stdout).into_owned();
+    assert!(
+        said.contains(
+            "evaluations of the objective: 69 per run (init 6, senders 12, TS 15, FTS M=20 15, DP-FTS-DE P=2 q=0.5 z=1 S=11 21), 138 for 2 runs"
+        ),
+        "{said}"
+    );
     // Rerunning replays the journal: the command is not started again.
     std::fs::remove_file(&count).unwrap();
     let o = run(&spec, &dir.path().join("cmd"), &count, &[]);

@@ -484,6 +484,12 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
         "{}",
         stderr(&o)
     );
+    // Counted in evaluations (a command objective's unit of progress), not runs.
+    assert!(
+        stderr(&o).contains("interrupted: 1 of ") && stderr(&o).contains(" evaluations saved in "),
+        "{}",
+        stderr(&o)
+    );
     assert!(all_gone(&tag), "an evaluation outlived fbo");
     // Killed with SIGKILL, fbo runs no handler: the watchdog in the command's group stops it.
     let mut child = start();

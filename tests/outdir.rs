@@ -198,13 +198,13 @@ fn progress_is_logged_without_a_terminal_and_an_interrupt_says_what_was_saved() 
     let o = child.wait_with_output().unwrap();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
-    assert!(err.contains("runs done,"), "no progress line in: {err}");
+    assert!(err.contains("units done,"), "no progress line in: {err}");
     let line = err
         .lines()
         .find(|l| l.starts_with("interrupted: "))
         .unwrap_or_else(|| panic!("no interrupt line in: {err}"));
     assert!(
-        line.contains("of 800 runs saved in") && line.contains("rerun the same command to resume"),
+        line.contains("of 800 units saved in") && line.contains("rerun the same command to resume"),
         "{line}"
     );
     let saved: usize = line["interrupted: ".len()..]
@@ -229,7 +229,7 @@ fn a_failed_merge_says_how_many_runs_are_saved_and_a_rerun_recovers() {
     let o = run_out(&spec, &out, &["--overwrite", "--no-timing"]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("8 of 8 runs are saved in"),
+        stderr(&o).contains("8 of 8 units (seed, algorithm) are saved in"),
         "{}",
         stderr(&o)
     );

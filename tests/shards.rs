@@ -72,7 +72,7 @@ fn merging_with_runs_missing_is_refused_with_the_list_and_changes_nothing() {
     let o = fbo_out("run", &spec, &out, &["--no-timing", "--merge"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
-        stderr(&o).contains("cannot merge: 3 of 6 runs are missing")
+        stderr(&o).contains("cannot merge: 3 of 6 units (seed, algorithm) are missing")
             && stderr(&o).contains("TS run 0, TS run 1, DP-FTS-DE P=2 q=0.5 z=1 S=3 run 0 "),
         "{}",
         stderr(&o)
@@ -213,7 +213,7 @@ fn a_sharded_sweep_merges_to_the_unsharded_sweep() {
         let st = fbo_out("sweep", &spec, &out, &["--no-timing", "--status"]);
         let text = String::from_utf8_lossy(&st.stdout).into_owned();
         assert!(
-            text.contains("4 points; runs: 16 done, 0 running, 0 missing"),
+            text.contains("4 points; units (seed, algorithm): 16 done, 0 running, 0 missing"),
             "{text}"
         );
         fbo_ok("sweep", &spec, &out, &["--no-timing", "--merge"]);
@@ -232,9 +232,12 @@ fn a_sharded_sweep_merges_to_the_unsharded_sweep() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
-        err.contains("cannot merge the sweep: 2 of 4 points have runs missing"),
+        err.contains("cannot merge the sweep: 2 of 4 points have units missing"),
         "{err}"
     );
-    assert!(err.contains("p002: 4 of 4 runs missing (TS run 0"), "{err}");
+    assert!(
+        err.contains("p002: 4 of 4 units missing (TS run 0"),
+        "{err}"
+    );
     assert!(!out.join("sweep.csv").exists());
 }

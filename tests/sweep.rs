@@ -172,3 +172,95 @@ fn a_sweep_without_timing_is_byte_identical_across_threads_and_leaves_no_stale_p
     let v = validate(&a.join("spec.toml"));
     assert!(v.status.success(), "{}", stderr(&v));
 }
+
+#[test]
+fn an_algorithm_the_swept_keys_do_not_reach_runs_once() {
+    // A command objective, so that every evaluation is counted: TS is not reached by
+    // server.z, DP-FTS-DE is.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "z.toml",
+        &format!(
+            r#"name = "z"
+seed = 2
+runs = 2
+iterations = 3
+initial_points = 2
+
+[objective]
+kind = "command"
+command = [{:?}]
+direction = "maximize"
+{BRANIN_BOX}
+[federation]
+agents = 2
+
+[server]
+subregions = 1
+dp = true
+q = 1.0
+z = 1.0
+
+[[algorithm]]
+kind = "ts"
+
+[[algorithm]]
+kind = "dp-fts-de"
+
+[sweep]
+"server.z" = [1.0, 2.0, 4.0]
+"#,
+            toy().display().to_string()
+        ),
+    );
+    let out = dir.path().join("out");
+    let count = dir.path().join("count");
+    let o = fbo()
+        .arg("sweep")
+        .arg(&spec)
+        .arg("--out")
+        .arg(&out)
+        .args(["--quiet", "--no-timing"])
+        .env("TOY_COUNT", &count)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let journal = |p: &str| -> Vec<String> {
+        fs::read_to_string(out.join("points").join(p).join("evaluations.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .skip(1)
+            .map(String::from)
+            .collect()
+    };
+    let (first, later) = (journal("p000"), [journal("p001"), journal("p002")]);
+    // The later points evaluate only DP-FTS-DE's queries: TS's runs (and their initial
+    // points) are copied from the first point.
+    for j in &later {
+        assert!(!j.is_empty());
+        assert!(j.iter().all(|l| l.contains("DP-FTS")), "{j:?}");
+    }
+    let started = fs::read_to_string(&count).unwrap().lines().count();
+    assert_eq!(started, first.len() + later[0].len() + later[1].len());
+    assert!(first.iter().any(|l| l.contains("\"scope\":\"TS\"")));
+    // And TS's rows are the first point's, byte for byte.
+    let ts = |p: &str| -> Vec<String> {
+        fs::read_to_string(out.join("points").join(p).join("trace.csv"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("TS,"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(ts("p000").len(), 2 * 2 * (2 + 3));
+    assert_eq!(ts("p001"), ts("p000"));
+    assert_eq!(ts("p002"), ts("p000"));
+    // compare leaves TS out (no zero differences in Holm's correction) and says why.
+    let o = fbo().arg("compare").arg(&out).output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("note: TS gives the same results at every point"));
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(!table.lines().any(|l| l.contains(": TS ")), "{table}");
+    assert!(table.contains("DP-FTS"), "{table}");
+}

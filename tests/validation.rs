@@ -267,7 +267,7 @@ fn a_valid_spec_validates() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("ok: 4 runs x 12 iterations, 4 agents, algorithms: TS, FTS M=20"),
+        out.contains("ok: 4 runs (seeds) x 12 iterations, 4 agents, algorithms: TS, FTS M=20"),
         "{out}"
     );
 }

@@ -504,6 +504,34 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
     let mut rows = Vec::new();
     let mut trends = Vec::new();
     for k in 0..n_alg {
+        if let Some(p) = traces.iter().position(|tr| tr.algorithms.len() != n_alg) {
+            return Err(bad(format!(
+                "point {} has {} algorithms, point {} has {n_alg}: not one spec's sweep",
+                points[p].0,
+                traces[p].algorithms.len(),
+                points[base].0
+            )));
+        }
+        // Algorithm k's values at one point, to tell where the swept keys did not reach it.
+        let of = |tr: &Trace| -> Vec<_> {
+            tr.values
+                .iter()
+                .filter(|((a, _), _)| *a == k)
+                .map(|((_, it), m)| (*it, m.clone()))
+                .collect()
+        };
+        let at_base = of(&traces[base]);
+        // Points where it gives the base point's results exactly (the swept keys do not
+        // reach it): differences of zero, not tested, and not counted in Holm's correction.
+        let kept: Vec<usize> = (0..points.len())
+            .filter(|&i| i == base || of(&traces[i]) != at_base)
+            .collect();
+        if kept.len() == 1 {
+            eprintln!(
+                "note: {} gives the same results at every point (the swept keys do not reach it): left out of the comparisons",
+                traces[base].algorithms[k]
+            );
+        }
         // One series per point: algorithm k of that point.
         let mut t = Trace {
             algorithms: Vec::new(),
@@ -511,25 +539,21 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
             init: Vec::new(),
             last_iteration: traces[base].last_iteration,
         };
-        for (i, (p, tr)) in points.iter().zip(&traces).enumerate() {
-            if tr.algorithms.len() != n_alg {
-                return Err(bad(format!(
-                    "point {} has {} algorithms, point {} has {n_alg}: not one spec's sweep",
-                    p.0,
-                    tr.algorithms.len(),
-                    points[base].0
-                )));
-            }
+        for (j, &i) in kept.iter().enumerate() {
+            let (p, tr) = (&points[i], &traces[i]);
             t.algorithms
                 .push(format!("{} ({}): {}", p.0, p.1, tr.algorithms[k]));
             t.init.push(tr.init[k].clone());
             for ((a, it), m) in &tr.values {
                 if *a == k {
-                    t.values.insert((i, *it), m.clone());
+                    t.values.insert((j, *it), m.clone());
                 }
             }
         }
-        rows.extend(compare_trace(&t, base, opts, &sweep_path)?);
+        let base_in_kept = kept.iter().position(|&i| i == base).expect("base kept");
+        if kept.len() > 1 {
+            rows.extend(compare_trace(&t, base_in_kept, opts, &sweep_path)?);
+        }
         // Trend over the points where this algorithm has an epsilon.
         let it = opts.at.last().copied().unwrap_or(t.last_iteration);
         let with_eps: Vec<(usize, f64)> = points
@@ -542,10 +566,18 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
         if with_eps.len() >= 2 && eps.iter().any(|&e| e != eps[0]) {
             // units x points matrix of the metric (the units are the same at every point:
             // compare_trace checked that).
-            let units: Vec<Unit> = t.values[&(with_eps[0].0, it)].keys().copied().collect();
+            let units: Vec<Unit> = traces[with_eps[0].0].values[&(k, it)]
+                .keys()
+                .copied()
+                .collect();
             let y: Vec<Vec<f64>> = with_eps
                 .iter()
-                .map(|&(i, _)| units.iter().map(|u| t.values[&(i, it)][u].0).collect())
+                .map(|&(i, _)| {
+                    units
+                        .iter()
+                        .map(|u| traces[i].values[&(k, it)][u].0)
+                        .collect()
+                })
                 .collect();
             let slope_of = |idx: &[usize]| {
                 let means: Vec<f64> = y

@@ -59,8 +59,12 @@ enum Values {
         cost: Option<Vec<Array1<f64>>>,
     },
     /// Computed when first queried; later queries of the same (agent, point) reuse the result,
-    /// so algorithms that share initial points train once.
-    Live { eval: Box<dyn Evaluate>, memo: Memo },
+    /// so algorithms that share initial points train once (without a memo: every query is
+    /// computed, as a stand-in that counts them needs).
+    Live {
+        eval: Box<dyn Evaluate>,
+        memo: Option<Memo>,
+    },
     /// Measured by a command or reported by hand, through the journal.
     Measured(Box<Measured>),
 }
@@ -118,10 +122,22 @@ impl Landscape {
             agents,
             values: Values::Live {
                 eval,
-                memo: Mutex::new(HashMap::new()),
+                memo: Some(Mutex::new(HashMap::new())),
             },
             optimum,
             noise_sd: noise_var.sqrt(),
+            metric_sign: 1.0,
+        }
+    }
+
+    /// Every query computed by `eval`, none remembered (a stand-in that counts them).
+    pub fn unmemoised(space: Arc<Space>, agents: usize, eval: Box<dyn Evaluate>) -> Self {
+        Landscape {
+            space,
+            agents,
+            values: Values::Live { eval, memo: None },
+            optimum: None,
+            noise_sd: 0.0,
             metric_sign: 1.0,
         }
     }
@@ -225,7 +241,11 @@ impl Landscape {
                     .expect("points of a grid objective carry their grid index");
                 Ok((values[agent][i], cost.as_ref().map_or(0.0, |c| c[agent][i])))
             }
-            Values::Live { eval, memo } => {
+            Values::Live { eval, memo: None } => eval.evaluate(req, p, &self.space.raw(p)),
+            Values::Live {
+                eval,
+                memo: Some(memo),
+            } => {
                 let key = (agent, p.x.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
                 if let Some(&hit) = memo.lock().expect("memo lock").get(&key) {
                     return Ok(hit);
