@@ -594,8 +594,6 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(23, 190, 207),
 ];
 
-const LEGEND_WIDTH: u32 = 180;
-
 enum Marker {
     Line,
     Dot,
@@ -623,14 +621,20 @@ fn scale(v: f64, log: bool) -> Option<f64> {
 
 /// A tick label. On a log axis spanning two decades or more only decades are labelled (the
 /// ticks between stay as grid lines); on a narrower one every tick is, or it would have none.
-fn tick(v: f64, log: bool, decades_only: bool) -> String {
+/// Whether a log axis over [10^lo, 10^hi] writes its ticks in scientific notation: where any
+/// would leave 0.01 .. 9999, all do, so one axis never mixes `0.01` with `1e-3`.
+fn sci_axis(lo: f64, hi: f64) -> bool {
+    lo < -2.0 - 1e-9 || hi >= 4.0
+}
+
+fn tick(v: f64, log: bool, decades_only: bool, sci: bool) -> String {
     if log && !decades_only {
         let x = 10f64.powf(v);
         let digits = (2 - x.log10().floor() as i32).max(0) as usize;
-        return if (1e-3..1e5).contains(&x) {
-            format!("{x:.digits$}")
-        } else {
+        return if sci {
             format!("{x:.1e}")
+        } else {
+            format!("{x:.digits$}")
         };
     }
     if log {
@@ -638,10 +642,10 @@ fn tick(v: f64, log: bool, decades_only: bool) -> String {
             return String::new();
         }
         let x = 10f64.powf(v.round());
-        if (1e-2..1e4).contains(&x) {
-            format!("{}", (x * 1e3).round() / 1e3)
-        } else {
+        if sci {
             format!("{x:.0e}")
+        } else {
+            format!("{}", (x * 1e3).round() / 1e3)
         }
     } else if v.abs() < 1e-12 {
         // Rounding leaves the zero tick of a symmetric axis at +-1e-17 or so.
@@ -662,10 +666,9 @@ where
 {
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     root.fill(&WHITE).map_err(e)?;
-    // The legend gets its own strip on the right, as wide as its longest label, so it never
-    // hides data and is never cut off.
-    let (plot_area, legend_area) =
-        root.split_horizontally(root.dim_in_pixel().0 - legend_width(fig));
+    // The legend gets its own rows below the plot, so it never hides data, is never cut
+    // off, and leaves the plot the figure's whole width.
+    let (plot_area, legend_area) = root.split_vertically(PLOT_HEIGHT);
     let mut legend: Vec<(String, RGBColor, Marker)> = Vec::new();
     // Plotted (scaled) points: the centre and the band's ends.
     let scaled: Vec<Vec<(f64, f64, f64, f64)>> = fig
@@ -713,33 +716,29 @@ where
     };
     let (x0, x1) = pad(x0, x1);
     let (y0, mut y1) = pad(y0, y1);
-    // Room above the bars for upright point labels (about 100 of the plot's 480 pixels).
-    let longest_note = fig
-        .series
-        .iter()
-        .flat_map(|s| s.notes.iter().map(|n| n.chars().count()))
-        .max()
-        .unwrap_or(0);
-    if longest_note > 0 {
-        y1 += (y1 - y0) * (longest_note as f64 * 7.5 + 12.0) / 420.0;
+    // Room above the bars for one line of point labels (about 30 of the plot's 460 pixels).
+    if fig.series.iter().any(|s| !s.notes.is_empty()) {
+        y1 += (y1 - y0) * 40.0 / 420.0;
     }
     let mut chart = ChartBuilder::on(&plot_area)
-        .caption(&fig.title, ("sans-serif", 26))
+        .caption(&fig.title, ("sans-serif", 30))
         .margin(18)
-        .x_label_area_size(52)
-        .y_label_area_size(84)
+        .x_label_area_size(72)
+        .y_label_area_size(104)
         .build_cartesian_2d(x0..x1, y0..y1)
         .map_err(e)?;
     let (log_x, log_y) = (fig.log_x, fig.log_y);
     let (wide_x, wide_y) = (x1.floor() - x0.ceil() >= 1.0, y1.floor() - y0.ceil() >= 1.0);
-    let x_fmt = move |v: &f64| tick(*v, log_x, wide_x);
-    let y_fmt = move |v: &f64| tick(*v, log_y, wide_y);
+    // One notation per axis: 0.01 and 1e-3 never side by side.
+    let (sci_x, sci_y) = (log_x && sci_axis(x0, x1), log_y && sci_axis(y0, y1));
+    let x_fmt = move |v: &f64| tick(*v, log_x, wide_x, sci_x);
+    let y_fmt = move |v: &f64| tick(*v, log_y, wide_y, sci_y);
     chart
         .configure_mesh()
         .x_desc(&fig.x_label)
         .y_desc(&fig.y_label)
-        .label_style(("sans-serif", 16))
-        .axis_desc_style(("sans-serif", 18))
+        .label_style(("sans-serif", 22))
+        .axis_desc_style(("sans-serif", 24))
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .light_line_style(RGBColor(235, 235, 235))
@@ -791,18 +790,16 @@ where
                 )
                 .map_err(e)?;
             if s.notes.len() == pts.len() {
-                // Written upwards from the top of each bar: close points along x (the
-                // privacy losses of a q/z grid) then never overlap.
+                // Level text centred above each bar, at a size read where the figure is
+                // shown (about 11 pixels at 440 wide).
                 chart
                     .draw_series(pts.iter().zip(&s.notes).map(|(p, n)| {
+                        let half = (n.chars().count() as f64 * NOTE_CHAR_PX / 2.0) as i32;
                         EmptyElement::at((p.0, p.3))
                             + Text::new(
                                 n.clone(),
-                                (-7, -6),
-                                ("sans-serif", 13)
-                                    .into_font()
-                                    .transform(FontTransform::Rotate270)
-                                    .color(&color),
+                                (-half, -30),
+                                ("sans-serif", 22).into_font().color(&color),
                             )
                     }))
                     .map_err(e)?;
@@ -823,34 +820,51 @@ where
             .map_err(e)?;
         legend.push((label.clone(), color, Marker::Dashed));
     }
+    let columns = legend_columns(fig);
+    let column_px = (WIDTH / columns as u32) as i32;
     for (k, (label, color, marker)) in legend.iter().enumerate() {
-        let y = 70 + 26 * k as i32;
-        let style = color.stroke_width(2);
+        let (col, row) = (k % columns, k / columns);
+        let (x, y) = (
+            LEGEND_LEFT + col as i32 * column_px,
+            20 + LEGEND_ROW as i32 * row as i32,
+        );
+        let style = color.stroke_width(3);
         match marker {
-            Marker::Line => legend_area.draw(&PathElement::new(vec![(8, y), (36, y)], style)),
-            Marker::Dot => legend_area.draw(&Circle::new((22, y), 4, color.filled())),
+            Marker::Line => legend_area.draw(&PathElement::new(vec![(x, y), (x + 34, y)], style)),
+            Marker::Dot => legend_area.draw(&Circle::new((x + 17, y), 6, color.filled())),
             Marker::Dashed => {
                 legend_area
-                    .draw(&PathElement::new(vec![(8, y), (18, y)], style))
+                    .draw(&PathElement::new(vec![(x, y), (x + 13, y)], style))
                     .map_err(e)?;
-                legend_area.draw(&PathElement::new(vec![(26, y), (36, y)], style))
+                legend_area.draw(&PathElement::new(vec![(x + 21, y), (x + 34, y)], style))
             }
         }
         .map_err(e)?;
         legend_area
-            .draw(&Text::new(label.clone(), (44, y - 8), ("sans-serif", 15)))
+            .draw(&Text::new(
+                label.clone(),
+                (x + 44, y - 12),
+                ("sans-serif", LEGEND_FONT),
+            ))
             .map_err(e)?;
     }
     root.present().map_err(e)?;
     Ok(())
 }
 
-/// Width of the plot itself, without the legend strip.
-const PLOT_WIDTH: u32 = 720;
+/// Figures are drawn 880 pixels wide and shown about half that (440 in docs/figures.md): every
+/// text is at least 22 pixels here, 11 where it is read.
+const WIDTH: u32 = 880;
+/// Height of the plot; the legend's rows go below it.
+const PLOT_HEIGHT: u32 = 560;
+const LEGEND_FONT: u32 = 22;
+const LEGEND_ROW: u32 = 32;
+const LEGEND_LEFT: i32 = 24;
+/// Pixels per character of 22-pixel DejaVu Sans (measured on its widest common letters).
+const NOTE_CHAR_PX: f64 = 12.5;
 
-/// Pixels of the legend strip: the marker, then the longest label at about 8.5 pixels per
-/// character of 15-pixel DejaVu Sans.
-fn legend_width(fig: &Figure) -> u32 {
+/// Legend entries per row: two where the longest label fits half the width, else one.
+fn legend_columns(fig: &Figure) -> usize {
     let longest = fig
         .series
         .iter()
@@ -858,10 +872,18 @@ fn legend_width(fig: &Figure) -> u32 {
         .chain(fig.references.iter().map(|r| r.0.chars().count()))
         .max()
         .unwrap_or(0);
-    (60 + (longest as f64 * 8.5) as u32).max(LEGEND_WIDTH)
+    let px = LEGEND_LEFT as f64 + 44.0 + longest as f64 * NOTE_CHAR_PX;
+    if px <= (WIDTH / 2) as f64 { 2 } else { 1 }
 }
 
-/// Draws `fig` to `out`: PNG or SVG by extension, 600 pixels high, 720 wide plus the legend.
+/// Pixels of the legend's rows below the plot.
+fn legend_height(fig: &Figure) -> u32 {
+    let entries = fig.series.len() + fig.references.len();
+    let rows = entries.div_ceil(legend_columns(fig)) as u32;
+    16 + LEGEND_ROW * rows.max(1)
+}
+
+/// Draws `fig` to `out`: PNG or SVG by extension, 880 pixels wide, 560 high plus the legend.
 pub fn render(fig: &Figure, out: &Path) -> Result<()> {
     register_font();
     if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -877,8 +899,8 @@ pub fn render(fig: &Figure, out: &Path) -> Result<()> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = out.with_file_name(format!(".{name}.tmp.{}.{ext}", std::process::id()));
-    // The plot keeps its size; the canvas widens with the legend.
-    let size = (PLOT_WIDTH + legend_width(fig), 600);
+    // The plot keeps its size; the canvas grows downwards with the legend.
+    let size = (WIDTH, PLOT_HEIGHT + legend_height(fig));
     let drawn = match ext.as_str() {
         "png" => draw(BitMapBackend::new(&tmp, size).into_drawing_area(), fig),
         "svg" => draw(SVGBackend::new(&tmp, size).into_drawing_area(), fig),
@@ -1035,14 +1057,18 @@ mod tests {
         assert_eq!(scale(100.0, true), Some(2.0));
         assert_eq!(scale(0.0, true), None);
         assert_eq!(scale(-3.0, false), Some(-3.0));
-        assert_eq!(tick(2.0, true, true), "100");
-        assert_eq!(tick(-4.0, true, true), "1e-4");
-        assert_eq!(tick(2.5f64.log10(), true, true), "");
+        assert_eq!(tick(2.0, true, true, false), "100");
+        assert_eq!(tick(-4.0, true, true, true), "1e-4");
+        // One notation per axis: an axis reaching 1e-3 writes 1e-2 and 1e0 alike.
+        assert!(sci_axis(-3.0, 0.0) && !sci_axis(-2.0, 3.5));
+        assert_eq!(tick(-2.0, true, true, true), "1e-2");
+        assert_eq!(tick(-2.0, true, true, false), "0.01");
+        assert_eq!(tick(2.5f64.log10(), true, true, false), "");
         // Inside one decade every tick is labelled.
-        assert_eq!(tick(2.5f64.log10(), true, false), "2.50");
-        assert_eq!(tick(0.02f64.log10(), true, false), "0.0200");
-        assert_eq!(tick(0.8123456, false, false), "0.8123");
-        assert_eq!(tick(6.9e-18, false, false), "0");
-        assert_eq!(tick(2e-4, false, false), "2.0e-4");
+        assert_eq!(tick(2.5f64.log10(), true, false, false), "2.50");
+        assert_eq!(tick(0.02f64.log10(), true, false, false), "0.0200");
+        assert_eq!(tick(0.8123456, false, false, false), "0.8123");
+        assert_eq!(tick(6.9e-18, false, false, false), "0");
+        assert_eq!(tick(2e-4, false, false, false), "2.0e-4");
     }
 }
