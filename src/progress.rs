@@ -39,95 +39,105 @@ pub fn bar(total: u64, quiet: bool, unit: &str) -> ProgressBar {
     pb
 }
 
+/// A thread that calls `tick` every `every` until dropped (then once more with `last`
+/// true), and is joined then: what keeps a bar's log or position current.
+struct Background {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Background {
+    fn idle() -> Background {
+        Background {
+            stop: Arc::new(AtomicBool::new(false)),
+            thread: None,
+        }
+    }
+
+    fn start(every: Duration, mut tick: impl FnMut(bool) + Send + 'static) -> Background {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(every);
+                tick(false);
+            }
+            tick(true);
+        });
+        Background {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Prints `bar`'s state every `log_every()` while alive, when stderr is not a terminal and
 /// the command is not quiet; stops when dropped.
 pub struct Ticker {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _thread: Background,
 }
 
 impl Ticker {
     pub fn start(bar: &ProgressBar, quiet: bool, unit: &'static str) -> Ticker {
-        let stop = Arc::new(AtomicBool::new(false));
         if quiet || std::io::stderr().is_terminal() {
-            return Ticker { stop, thread: None };
+            return Ticker {
+                _thread: Background::idle(),
+            };
         }
-        let (bar, flag) = (bar.clone(), stop.clone());
+        let bar = bar.clone();
         let started = Instant::now();
         // What was done before (resumed work) says nothing of the pace.
         let pos0 = bar.position();
         let every = log_every();
-        let thread = std::thread::spawn(move || {
-            let mut last = Instant::now();
-            while !flag.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(100));
-                if last.elapsed() < every {
-                    continue;
-                }
-                last = Instant::now();
-                let (pos, len) = (bar.position(), bar.length().unwrap_or(0));
-                let elapsed = started.elapsed().as_secs_f64();
-                let eta = if pos > pos0 && len > pos {
-                    format!(
-                        ", about {} left",
-                        clock(elapsed / (pos - pos0) as f64 * (len - pos) as f64)
-                    )
-                } else {
-                    String::new()
-                };
-                eprintln!(
-                    "fbo: {pos}/{len} {unit} done, {} elapsed{eta}",
-                    clock(elapsed)
-                );
+        let mut last = Instant::now();
+        let thread = Background::start(Duration::from_millis(100), move |end| {
+            if end || last.elapsed() < every {
+                return;
             }
+            last = Instant::now();
+            let (pos, len) = (bar.position(), bar.length().unwrap_or(0));
+            let elapsed = started.elapsed().as_secs_f64();
+            let eta = if pos > pos0 && len > pos {
+                format!(
+                    ", about {} left",
+                    clock(elapsed / (pos - pos0) as f64 * (len - pos) as f64)
+                )
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "fbo: {pos}/{len} {unit} done, {} elapsed{eta}",
+                clock(elapsed)
+            );
         });
-        Ticker {
-            stop,
-            thread: Some(thread),
-        }
+        Ticker { _thread: thread }
     }
 }
 
-impl Drop for Ticker {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Sets a bar's position from `count` every 200 ms while alive: progress counted by something
-/// other than the bar's owner (a journal's finished evaluations).
+/// Sets a bar's position from `count` every 200 ms while alive (and once more when
+/// dropped): progress counted by something other than the bar's owner (a journal's finished
+/// evaluations).
 pub struct Follow {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    _thread: Background,
 }
 
 impl Follow {
     pub fn start(bar: &ProgressBar, count: impl Fn() -> u64 + Send + 'static) -> Follow {
-        let stop = Arc::new(AtomicBool::new(false));
         bar.set_position(count());
-        let (bar, flag) = (bar.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            while !flag.load(Ordering::Relaxed) {
-                bar.set_position(count());
-                std::thread::sleep(Duration::from_millis(200));
-            }
-            bar.set_position(count());
-        });
+        let bar = bar.clone();
         Follow {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Follow {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            _thread: Background::start(Duration::from_millis(200), move |_| {
+                bar.set_position(count())
+            }),
         }
     }
 }
