@@ -303,6 +303,15 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                     int(ca, "agent", 0)? as usize,
                     int(ci, "iteration", i64::MIN)?,
                 );
+                // A value that is no value of its hyperparameter (a choice not listed, a
+                // word in a number's column) is said as such, not as a missing query.
+                for (k, n) in codec.names.iter().enumerate() {
+                    if let Some(v) = headers.iter().position(|h| h == n).and_then(|i| rec.get(i)) {
+                        codec
+                            .parse(k, v)
+                            .map_err(|m| FboError::spec(file, n, format!("line {line}: {m}")))?;
+                    }
+                }
                 // The hyperparameter columns, where given, must be the query's: to the
                 // 15 significant digits a spreadsheet keeps, at least.
                 let asked_at = |e: &Entry| codec.from_json(&e.params);

@@ -221,3 +221,60 @@ fn categorical_parameters_are_checked() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("objective.grid"), "{}", stderr(&o));
 }
+
+#[test]
+fn ask_and_tell_hand_out_and_take_choices_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(dir.path(), "", "[[algorithm]]\nkind = \"ts\"\n");
+    let text = read(&spec)
+        .replace("kind = \"command\"", "kind = \"external\"")
+        .replace("command = [\"sh\", \"f.sh\"]\n", "")
+        .replace("concurrency = 2\n", "");
+    let spec = write(dir.path(), "external.toml", &text);
+    let state = dir.path().join("state");
+    let o = common::fbo_output([
+        "ask".as_ref(),
+        spec.as_os_str(),
+        "--state".as_ref(),
+        state.as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let asked = String::from_utf8(o.stdout).unwrap();
+    let mut lines = asked.lines();
+    assert_eq!(lines.next(), Some("scope,run,agent,iteration,x,c"));
+    let first: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert!(["a", "b", "c"].contains(&first[5]), "{asked}");
+    // Told back with the printed columns, the choice by name; a choice not listed is named.
+    let tell = |c: &str| {
+        let results = write(
+            dir.path(),
+            "results.csv",
+            &format!(
+                "scope,run,agent,iteration,x,c,metric\n{},{},{},{},{},{c},0.5\n",
+                first[0], first[1], first[2], first[3], first[4]
+            ),
+        );
+        common::fbo_output([
+            "tell".as_ref(),
+            spec.as_os_str(),
+            "--state".as_ref(),
+            state.as_os_str(),
+            "--results".as_ref(),
+            results.as_os_str(),
+        ])
+    };
+    let o = tell("zz");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("c = \"zz\" is not one of its choices (a, b, c)"),
+        "{}",
+        stderr(&o)
+    );
+    let o = tell(first[5]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("c = {}", first[5])),
+        "{}",
+        stderr(&o)
+    );
+}
