@@ -494,9 +494,9 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     );
     let mut skipped = 0;
     let mut failures = Vec::new();
-    // (algorithm's configuration, as far as it reaches the algorithm) -> the finished point
-    // that computed it: an algorithm the swept keys do not reach runs once, and the other
-    // points copy its runs.
+    // (algorithm's configuration, as far as it reaches the algorithm) -> the point this
+    // invocation finished with it: an algorithm the swept keys do not reach runs once, and
+    // the other points copy its runs.
     let mut computed: HashMap<String, PathBuf> = HashMap::new();
     for point in &sweep.points {
         let rel = format!("points/{}", point.name);
@@ -517,10 +517,9 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             .map(|a| reach(&point.spec, a))
             .collect();
         if dir.owns(&marker_rel) && marker.exists() && same_spec && same_format {
+            // Not a source to copy from: an earlier invocation may have run it with other
+            // options (--no-timing) than this one's.
             dir.keep(&marker_rel);
-            for k in &keys {
-                computed.entry(k.clone()).or_insert_with(|| pdir.clone());
-            }
             skipped += 1;
             points_bar.inc(1);
             continue;
