@@ -38,14 +38,9 @@ pub fn point_columns(
         .iter()
         .position(|h| h == "x_index")
         .ok_or("no column `x_index`: not a trace.csv")?;
-    // u0, u1, ..; traces of older builds named them x0, x1, ..
-    let prefix = if header.get(c_x + 1).is_some_and(|h| h == "x0") {
-        "x"
-    } else {
-        "u"
-    };
+    let unit = crate::output::unit_column_of(|n| header.iter().any(|h| h == n));
     let mut c_unit = Vec::new();
-    while header.get(c_x + 1 + c_unit.len()) == Some(&format!("{prefix}{}", c_unit.len())) {
+    while header.get(c_x + 1 + c_unit.len()) == Some(&unit(c_unit.len())) {
         c_unit.push(c_x + 1 + c_unit.len());
     }
     if names.is_empty() {

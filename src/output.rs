@@ -82,6 +82,25 @@ pub fn unit_column(k: usize) -> String {
     format!("u{k}")
 }
 
+/// Whether `name` is a unit column's (`u0`, `u1`, ...).
+pub fn is_unit_column(name: &str) -> bool {
+    name.strip_prefix('u')
+        .is_some_and(|k| k.parse::<usize>().is_ok())
+}
+
+/// The name of unit column k in a trace whose columns `has` tells: `unit_column`, or `x0`,
+/// `x1`, ... in a trace of an older build (which has `x0` and no `u0`).
+pub fn unit_column_of(has: impl Fn(&str) -> bool) -> impl Fn(usize) -> String {
+    let older = has("x0") && !has("u0");
+    move |k| {
+        if older {
+            format!("x{k}")
+        } else {
+            unit_column(k)
+        }
+    }
+}
+
 /// The trace columns: u0.. are unit coordinates, then one column per named hyperparameter
 /// holding its raw value (C, gamma, ...; a categorical one's choice by name).
 pub fn trace_header(dim: usize, names: &[String]) -> Vec<String> {

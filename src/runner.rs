@@ -439,6 +439,15 @@ fn journal_files(dir: &OutDir) -> Vec<String> {
     names
 }
 
+/// "journal" or "journals", as the folder has one or more (shards keep their own).
+fn journals(dir: &OutDir) -> &'static str {
+    if journal_files(dir).len() > 1 {
+        "journals"
+    } else {
+        "journal"
+    }
+}
+
 /// The output folder's evaluations journal for `spec`'s objective: the one this process
 /// appends to (a shard's own, or the folder's), having replayed every other journal there.
 /// With `overwrite`, a journal fbo did not write there, or one of another objective, is set
@@ -870,13 +879,9 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     if let Some(journal) = &journal {
         if !journal.is_empty() && !opts.quiet {
             eprintln!(
-                "replaying {} finished evaluations from the journal{} in {}",
+                "replaying {} finished evaluations from the {} in {}",
                 journal.len(),
-                if journal_files(&dir).len() > 1 {
-                    "s"
-                } else {
-                    ""
-                },
+                journals(&dir),
                 out.display()
             );
         }
@@ -916,25 +921,27 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             parts.display()
         );
     }
+    // A command objective's progress is its evaluations, except in a merge, which makes none.
+    let by_evaluations = journal.is_some() && opts.work != Work::Merge;
     let pb = match &opts.progress {
         Some(bar) => {
             bar.set_length(mine as u64);
             bar.clone()
         }
-        None if journal.is_some() => ProgressBar::hidden(),
+        None if by_evaluations => ProgressBar::hidden(),
         None => progress_bar(mine as u64, opts.quiet),
     };
     pb.set_position(resumed as u64);
     // A sweep reports for its points itself. A command objective's progress is counted in
     // evaluations, what its user waits for (a run of them can take hours), and an
     // interrupt says how many are kept.
-    let _runs_watch = (opts.progress.is_none() && journal.is_none()).then(|| {
+    let _runs_watch = (opts.progress.is_none() && !by_evaluations).then(|| {
         (
             crate::progress::Ticker::start(&pb, opts.quiet, "units"),
             crate::progress::InterruptNote::set(&pb, "units", parts.clone()),
         )
     });
-    let _evaluations_watch = match (&journal, opts.progress.is_none()) {
+    let _evaluations_watch = match (&journal, opts.progress.is_none() && by_evaluations) {
         (Some(j), true) => Some(watch_evaluations(spec, j, &jobs, shard, opts)?),
         _ => None,
     };
@@ -970,10 +977,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
             runs_total: jobs.len(),
             runs_resumed: resumed,
             wall_s: started.elapsed().as_secs_f64(),
-            evaluations: journal.as_ref().map(|j| {
-                let (new, mean) = j.new_evaluations();
-                (new, mean, j.len() - new)
-            }),
+            evaluations: journal.as_deref().map(evaluations_made),
         });
     }
     // The privacy curves are computed in parallel too: on the same pool, so --threads holds.
@@ -1009,31 +1013,19 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         && j.failures() > 0
     {
         eprintln!(
-            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and the evaluations journal{} in {} hold{} each error",
+            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and each error is kept in the evaluations {} in {}",
             j.failures(),
             j.len(),
             out.join("trace.csv").display(),
-            if journal_files(&dir).len() > 1 {
-                "s"
-            } else {
-                ""
-            },
-            out.display(),
-            if journal_files(&dir).len() > 1 {
-                ""
-            } else {
-                "s"
-            }
+            journals(&dir),
+            out.display()
         );
     }
     Ok(RunReport {
         runs_total: jobs.len(),
         runs_resumed: resumed,
         wall_s: started.elapsed().as_secs_f64(),
-        evaluations: journal.as_ref().map(|j| {
-            let (new, mean) = j.new_evaluations();
-            (new, mean, j.len() - new)
-        }),
+        evaluations: journal.as_deref().map(evaluations_made),
     })
 }
 
@@ -1065,6 +1057,13 @@ fn planned_files(spec: &Spec, jobs: &[(usize, usize)], measured: bool) -> Vec<St
         planned.push(server_part_name(a, r));
     }
     planned
+}
+
+/// What `RunReport::evaluations` says of a journal: evaluations made by this process, their
+/// mean seconds, and those it replayed.
+fn evaluations_made(j: &Journal) -> (usize, Option<f64>, usize) {
+    let (new, mean) = j.new_evaluations();
+    (new, mean, j.len() - new)
 }
 
 /// A bar of a command objective's evaluations in the runs this invocation computes (counted

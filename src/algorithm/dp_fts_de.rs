@@ -101,8 +101,8 @@ fn grid_regions(
     Ok((grid_region, region_points))
 }
 
-/// The checks of `DpFtsDe::new` that depend on the objective's grid, for `fbo validate` and
-/// before a run starts.
+/// The checks of `DpFtsDe::new` that depend on the objective's space (a box's categorical
+/// blocks, a grid's sub-regions), for `fbo validate` and before a run starts.
 pub fn check(spec: &Spec, alg: &AlgorithmSpec, space: &Space) -> Result<()> {
     let Some(server_spec) = alg.server.as_ref() else {
         return Ok(());
@@ -115,32 +115,28 @@ pub fn check(spec: &Spec, alg: &AlgorithmSpec, space: &Space) -> Result<()> {
         4 if space.dim() >= 2 => 2,
         _ => 1,
     };
-    if let Space::Box(params) = space {
-        let mut at = 0;
-        for p in params {
-            if p.is_categorical() && at < cut {
-                let i = spec
-                    .algorithms
-                    .iter()
-                    .position(|a| a.label == alg.label)
-                    .unwrap_or(0);
-                return Err(FboError::spec(
-                    &spec.path,
-                    alg.server_key(i, "subregions"),
-                    format!(
-                        "{}: {} sub-regions are cut along the first {}, and \"{}\" is categorical; list numeric hyperparameters first, or use subregions = 1",
-                        alg.label,
-                        partition.parts,
-                        if cut == 2 {
-                            "two unit coordinates"
-                        } else {
-                            "unit coordinate"
-                        },
-                        p.name
-                    ),
-                ));
-            }
-            at += p.width();
+    for (p, block) in space.blocks() {
+        if p.is_categorical() && block.start < cut {
+            let i = spec
+                .algorithms
+                .iter()
+                .position(|a| a.label == alg.label)
+                .unwrap_or(0);
+            return Err(FboError::spec(
+                &spec.path,
+                alg.server_key(i, "subregions"),
+                format!(
+                    "{}: {} sub-regions are cut along the first {}, and \"{}\" is categorical; list numeric hyperparameters first, or use subregions = 1",
+                    alg.label,
+                    partition.parts,
+                    if cut == 2 {
+                        "two unit coordinates"
+                    } else {
+                        "unit coordinate"
+                    },
+                    p.name
+                ),
+            ));
         }
     }
     let Some(domain) = space.grid() else {

@@ -122,15 +122,10 @@ fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
         col("x_index")?,
         col("best_f")?,
     );
-    // The unit coordinates u0, u1, ... (x0, x1, ... in traces of older builds) follow x_index: on a
-    // box they identify the point.
-    let prefix = if col("x0").is_ok() && col("u0").is_err() {
-        "x"
-    } else {
-        "u"
-    };
+    // The unit coordinates follow x_index: on a box they identify the point.
+    let unit = crate::output::unit_column_of(|n| col(n).is_ok());
     let mut c_coords = Vec::new();
-    while let Ok(c) = col(&format!("{prefix}{}", c_coords.len())) {
+    while let Ok(c) = col(&unit(c_coords.len())) {
         c_coords.push(c);
     }
     let mut t = Trace {

@@ -296,20 +296,29 @@ impl Space {
         }
     }
 
-    /// The unit coordinates of each categorical parameter of a box (its one-hot block).
-    pub fn groups(&self) -> Vec<Range<usize>> {
+    /// Each hyperparameter of a box with its unit coordinates (one, or a categorical one's
+    /// one-hot block), in order; none on a grid.
+    pub fn blocks(&self) -> Vec<(&Param, Range<usize>)> {
         let Space::Box(params) = self else {
             return Vec::new();
         };
         let mut at = 0;
-        let mut out = Vec::new();
-        for p in params {
-            if p.is_categorical() {
-                out.push(at..at + p.width());
-            }
-            at += p.width();
-        }
-        out
+        params
+            .iter()
+            .map(|p| {
+                at += p.width();
+                (p, at - p.width()..at)
+            })
+            .collect()
+    }
+
+    /// The unit coordinates of each categorical parameter of a box (its one-hot block).
+    pub fn groups(&self) -> Vec<Range<usize>> {
+        self.blocks()
+            .into_iter()
+            .filter(|(p, _)| p.is_categorical())
+            .map(|(_, r)| r)
+            .collect()
     }
 
     /// The point of this space at unit coordinates `x`. On a box, each categorical
@@ -359,21 +368,18 @@ impl Space {
                 (Some(raw), Some(i)) => raw.row(i).to_vec(),
                 _ => Vec::new(),
             },
-            Space::Box(params) => {
-                let mut at = 0;
-                params
-                    .iter()
-                    .map(|h| {
-                        let block = &p.x[at..at + h.width()];
-                        at += h.width();
-                        if h.is_categorical() {
-                            first_max(block) as f64
-                        } else {
-                            h.value(block[0])
-                        }
-                    })
-                    .collect()
-            }
+            Space::Box(_) => self
+                .blocks()
+                .into_iter()
+                .map(|(h, r)| {
+                    let block = &p.x[r];
+                    if h.is_categorical() {
+                        first_max(block) as f64
+                    } else {
+                        h.value(block[0])
+                    }
+                })
+                .collect(),
         }
     }
 

@@ -613,7 +613,7 @@ fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<
         if crate::output::trace_header(0, &[])
             .iter()
             .any(|t| t == &h.name)
-            || (h.name.starts_with('u') && h.name[1..].parse::<usize>().is_ok())
+            || crate::output::is_unit_column(&h.name)
         {
             return Err(c.err(
                 &key("name"),
