@@ -125,11 +125,42 @@ fn asked(codec: &Codec, req: &Request, p: &Point, raw: &[f64]) -> Entry {
     }
 }
 
-pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
+/// What one `ask` hands out: the queries shown (new ones, or all waiting with `all`) and
+/// where the spec's runs stand.
+pub struct Asked {
+    pub shown: Vec<(Request, Vec<f64>)>,
+    waiting: Vec<(Request, Point)>,
+    outstanding: usize,
+    complete: usize,
+    codec: Codec,
+}
+
+impl Asked {
+    /// The queries as JSON objects: scope, run, agent, iteration and the raw params.
+    pub fn json(&self) -> serde_json::Value {
+        let list: Vec<serde_json::Value> = self
+            .shown
+            .iter()
+            .map(|(req, raw)| {
+                serde_json::json!({
+                    "scope": req.scope,
+                    "run": req.run,
+                    "agent": req.agent,
+                    "iteration": req.iteration,
+                    "params": self.codec.json(raw),
+                })
+            })
+            .collect();
+        serde_json::Value::Array(list)
+    }
+}
+
+/// Replays the spec's runs from the state folder's journal, records the new queries as
+/// asked, and returns them (`ask` prints them; the Python package returns them).
+pub fn ask_queries(spec: &Spec, opts: &AskOptions) -> Result<Asked> {
     measured(spec)?;
     let (_dir, journal) = open_state(spec, &opts.state)?;
     let (waiting, complete) = frontier(spec, &journal)?;
-    let total = spec.algorithms.len() * spec.runs;
     let space = Arc::new(spec.objective.space());
     let codec = space.codec();
     let mut shown = Vec::new();
@@ -146,24 +177,24 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
         }
         shown.push((req.clone(), raw));
     }
+    Ok(Asked {
+        shown,
+        waiting,
+        outstanding,
+        complete,
+        codec,
+    })
+}
+
+pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
+    let asked = ask_queries(spec, opts)?;
+    let total = spec.algorithms.len() * spec.runs;
     if opts.format == "json" {
-        let list: Vec<serde_json::Value> = shown
-            .iter()
-            .map(|(req, raw)| {
-                let params = codec.json(raw);
-                serde_json::json!({
-                    "scope": req.scope,
-                    "run": req.run,
-                    "agent": req.agent,
-                    "iteration": req.iteration,
-                    "params": params,
-                })
-            })
-            .collect();
-        println!("{}", serde_json::Value::Array(list));
+        println!("{}", asked.json());
     } else {
+        let codec = &asked.codec;
         println!("scope,run,agent,iteration,{}", codec.names.join(","));
-        for (req, raw) in &shown {
+        for (req, raw) in &asked.shown {
             let vals = codec.show_all(raw);
             println!(
                 "{},{},{},{},{}",
@@ -175,6 +206,12 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
             );
         }
     }
+    let Asked {
+        waiting,
+        outstanding,
+        complete,
+        ..
+    } = asked;
     let new = waiting.len() - outstanding;
     eprintln!(
         "{new} new quer{} ({} still waiting from earlier asks); {complete} of {total} units (seed, algorithm) complete{}",

@@ -176,9 +176,22 @@ impl Server {
         round: usize,
         omegas: &[Array1<f64>],
     ) -> (Vec<Array1<f64>>, RoundRecord) {
+        let m = omegas.first().map_or(0, |o| o.len());
+        let all: Vec<Option<&Array1<f64>>> = omegas.iter().map(Some).collect();
+        self.aggregate_arrived(round, m, &all)
+    }
+
+    /// `aggregate` of the M-vectors that reached the server (`None`: did not, as on a real
+    /// network). A message that did not arrive is treated as one the participation model
+    /// dropped: left out, with the weights, the scaling and the noise unchanged.
+    pub fn aggregate_arrived(
+        &mut self,
+        round: usize,
+        m: usize,
+        omegas: &[Option<&Array1<f64>>],
+    ) -> (Vec<Array1<f64>>, RoundRecord) {
         let p = self.spec.subregions;
         let n = omegas.len();
-        let m = omegas.first().map_or(0, |o| o.len());
         let a = a_t(&self.spec, round);
         let w = if self.spec.weights == WeightMode::Equal {
             Array2::from_elem((p, n), 1.0 / n as f64)
@@ -187,10 +200,16 @@ impl Server {
         };
         let phi_max = w.iter().cloned().fold(0.0, f64::max);
         let mut out = vec![Array1::zeros(m); p];
-        let arrived = self.arrivals(n);
+        let mut arrived = self.arrivals(n);
+        for (ok, o) in arrived.iter_mut().zip(omegas) {
+            *ok &= o.is_some();
+        }
         let Some(dp) = self.spec.dp else {
             // What did not arrive is left out; the weights stay those of all N agents.
-            for (agent, omega) in omegas.iter().enumerate().filter(|(a, _)| arrived[*a]) {
+            for (agent, omega) in omegas.iter().enumerate() {
+                let Some(omega) = omega.filter(|_| arrived[agent]) else {
+                    continue;
+                };
                 for (i, o) in out.iter_mut().enumerate() {
                     o.scaled_add(w[[i, agent]], omega);
                 }
@@ -226,7 +245,7 @@ impl Server {
         // scaling and the noise unchanged: rescaling by what arrived would tie the output's
         // scale to who was included, which the accountant does not see.
         for &agent in selected.iter().filter(|&&a| arrived[a]) {
-            let omega = &omegas[agent];
+            let omega = omegas[agent].expect("an arrived message");
             let norm = omega.dot(omega).sqrt();
             let scale = if norm > bound {
                 clipped += 1;

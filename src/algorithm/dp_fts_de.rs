@@ -10,7 +10,7 @@
 //! agent of a round, so it is computed once.
 
 use super::agent::{Learner, Messenger, SharedFeatures, maximise_point};
-use super::{Algorithm, InitArea, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::linalg::argmax;
 use crate::objective::space::Domain;
@@ -29,6 +29,30 @@ struct Peer {
     learner: Learner,
     messenger: Messenger,
     mixing: Rng,
+}
+
+impl Peer {
+    /// The agent's query: its own Thompson sample with probability p_t, otherwise the server's
+    /// point; only its own sample, with no draw, once the server releases nothing (a spent
+    /// privacy budget: what the DP paper recommends once p_t is near 1).
+    fn choose(&mut self, p_t: f64, broadcast: &Broadcast) -> Result<Query> {
+        let (point, source) = match &broadcast.point {
+            None => (self.learner.thompson()?, Source::Own),
+            Some(server_x) => {
+                let r: f64 = self.mixing.random();
+                if r <= p_t {
+                    (self.learner.thompson()?, Source::Own)
+                } else {
+                    (server_x.clone(), Source::Server)
+                }
+            }
+        };
+        Ok(Query {
+            agent: self.learner.agent,
+            point,
+            source,
+        })
+    }
 }
 
 pub struct DpFtsDe {
@@ -230,6 +254,34 @@ impl DpFtsDe {
     }
 }
 
+impl Federated for DpFtsDe {
+    fn message(&mut self, agent: usize, t: usize) -> Option<Array1<f64>> {
+        (t as u64 <= self.budget_rounds).then(|| self.peers[agent].messenger.message())
+    }
+
+    fn broadcast(&mut self, t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
+        if t as u64 > self.budget_rounds {
+            return Ok(Broadcast { point: None });
+        }
+        let m = self.shared.features.len();
+        let arrived: Vec<Option<&Array1<f64>>> = messages.iter().map(Option::as_ref).collect();
+        let (vectors, record) = self.server.aggregate_arrived(t - 1, m, &arrived);
+        self.records.push(record);
+        Ok(Broadcast {
+            point: Some(self.server_best(&vectors)?),
+        })
+    }
+
+    fn choose(&mut self, agent: usize, t: usize, broadcast: &Broadcast) -> Result<Query> {
+        let p_t = self.schedule.p(t);
+        self.peers[agent].choose(p_t, broadcast)
+    }
+
+    fn message_len(&self) -> usize {
+        self.shared.features.len()
+    }
+}
+
 impl Algorithm for DpFtsDe {
     fn targets(&self) -> &[usize] {
         &self.targets
@@ -245,48 +297,17 @@ impl Algorithm for DpFtsDe {
     }
 
     fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
-        if t as u64 > self.budget_rounds {
-            // The budget is spent: the server releases nothing more, and every agent goes on
-            // with its own Thompson sample (what the DP paper recommends once p_t is near 1).
-            return self
-                .peers
-                .par_iter_mut()
-                .map(|peer| {
-                    Ok(Query {
-                        agent: peer.learner.agent,
-                        point: peer.learner.thompson()?,
-                        source: Source::Own,
-                    })
-                })
-                .collect();
-        }
-        // Round t - 1: every agent's omega_n goes to the server (Algorithm 1 lines 3-12).
-        let omegas: Vec<Array1<f64>> = self
-            .peers
-            .iter_mut()
-            .map(|p| p.messenger.message())
-            .collect();
-        let (vectors, record) = self.server.aggregate(t - 1, &omegas);
-        self.records.push(record);
-        let server_x = self.server_best(&vectors)?;
+        // Round t - 1 of Algorithm 1 (lines 3-12): every agent's omega_n, the server's
+        // aggregation, every agent's choice, in the same three steps a real federation takes.
+        let messages: Vec<Option<Array1<f64>>> =
+            (0..self.peers.len()).map(|a| self.message(a, t)).collect();
+        let broadcast = self.broadcast(t, &messages)?;
         let p_t = self.schedule.p(t);
         // Agents act independently on their own streams, so running them in parallel cannot
         // change the result.
         self.peers
             .par_iter_mut()
-            .map(|peer| {
-                let r: f64 = peer.mixing.random();
-                let (point, source) = if r <= p_t {
-                    (peer.learner.thompson()?, Source::Own)
-                } else {
-                    (server_x.clone(), Source::Server)
-                };
-                Ok(Query {
-                    agent: peer.learner.agent,
-                    point,
-                    source,
-                })
-            })
+            .map(|peer| peer.choose(p_t, &broadcast))
             .collect()
     }
 
@@ -306,5 +327,9 @@ impl Algorithm for DpFtsDe {
 
     fn server_records(&self) -> &[RoundRecord] {
         &self.records
+    }
+
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        Some(self)
     }
 }

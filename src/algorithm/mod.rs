@@ -105,6 +105,44 @@ pub trait Algorithm {
     fn server_records(&self) -> &[RoundRecord] {
         &[]
     }
+
+    /// The algorithm split into what each agent does on its own data and what the server does
+    /// with their messages, for agents on machines of their own (`crate::federation`); None:
+    /// the algorithm runs only in one process.
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        None
+    }
+}
+
+/// What the server tells every agent before iteration t: the point of the aggregated vectors'
+/// argmax (DP-FTS-DE), or nothing (agents alone, or a privacy budget spent).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Broadcast {
+    pub point: Option<Point>,
+}
+
+/// One round of a federated algorithm in three steps that may run on different machines:
+/// every agent's `message`, the server's `broadcast` of what arrived, every agent's `choose`.
+/// `Algorithm::propose` of such an algorithm is exactly these three steps in one process, so
+/// a real federation gives the simulation's numbers.
+pub trait Federated: Send {
+    /// The message agent `agent` sends before iteration t (the server round t - 1), drawn
+    /// from its own data and streams; None: it sends nothing this round.
+    fn message(&mut self, agent: usize, t: usize) -> Option<ndarray::Array1<f64>>;
+
+    /// The server's round t - 1 on the messages that arrived (`None`: did not, whatever the
+    /// reason; a dropped message is accounted as the participation model's).
+    fn broadcast(
+        &mut self,
+        t: usize,
+        messages: &[Option<ndarray::Array1<f64>>],
+    ) -> Result<Broadcast>;
+
+    /// Agent `agent`'s query at iteration t, given the server's broadcast.
+    fn choose(&mut self, agent: usize, t: usize, broadcast: &Broadcast) -> Result<Query>;
+
+    /// The length of every message (validated by the server before it aggregates).
+    fn message_len(&self) -> usize;
 }
 
 /// What `build` would refuse for this objective, found before anything runs or is written

@@ -5,7 +5,7 @@
 //! spec's `surrogate.own`).
 
 use super::agent::Learner;
-use super::{Algorithm, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, Query, RunContext, Source};
 use crate::error::Result;
 use crate::objective::Point;
 use crate::rng::{Purpose, Rng, stream};
@@ -44,6 +44,18 @@ impl Single {
 }
 
 impl Agent {
+    fn query(&mut self, rule: Rule) -> Result<Query> {
+        Ok(Query {
+            agent: self.learner.agent,
+            point: self.next(rule)?,
+            source: match rule {
+                Rule::Thompson => Source::Own,
+                Rule::Random => Source::Random,
+                Rule::Ei | Rule::Ucb { .. } => Source::Acquisition,
+            },
+        })
+    }
+
     fn next(&mut self, rule: Rule) -> Result<Point> {
         match rule {
             Rule::Random => Ok(self.random()),
@@ -83,20 +95,7 @@ impl Algorithm for Single {
     fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
         let rule = self.rule;
         // Independent agents on their own streams: parallel order cannot change the result.
-        self.agents
-            .par_iter_mut()
-            .map(|a| {
-                Ok(Query {
-                    agent: a.learner.agent,
-                    point: a.next(rule)?,
-                    source: match rule {
-                        Rule::Thompson => Source::Own,
-                        Rule::Random => Source::Random,
-                        Rule::Ei | Rule::Ucb { .. } => Source::Acquisition,
-                    },
-                })
-            })
-            .collect()
+        self.agents.par_iter_mut().map(|a| a.query(rule)).collect()
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
@@ -108,5 +107,38 @@ impl Algorithm for Single {
                 .expect("query for a target");
             self.agents[slot].learner.add(q.point.clone(), *y);
         }
+    }
+
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        Some(self)
+    }
+}
+
+/// Agents alone in a federation: no messages, nothing broadcast; the server only collects
+/// their traces.
+impl Federated for Single {
+    fn message(&mut self, _agent: usize, _t: usize) -> Option<ndarray::Array1<f64>> {
+        None
+    }
+
+    fn broadcast(
+        &mut self,
+        _t: usize,
+        _messages: &[Option<ndarray::Array1<f64>>],
+    ) -> Result<Broadcast> {
+        Ok(Broadcast { point: None })
+    }
+
+    fn choose(&mut self, agent: usize, _t: usize, _broadcast: &Broadcast) -> Result<Query> {
+        let slot = self
+            .targets
+            .iter()
+            .position(|&a| a == agent)
+            .expect("a target agent");
+        self.agents[slot].query(self.rule)
+    }
+
+    fn message_len(&self) -> usize {
+        0
     }
 }

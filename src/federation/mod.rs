@@ -1,0 +1,949 @@
+//! Agents on machines of their own (issue 29). A federated algorithm's round is split into
+//! what each agent does on its own data (`AgentNode`: its query, evaluated where its data are,
+//! and the message it sends) and what the server does with the messages that arrived
+//! (`ServerNode`: select, clip, weight, add noise, and the point it broadcasts). Both journal
+//! what they received, so either side can die and resume by replaying it: an agent never
+//! redoes an evaluation and the server never redoes a round. The transport is not ours
+//! (Flower, through the Python package); what crosses it is `wire`'s plain data.
+//!
+//! With no faults the nodes take exactly the simulation's steps on the same per-(run, agent,
+//! purpose) streams (`Algorithm::propose` of a federated algorithm is the same three steps in
+//! one process), so `Federation::finish` writes the bytes `fbo run --no-timing` writes.
+
+pub mod wire;
+
+use crate::algorithm::{self, Algorithm, Broadcast, Query, RunContext};
+use crate::error::{FboError, Result};
+use crate::objective::{self, Landscape, Point, Request, Space};
+use crate::outdir::{Claim, OutDir};
+use crate::output;
+use crate::rng::{Purpose, Rng, stream};
+use crate::runner;
+use crate::spec::Spec;
+use crate::unit::{Evaluator, Tracer, initial_queries};
+use ndarray::Array1;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+pub use wire::{Instruction, Reply, WirePoint};
+
+/// A spec as every node of a federation loads it: timing columns off (they measure one
+/// process's clock), so that agents and server agree with `fbo run --no-timing`.
+pub fn load_spec(path: &Path) -> Result<Spec> {
+    let mut spec = Spec::load(path)?;
+    spec.output.timing = false;
+    if spec.has_sweep {
+        return Err(FboError::spec(
+            path,
+            "sweep",
+            "a federation runs one spec: remove the [sweep] table (or run each point's spec)",
+        ));
+    }
+    Ok(spec)
+}
+
+/// The fingerprint of a spec that nodes exchange: the same for the same experiment
+/// (spec text with paths made portable, runs), whatever the folder each node keeps it in.
+pub fn fingerprint(spec: &Spec) -> String {
+    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    let digest = Sha256::digest(runner::parts_fingerprint(spec, &canonical).as_bytes());
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Refuses an algorithm that cannot run federated, or an agent it does not trace.
+fn federated_algorithm(
+    spec: &Spec,
+    alg_index: usize,
+    run: usize,
+    landscape: &Arc<Landscape>,
+) -> Result<Box<dyn Algorithm>> {
+    let Some(alg_spec) = spec.algorithms.get(alg_index) else {
+        return Err(FboError::Run(format!(
+            "{}: there is no algorithm {alg_index} (the spec has {})",
+            spec.path.display(),
+            spec.algorithms.len()
+        )));
+    };
+    if run >= spec.runs {
+        return Err(FboError::Run(format!(
+            "{}: there is no run {run} (runs = {})",
+            spec.path.display(),
+            spec.runs
+        )));
+    }
+    let ctx = RunContext {
+        spec,
+        algorithm: alg_spec,
+        run,
+        landscape: landscape.clone(),
+        senders: None,
+    };
+    let mut alg = algorithm::build(&ctx)?;
+    if alg.federated().is_none() {
+        return Err(FboError::spec(
+            &spec.path,
+            format!("algorithm[{alg_index}].kind"),
+            format!(
+                "{}: a real federation runs ts, random, ei, ucb and dp-fts-de (FTS as dp-fts-de with subregions = 1, no dp); this kind runs only in one process",
+                alg_spec.label
+            ),
+        ));
+    }
+    Ok(alg)
+}
+
+/// One line of a node's journal: a finished round and what it received.
+#[derive(Serialize, Deserialize)]
+struct AgentEntry {
+    round: usize,
+    point: Option<WirePoint>,
+    /// (f, cost) of each query of the round, as the objective returned them.
+    values: Vec<(f64, f64)>,
+    /// The queries' unit coordinates, to check a replay takes the same steps.
+    queries: Vec<Vec<f64>>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct ServerEntry {
+    round: usize,
+    replies: Vec<Reply>,
+}
+
+/// Appends one JSON line and makes it durable before the caller acts on it.
+fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
+    let mut line = serde_json::to_string(value).map_err(|e| FboError::Run(e.to_string()))?;
+    line.push('\n');
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(|e| FboError::io(path, e))?;
+    f.write_all(line.as_bytes())
+        .and_then(|_| f.sync_data())
+        .map_err(|e| FboError::io(path, e))
+}
+
+/// The complete lines of a journal (a last line cut by a crash is dropped, and cut off the
+/// file so that the next append starts a line of its own).
+fn read_lines<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Vec<T>> {
+    let Ok(text) = fs::read_to_string(path) else {
+        return Ok(Vec::new());
+    };
+    let whole = text.rfind('\n').map_or(0, |i| i + 1);
+    if whole < text.len() {
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|e| FboError::io(path, e))?;
+        f.set_len(whole as u64).map_err(|e| FboError::io(path, e))?;
+    }
+    text[..whole]
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .map_err(|e| FboError::Run(format!("{} line {}: {e}", path.display(), i + 1)))
+        })
+        .collect()
+}
+
+/// The point of `space` a broadcast names, checked: a grid index inside the grid, or unit
+/// coordinates of the box's dimension inside [0, 1].
+fn point_of(space: &Space, w: &WirePoint) -> Result<Point> {
+    let bad = |why: String| FboError::Run(format!("the server's point {why}"));
+    match space.grid() {
+        Some(grid) => {
+            let i = w.index.ok_or_else(|| bad("has no grid index".into()))?;
+            if i >= grid.len() {
+                return Err(bad(format!(
+                    "index {i} is outside the grid of {}",
+                    grid.len()
+                )));
+            }
+            Ok(grid.at(i))
+        }
+        None => {
+            if w.x.len() != space.dim() || w.x.iter().any(|v| !(0.0..=1.0).contains(v)) {
+                return Err(bad(format!(
+                    "is not {} unit coordinates in [0, 1]",
+                    space.dim()
+                )));
+            }
+            Ok(space.point(w.x.clone()))
+        }
+    }
+}
+
+fn wire_point(p: &Point) -> WirePoint {
+    WirePoint {
+        x: p.x.clone(),
+        index: p.index,
+    }
+}
+
+/// One agent in one unit (algorithm, run): its own surrogate, streams and evaluations.
+pub struct AgentNode {
+    spec: Spec,
+    print: String,
+    alg_index: usize,
+    run: usize,
+    agent: usize,
+    landscape: Arc<Landscape>,
+    alg: Box<dyn Algorithm>,
+    evaluator: Evaluator,
+    tracer: Tracer,
+    noise: Vec<Rng>,
+    replies: BTreeMap<usize, Reply>,
+    /// The queries of a round asked and not yet told.
+    pending: Option<(usize, Vec<(Query, Request)>)>,
+    journal: Option<PathBuf>,
+}
+
+impl AgentNode {
+    /// Agent `agent` of run `run` of algorithm `alg_index`, journaling into `journal` (and
+    /// replaying what it holds) when given.
+    pub fn open(
+        spec: &Spec,
+        landscape: Arc<Landscape>,
+        alg_index: usize,
+        run: usize,
+        agent: usize,
+        journal: Option<PathBuf>,
+    ) -> Result<Self> {
+        let mut alg = federated_algorithm(spec, alg_index, run, &landscape)?;
+        if !alg.targets().contains(&agent) {
+            return Err(FboError::Run(format!(
+                "{}: agent {agent} takes no part in {} (its agents: {:?})",
+                spec.path.display(),
+                spec.algorithms[alg_index].label,
+                alg.targets()
+            )));
+        }
+        let _ = alg.federated();
+        let label = spec.algorithms[alg_index].label.clone();
+        let mut node = AgentNode {
+            print: fingerprint(spec),
+            alg_index,
+            run,
+            agent,
+            evaluator: Evaluator::new(landscape.clone(), &[agent], false),
+            tracer: Tracer::new(spec, &label, run, landscape.clone(), 1),
+            noise: vec![stream(spec.seed, run as u64, agent as u64, Purpose::Noise)],
+            landscape,
+            alg,
+            replies: BTreeMap::new(),
+            pending: None,
+            journal: None,
+            spec: spec.clone(),
+        };
+        if let Some(path) = &journal {
+            for e in read_lines::<AgentEntry>(path)? {
+                let ins = node.instruction_of(e.round, e.point.clone());
+                let queries = node.queries(&ins)?;
+                let same = queries.len() == e.queries.len()
+                    && queries
+                        .iter()
+                        .zip(&e.queries)
+                        .all(|((q, _), x)| q.point.x == *x);
+                if !same || e.values.len() != queries.len() {
+                    return Err(FboError::Run(format!(
+                        "{}: round {} of the journal is not what this spec asks (another spec or fbo version wrote it); move it away to start this agent afresh",
+                        path.display(),
+                        e.round
+                    )));
+                }
+                node.tell(&ins, &queries, e.values)?;
+            }
+        }
+        node.journal = journal;
+        Ok(node)
+    }
+
+    fn instruction_of(&self, round: usize, point: Option<WirePoint>) -> Instruction {
+        Instruction {
+            spec: self.print.clone(),
+            algorithm: self.alg_index,
+            run: self.run,
+            round,
+            point,
+        }
+    }
+
+    /// Rounds this agent has finished.
+    pub fn rounds_done(&self) -> usize {
+        self.replies.len()
+    }
+
+    /// The agent's answer to `ins`: its queries of the round (the initial points at round 0,
+    /// otherwise its choice given the server's point), evaluated on its own objective,
+    /// observed, traced, and its message for the next round. A round already answered is
+    /// answered again from memory (a resent instruction costs no evaluation).
+    pub fn step(&mut self, ins: &Instruction) -> Result<Reply> {
+        if let Some(r) = self.replies.get(&ins.round) {
+            return Ok(r.clone());
+        }
+        let queries = self.queries(ins)?;
+        let values = self.evaluator.values(
+            &queries
+                .iter()
+                .map(|(q, r)| (q, r.clone()))
+                .collect::<Vec<_>>(),
+        )?;
+        self.tell(ins, &queries, values)
+    }
+
+    /// The queries of round `ins.round` (none if it is answered already), for an objective
+    /// the caller evaluates; asked again before `tell`, the same queries.
+    pub fn queries(&mut self, ins: &Instruction) -> Result<Vec<(Query, Request)>> {
+        if self.replies.contains_key(&ins.round) {
+            return Ok(Vec::new());
+        }
+        if let Some((round, q)) = &self.pending
+            && *round == ins.round
+        {
+            return Ok(q.clone());
+        }
+        let q = self.draw(ins)?;
+        self.pending = Some((ins.round, q.clone()));
+        Ok(q)
+    }
+
+    /// The queries of round `ins.round`, checked against what this agent has done (the
+    /// agent's streams move on: called once per round).
+    fn draw(&mut self, ins: &Instruction) -> Result<Vec<(Query, Request)>> {
+        if ins.spec != self.print || ins.algorithm != self.alg_index || ins.run != self.run {
+            return Err(FboError::Run(format!(
+                "an instruction for spec {} algorithm {} run {} reached agent {} of spec {} algorithm {} run {}",
+                ins.spec, ins.algorithm, ins.run, self.agent, self.print, self.alg_index, self.run
+            )));
+        }
+        let last = self.replies.keys().next_back().copied();
+        if last.is_some_and(|l| ins.round < l) || ins.round > self.spec.iterations {
+            return Err(FboError::Run(format!(
+                "round {} is not next for agent {} (its last round: {last:?}, iterations: {})",
+                ins.round, self.agent, self.spec.iterations
+            )));
+        }
+        let label = &self.spec.algorithms[self.alg_index].label;
+        if ins.round == 0 || !self.replies.contains_key(&0) {
+            // An agent that missed round 0 starts from its initial points when it joins.
+            if ins.round != 0 {
+                return Err(FboError::Run(format!(
+                    "agent {} has not evaluated its initial points: it must answer round 0 first",
+                    self.agent
+                )));
+            }
+            return Ok(initial_queries(
+                &self.spec,
+                self.alg.as_ref(),
+                label,
+                self.run,
+                &[self.agent],
+                &self.landscape.space,
+            ));
+        }
+        let point = match &ins.point {
+            Some(w) => Some(point_of(&self.landscape.space, w)?),
+            None => None,
+        };
+        let fed = self.alg.federated().expect("a federated algorithm");
+        let q = fed.choose(self.agent, ins.round, &Broadcast { point })?;
+        let req = Request::new(label.clone(), self.run, self.agent, ins.round as i64);
+        Ok(vec![(q, req)])
+    }
+
+    /// Takes the (f, cost) of the queries `ask` gave for `ins`: journals them, observes them
+    /// (y from the agent's noise stream), traces them, and draws the next round's message.
+    pub fn tell(
+        &mut self,
+        ins: &Instruction,
+        queries: &[(Query, Request)],
+        values: Vec<(f64, f64)>,
+    ) -> Result<Reply> {
+        if let Some(r) = self.replies.get(&ins.round) {
+            return Ok(r.clone());
+        }
+        match self.pending.take() {
+            Some((round, q)) if round == ins.round && q.len() == values.len() => {}
+            _ => {
+                return Err(FboError::Run(format!(
+                    "agent {}: {} values told for round {}, which was not asked (or asked {} queries)",
+                    self.agent,
+                    values.len(),
+                    ins.round,
+                    queries.len()
+                )));
+            }
+        }
+        if let Some(path) = &self.journal {
+            append_line(
+                path,
+                &AgentEntry {
+                    round: ins.round,
+                    point: ins.point.clone(),
+                    values: values.clone(),
+                    queries: queries.iter().map(|(q, _)| q.point.x.clone()).collect(),
+                },
+            )?;
+        }
+        let batch: Vec<(&Query, Request)> = queries.iter().map(|(q, r)| (q, r.clone())).collect();
+        let observed = self.evaluator.observed(&batch, values, &mut self.noise);
+        let t = ins.round;
+        let params = if t == 0 { 0 } else { self.alg.params_sent(t) };
+        let (mut seen, mut ys) = (Vec::new(), Vec::new());
+        for ((q, req), (f, y, cost)) in queries.iter().zip(observed) {
+            let iteration = if t == 0 { req.iteration } else { t as i64 };
+            self.tracer.record(0, q, y, iteration, params, f, cost, 0.0);
+            if !f.is_nan() {
+                seen.push(q.clone());
+                ys.push(y);
+            }
+        }
+        // Observed one by one at round 0, as the runner does (the order is the agent's own).
+        for (q, y) in seen.iter().zip(&ys) {
+            self.alg.observe(std::slice::from_ref(q), &[*y]);
+        }
+        let fed = self.alg.federated().expect("a federated algorithm");
+        let message = (t < self.spec.iterations)
+            .then(|| fed.message(self.agent, t + 1))
+            .flatten()
+            .map(|m| m.to_vec());
+        let codec = self.landscape.space.codec();
+        let csv = output::trace_csv(&self.tracer.rows, self.landscape.dim(), &codec)?;
+        self.tracer.rows.clear();
+        let body = csv
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(Vec::new(), |i| csv[i + 1..].to_vec());
+        let reply = Reply {
+            spec: self.print.clone(),
+            algorithm: self.alg_index,
+            run: self.run,
+            round: t,
+            agent: self.agent,
+            rows: String::from_utf8(body).expect("CSV is UTF-8"),
+            message,
+        };
+        self.replies.insert(t, reply.clone());
+        Ok(reply)
+    }
+}
+
+/// The server of one unit (algorithm, run): the instructions it sends and the replies it
+/// keeps, round by round.
+pub struct ServerNode {
+    spec: Spec,
+    print: String,
+    alg_index: usize,
+    run: usize,
+    alg: Box<dyn Algorithm>,
+    agents: Vec<usize>,
+    n: usize,
+    columns: usize,
+    round: usize,
+    current: Option<Instruction>,
+    messages: Vec<Option<Array1<f64>>>,
+    rows: Vec<(usize, usize, String)>,
+    notes: Vec<String>,
+    journal: Option<PathBuf>,
+}
+
+impl ServerNode {
+    pub fn open(
+        spec: &Spec,
+        landscape: Arc<Landscape>,
+        alg_index: usize,
+        run: usize,
+        journal: Option<PathBuf>,
+    ) -> Result<Self> {
+        let alg = federated_algorithm(spec, alg_index, run, &landscape)?;
+        let names = landscape.space.names();
+        let mut node = ServerNode {
+            print: fingerprint(spec),
+            alg_index,
+            run,
+            agents: alg.targets().to_vec(),
+            n: landscape.agents(),
+            columns: output::trace_header(landscape.dim(), &names).len(),
+            alg,
+            round: 0,
+            current: None,
+            messages: vec![None; landscape.agents()],
+            rows: Vec::new(),
+            notes: Vec::new(),
+            journal: None,
+            spec: spec.clone(),
+        };
+        if let Some(path) = &journal {
+            for e in read_lines::<ServerEntry>(path)? {
+                let ins = node.instruction()?;
+                if e.round != ins.round {
+                    return Err(FboError::Run(format!(
+                        "{}: holds round {} where round {} comes next",
+                        path.display(),
+                        e.round,
+                        ins.round
+                    )));
+                }
+                node.keep(e.replies);
+            }
+        }
+        node.journal = journal;
+        Ok(node)
+    }
+
+    /// The agents that answer this unit's instructions.
+    pub fn agents(&self) -> &[usize] {
+        &self.agents
+    }
+
+    /// Whether every round (the initial points and `iterations` iterations) is done.
+    pub fn finished(&self) -> bool {
+        self.round > self.spec.iterations
+    }
+
+    /// The round whose replies are awaited.
+    pub fn round(&self) -> usize {
+        self.round
+    }
+
+    /// What happened that an operator should know: replies that did not arrive, messages
+    /// and rows that were rejected (one line each, in order).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The instruction of the current round (the server's round on the last round's
+    /// messages happens here, once).
+    pub fn instruction(&mut self) -> Result<Instruction> {
+        if let Some(ins) = &self.current {
+            return Ok(ins.clone());
+        }
+        if self.finished() {
+            return Err(FboError::Run(format!(
+                "{} run {} is finished: there is no round {}",
+                self.spec.algorithms[self.alg_index].label, self.run, self.round
+            )));
+        }
+        let point = if self.round == 0 {
+            None
+        } else {
+            let fed = self.alg.federated().expect("a federated algorithm");
+            let b = fed.broadcast(self.round, &self.messages)?;
+            b.point.as_ref().map(wire_point)
+        };
+        self.messages = vec![None; self.n];
+        let ins = Instruction {
+            spec: self.print.clone(),
+            algorithm: self.alg_index,
+            run: self.run,
+            round: self.round,
+            point,
+        };
+        self.current = Some(ins.clone());
+        Ok(ins)
+    }
+
+    /// Takes the replies of the current round that arrived (in any order; an agent's missing
+    /// reply is its missing message and rows), journals them, and moves to the next round.
+    /// Replies that do not belong to this round, or whose rows or message are malformed, are
+    /// rejected (their message left out) and noted; nothing here stops the federation.
+    pub fn receive(&mut self, replies: Vec<Reply>) -> Result<()> {
+        let ins = self.instruction()?;
+        let mut kept: Vec<Reply> = Vec::new();
+        for mut r in replies {
+            if let Err(why) = self.check(&ins, &r, &kept) {
+                self.notes.push(format!(
+                    "round {}: a reply from agent {} rejected: {why}",
+                    ins.round, r.agent
+                ));
+                continue;
+            }
+            let m = self
+                .alg
+                .federated()
+                .expect("a federated algorithm")
+                .message_len();
+            let wants = m > 0 && ins.round < self.spec.iterations;
+            match (&r.message, wants) {
+                (Some(msg), true) => {
+                    if let Some(why) = wire::message_fault(msg, m) {
+                        self.notes.push(format!(
+                            "round {}: agent {}'s message rejected (left out, as a message that did not arrive): {why}",
+                            ins.round, r.agent
+                        ));
+                        r.message = None;
+                    }
+                }
+                (None, true) => self.notes.push(format!(
+                    "round {}: agent {} sent no message",
+                    ins.round, r.agent
+                )),
+                (Some(_), false) => r.message = None,
+                (None, false) => {}
+            }
+            kept.push(r);
+        }
+        for &a in &self.agents {
+            if !kept.iter().any(|r| r.agent == a) {
+                self.notes.push(format!(
+                    "round {}: agent {a}'s reply did not arrive",
+                    ins.round
+                ));
+            }
+        }
+        kept.sort_by_key(|r| r.agent);
+        if let Some(path) = &self.journal {
+            append_line(
+                path,
+                &ServerEntry {
+                    round: ins.round,
+                    replies: kept.clone(),
+                },
+            )?;
+        }
+        self.keep(kept);
+        Ok(())
+    }
+
+    fn check(
+        &self,
+        ins: &Instruction,
+        r: &Reply,
+        kept: &[Reply],
+    ) -> std::result::Result<(), String> {
+        if r.spec != ins.spec || r.algorithm != ins.algorithm || r.run != ins.run {
+            return Err(format!(
+                "it is for spec {} algorithm {} run {}, not {} {} {}",
+                r.spec, r.algorithm, r.run, ins.spec, ins.algorithm, ins.run
+            ));
+        }
+        if r.round != ins.round {
+            return Err(format!("it answers round {}", r.round));
+        }
+        if !self.agents.contains(&r.agent) {
+            return Err("no such agent in this algorithm".into());
+        }
+        if kept.iter().any(|k| k.agent == r.agent) {
+            return Err("a second reply this round".into());
+        }
+        let want = if ins.round == 0 {
+            self.spec.initial_points
+        } else {
+            1
+        };
+        let lines: Vec<&str> = r.rows.lines().collect();
+        if lines.len() != want || !r.rows.ends_with('\n') {
+            return Err(format!(
+                "{} trace rows where the round has {want}",
+                lines.len()
+            ));
+        }
+        let label = &self.spec.algorithms[self.alg_index].label;
+        for line in lines {
+            let mut rd = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .from_reader(line.as_bytes());
+            let rec = rd
+                .records()
+                .next()
+                .and_then(|x| x.ok())
+                .ok_or("a trace row that is not CSV")?;
+            let iteration: Option<i64> = rec.get(3).and_then(|v| v.parse().ok());
+            let good_iteration = match iteration {
+                Some(i) if ins.round == 0 => i <= 0,
+                Some(i) => i == ins.round as i64,
+                None => false,
+            };
+            if rec.len() != self.columns
+                || rec.get(0) != Some(label.as_str())
+                || rec.get(1) != Some(&self.run.to_string()[..])
+                || rec.get(2) != Some(&r.agent.to_string()[..])
+                || !good_iteration
+            {
+                return Err(format!(
+                    "a trace row that is not a row of {label} run {} agent {} round {} with {} columns",
+                    self.run, r.agent, ins.round, self.columns
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn keep(&mut self, replies: Vec<Reply>) {
+        for r in replies {
+            if let Some(m) = r.message {
+                self.messages[r.agent] = Some(Array1::from(m));
+            }
+            self.rows.push((self.round, r.agent, r.rows));
+        }
+        self.round += 1;
+        self.current = None;
+    }
+
+    /// The unit's trace rows in the simulation's order (round, then agent), without header.
+    pub fn trace_rows(&self) -> String {
+        let mut rows: Vec<&(usize, usize, String)> = self.rows.iter().collect();
+        rows.sort_by_key(|(round, agent, _)| (*round, *agent));
+        rows.into_iter().map(|(_, _, r)| r.as_str()).collect()
+    }
+
+    /// The server's rounds as server.csv rows.
+    pub fn server_rows(&self) -> Vec<u8> {
+        output::server_csv_body(
+            &self.spec.algorithms[self.alg_index].label,
+            self.run,
+            self.alg.server_records(),
+        )
+    }
+}
+
+/// The journal of a unit's server in the output folder.
+pub fn server_journal(alg_index: usize, run: usize) -> String {
+    format!("federation/a{alg_index:03}-r{run:05}.jsonl")
+}
+
+/// The journal of an agent's unit in its own state folder.
+pub fn agent_journal(alg_index: usize, run: usize, agent: usize) -> String {
+    format!("a{alg_index:03}-r{run:05}-agent{agent:04}.jsonl")
+}
+
+/// The server side of a whole experiment: the output folder (claimed as `fbo run` claims it,
+/// so the two never write one folder at once), the units still to do, each unit's server,
+/// and the merge into the files `fbo run` writes.
+pub struct Federation {
+    spec: Spec,
+    dir: OutDir,
+    landscapes: Vec<Arc<Landscape>>,
+    jobs: Vec<(usize, usize)>,
+    todo: Vec<(usize, usize)>,
+}
+
+impl Federation {
+    /// Opens (or resumes) the experiment of `spec_path` in `out`.
+    pub fn open(spec_path: &Path, out: &Path, overwrite: bool) -> Result<Self> {
+        let spec = load_spec(spec_path)?;
+        let (_, landscapes) = runner::prepare(&spec, 1)?;
+        for (i, a) in spec.algorithms.iter().enumerate() {
+            for r in 0..spec.runs.min(1) {
+                federated_algorithm(&spec, i, r, &landscapes[0])
+                    .map_err(|e| FboError::Run(format!("{e} ({})", a.label)))?;
+            }
+        }
+        let jobs: Vec<(usize, usize)> = (0..spec.algorithms.len())
+            .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
+            .collect();
+        let mut planned = runner::planned_files(&spec, &jobs, false);
+        planned.extend(jobs.iter().map(|&(a, r)| server_journal(a, r)));
+        let dir = OutDir::claim(
+            out,
+            Claim {
+                identity: runner::run_identity(&spec),
+                planned: &planned,
+                overwrite,
+                shared: false,
+            },
+        )?;
+        let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+        let (_, reusable) = dir.parts(&runner::parts_fingerprint(&spec, &canonical))?;
+        dir.write(
+            "spec.toml",
+            crate::spec::portable::portable(&spec.source, &spec.path, out).as_bytes(),
+        )?;
+        let header =
+            output::trace_header(landscapes[0].dim(), &landscapes[0].space.names()).join(",");
+        if !reusable {
+            // Journals of rounds made with other settings cannot be replayed.
+            dir.remove_under("federation/")?;
+        }
+        let todo = runner::pending_units(&spec, &dir, out, &jobs, reusable, &header)?;
+        dir.create_dir("federation")?;
+        Ok(Federation {
+            spec,
+            dir,
+            landscapes,
+            jobs,
+            todo,
+        })
+    }
+
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// The units (algorithm, run) not finished yet, in (algorithm, run) order.
+    pub fn units(&self) -> &[(usize, usize)] {
+        &self.todo
+    }
+
+    /// The server of a unit, resumed from its journal.
+    pub fn server(&self, (a, r): (usize, usize)) -> Result<ServerNode> {
+        let land = self.landscapes[r % self.landscapes.len()].clone();
+        let journal = self.dir.append_file(&server_journal(a, r))?;
+        ServerNode::open(&self.spec, land, a, r, Some(journal))
+    }
+
+    /// Saves a finished unit as `fbo run` saves one (its parts), so the merge cannot tell
+    /// them apart.
+    pub fn save(&mut self, node: &ServerNode) -> Result<()> {
+        if !node.finished() {
+            return Err(FboError::Run(format!(
+                "{} run {} is at round {} of {}: not finished",
+                self.spec.algorithms[node.alg_index].label,
+                node.run,
+                node.round,
+                self.spec.iterations
+            )));
+        }
+        let land = &self.landscapes[0];
+        let header = output::trace_header(land.dim(), &land.space.names()).join(",");
+        runner::save_unit(
+            &self.dir,
+            node.alg_index,
+            node.run,
+            &node.server_rows(),
+            format!("{header}\n{}", node.trace_rows()).as_bytes(),
+        )?;
+        self.todo.retain(|&u| u != (node.alg_index, node.run));
+        Ok(())
+    }
+
+    /// trace.csv, server.csv, privacy.csv and summary.csv from every unit, as `fbo run`
+    /// writes them; refused while a unit is unfinished.
+    pub fn finish(self) -> Result<()> {
+        if let Some(&(a, r)) = self.todo.first() {
+            return Err(FboError::Run(format!(
+                "{} of {} units (seed, algorithm) are not finished (the first: {} run {r})",
+                self.todo.len(),
+                self.jobs.len(),
+                self.spec.algorithms[a].label
+            )));
+        }
+        let land = &self.landscapes[0];
+        runner::merge_parts(
+            &self.spec,
+            &self.dir,
+            &self.jobs,
+            land.dim(),
+            &land.space.names(),
+        )
+    }
+}
+
+/// One agent across the units of an experiment: a node per unit, each journaled in `state`.
+pub struct Site {
+    spec: Spec,
+    agent: usize,
+    landscapes: Vec<Arc<Landscape>>,
+    state: Option<PathBuf>,
+    nodes: BTreeMap<(usize, usize), AgentNode>,
+}
+
+impl Site {
+    /// Agent `agent` of the experiment of `spec_path`, journaling into the folder `state`.
+    pub fn open(spec_path: &Path, agent: usize, state: Option<&Path>) -> Result<Self> {
+        let spec = load_spec(spec_path)?;
+        let landscapes = objective::landscapes(&spec)?;
+        let n = landscapes[0].agents();
+        if agent >= n {
+            return Err(FboError::Run(format!(
+                "{}: there is no agent {agent} (the objective has {n})",
+                spec_path.display()
+            )));
+        }
+        if let Some(s) = state {
+            fs::create_dir_all(s).map_err(|e| FboError::io(s, e))?;
+        }
+        Ok(Site {
+            spec,
+            agent,
+            landscapes,
+            state: state.map(Path::to_path_buf),
+            nodes: BTreeMap::new(),
+        })
+    }
+
+    pub fn agent(&self) -> usize {
+        self.agent
+    }
+
+    /// The node of an instruction's unit (opened, and resumed from its journal, at the
+    /// unit's first instruction).
+    fn node(&mut self, ins: &Instruction) -> Result<&mut AgentNode> {
+        let key = (ins.algorithm, ins.run);
+        if !self.nodes.contains_key(&key) {
+            let land = self.landscapes[ins.run % self.landscapes.len().max(1)].clone();
+            let journal = self
+                .state
+                .as_ref()
+                .map(|s| s.join(agent_journal(ins.algorithm, ins.run, self.agent)));
+            let node = AgentNode::open(
+                &self.spec,
+                land,
+                ins.algorithm,
+                ins.run,
+                self.agent,
+                journal,
+            )?;
+            self.nodes.insert(key, node);
+        }
+        Ok(self.nodes.get_mut(&key).expect("opened"))
+    }
+
+    /// The answer to an instruction of any unit, the objective evaluated by fbo.
+    pub fn step(&mut self, ins: &Instruction) -> Result<Reply> {
+        self.node(ins)?.step(ins)
+    }
+
+    /// The queries of an instruction, for an objective the caller evaluates (a site's own
+    /// program); none if the round is answered already. Answer with `tell`.
+    pub fn ask(&mut self, ins: &Instruction) -> Result<Vec<Point>> {
+        let q = self.node(ins)?.queries(ins)?;
+        Ok(q.into_iter().map(|(q, _)| q.point).collect())
+    }
+
+    /// The objective's values (to be maximised, on the spec's scale) of the queries `ask`
+    /// gave for `ins`, in order; the reply to send.
+    pub fn tell(&mut self, ins: &Instruction, values: &[f64]) -> Result<Reply> {
+        let node = self.node(ins)?;
+        let queries = node.queries(ins)?;
+        node.tell(ins, &queries, values.iter().map(|&v| (v, 0.0)).collect())
+    }
+
+    /// The raw hyperparameter values of a point, by name, as JSON.
+    pub fn raw(&self, p: &Point) -> serde_json::Map<String, serde_json::Value> {
+        let space = &self.landscapes[0].space;
+        space.codec().json(&space.raw(p))
+    }
+}
+
+/// Runs an experiment as a federation inside one process: one `Site` per agent, every
+/// instruction and reply passed through JSON as a network would carry it. The reference the
+/// real federation is measured against (byte for byte, and for its overhead per round).
+pub fn run_in_process(spec_path: &Path, out: &Path, state: &Path, overwrite: bool) -> Result<()> {
+    let mut fed = Federation::open(spec_path, out, overwrite)?;
+    let n = fed.landscapes[0].agents();
+    let mut sites: Vec<Site> = (0..n)
+        .map(|a| Site::open(spec_path, a, Some(&state.join(format!("agent{a}")))))
+        .collect::<Result<_>>()?;
+    let json = |e: serde_json::Error| FboError::Run(format!("federation message: {e}"));
+    for unit in fed.units().to_vec() {
+        let mut server = fed.server(unit)?;
+        while !server.finished() {
+            let ins = serde_json::to_string(&server.instruction()?).map_err(json)?;
+            let mut replies = Vec::new();
+            for &a in server.agents() {
+                let ins: Instruction = serde_json::from_str(&ins).map_err(json)?;
+                let reply = serde_json::to_string(&sites[a].step(&ins)?).map_err(json)?;
+                replies.push(serde_json::from_str(&reply).map_err(json)?);
+            }
+            server.receive(replies)?;
+        }
+        fed.save(&server)?;
+    }
+    fed.finish()
+}

@@ -1,0 +1,363 @@
+//! One unit (seed, algorithm) from its initial points to its last iteration: the initial
+//! queries every algorithm of a run shares, the evaluator that turns queries into noisy
+//! observations, and the tracer that turns them into trace rows. The runner drives whole units
+//! in one process; `crate::federation` drives the same pieces one agent at a time.
+
+use crate::algorithm::agent::SenderCache;
+use crate::algorithm::{self, Algorithm, InitArea, Query, RunContext, Source};
+use crate::error::Result;
+use crate::objective::{Landscape, Point, Region, Request, Space};
+use crate::output::TraceRow;
+use crate::rng::{Purpose, stream};
+use crate::runner::INIT;
+use crate::server::RoundRecord;
+use crate::spec::Spec;
+use rand::seq::index::sample as sample_indices;
+use rayon::prelude::*;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Everything one (algorithm, run) pair produces.
+pub struct RunOutput {
+    pub rows: Vec<TraceRow>,
+    pub server: Vec<RoundRecord>,
+}
+
+/// One (algorithm, run) pair traced from start to end.
+pub fn run_one(
+    spec: &Spec,
+    alg_index: usize,
+    run: usize,
+    landscape: Arc<Landscape>,
+) -> Result<RunOutput> {
+    run_one_shared(spec, alg_index, run, landscape, None)
+}
+
+/// `run_one` with the senders' states shared across the algorithms of a spec: the
+/// algorithm's initial points, then `iterations` rounds of propose, evaluate, observe, each
+/// query traced as it is evaluated.
+pub fn run_one_shared(
+    spec: &Spec,
+    alg_index: usize,
+    run: usize,
+    landscape: Arc<Landscape>,
+    senders: Option<&SenderCache>,
+) -> Result<RunOutput> {
+    let alg_spec = &spec.algorithms[alg_index];
+    let ctx = RunContext {
+        spec,
+        algorithm: alg_spec,
+        run,
+        landscape: landscape.clone(),
+        senders,
+    };
+    let mut alg = algorithm::build(&ctx)?;
+    let targets = alg.targets().to_vec();
+    let mut noise: Vec<_> = targets
+        .iter()
+        .map(|&a| stream(spec.seed, run as u64, a as u64, Purpose::Noise))
+        .collect();
+    let mut tracer = Tracer::new(spec, &alg_spec.label, run, landscape.clone(), targets.len());
+    let mut evaluator = Evaluator::new(landscape.clone(), &targets, spec.output.timing);
+    let slot = |agent: usize| {
+        targets
+            .iter()
+            .position(|&a| a == agent)
+            .expect("query for a target")
+    };
+
+    let init = initial_queries(
+        spec,
+        alg.as_ref(),
+        &alg_spec.label,
+        run,
+        &targets,
+        &landscape.space,
+    );
+    let batch: Vec<(&Query, Request)> = init.iter().map(|(q, r)| (q, r.clone())).collect();
+    let evaluated = evaluator.evaluate(&batch, &mut noise)?;
+    for ((q, req), (f, y, cost)) in init.iter().zip(evaluated) {
+        tracer.record(
+            slot(q.agent),
+            q,
+            y,
+            req.iteration,
+            0,
+            f,
+            cost,
+            evaluator.training_s,
+        );
+        // A failed evaluation that is skipped is traced, not observed.
+        if !f.is_nan() {
+            alg.observe(std::slice::from_ref(q), &[y]);
+        }
+    }
+    for t in 1..=spec.iterations {
+        let queries = alg.propose(t)?;
+        let params = alg.params_sent(t);
+        let batch: Vec<(&Query, Request)> = queries
+            .iter()
+            .map(|q| {
+                (
+                    q,
+                    Request::new(alg_spec.label.clone(), run, q.agent, t as i64),
+                )
+            })
+            .collect();
+        let evaluated = evaluator.evaluate(&batch, &mut noise)?;
+        let (mut seen, mut ys) = (Vec::new(), Vec::new());
+        for (q, (f, y, cost)) in queries.iter().zip(evaluated) {
+            let training = evaluator.training_s;
+            tracer.record(slot(q.agent), q, y, t as i64, params, f, cost, training);
+            if !f.is_nan() {
+                seen.push(q.clone());
+                ys.push(y);
+            }
+        }
+        alg.observe(&seen, &ys);
+    }
+    Ok(RunOutput {
+        rows: tracer.rows,
+        server: alg.server_records().to_vec(),
+    })
+}
+
+/// Initial points: distinct, uniformly random, from a stream of (run, agent) alone so that
+/// every algorithm starts from the same points, each with the journal request that names it.
+/// Points from the whole space are every such algorithm's (one shared scope); points from an
+/// algorithm's own area (DP-FTS-DE's sub-regions) are its own.
+pub(crate) fn initial_queries(
+    spec: &Spec,
+    alg: &dyn Algorithm,
+    label: &str,
+    run: usize,
+    targets: &[usize],
+    space: &Space,
+) -> Vec<(Query, Request)> {
+    let n_init = spec.initial_points;
+    let iteration = |k: usize| k as i64 + 1 - n_init as i64;
+    let mut init = Vec::with_capacity(targets.len() * n_init);
+    for &agent in targets {
+        let mut rng = stream(spec.seed, run as u64, agent as u64, Purpose::Init);
+        let init_scope = match alg.init_area(agent) {
+            None => INIT.to_string(),
+            Some(_) => format!("{INIT} {label}"),
+        };
+        let picks: Vec<Point> = match (alg.init_area(agent), space.grid()) {
+            (Some(InitArea::Points(c)), Some(grid)) => sample_indices(&mut rng, c.len(), n_init)
+                .into_iter()
+                .map(|i| grid.at(c[i]))
+                .collect(),
+            (None, Some(grid)) => sample_indices(&mut rng, grid.len(), n_init)
+                .into_iter()
+                .map(|i| grid.at(i))
+                .collect(),
+            (Some(InitArea::Region(r)), _) => (0..n_init)
+                .map(|_| space.point(r.sample(&mut rng)))
+                .collect(),
+            (None, None) => {
+                let unit = Region::unit(space.dim());
+                (0..n_init)
+                    .map(|_| space.point(unit.sample(&mut rng)))
+                    .collect()
+            }
+            (Some(InitArea::Points(_)), None) => {
+                unreachable!("grid candidates on a box")
+            }
+        };
+        for (k, point) in picks.into_iter().enumerate() {
+            let q = Query {
+                agent,
+                point,
+                source: Source::Init,
+            };
+            init.push((
+                q,
+                Request::new(init_scope.clone(), run, agent, iteration(k)),
+            ));
+        }
+    }
+    init
+}
+
+/// Evaluates batches of queries: the noiseless values (trained now, memoised or journaled),
+/// then their noisy y in query order. A live model's evaluations run in parallel across the
+/// batch (they are deterministic, so the order cannot matter), a command's on threads of
+/// their own (it waits on a process, and its concurrency limit is its own); measured costs
+/// are recorded only when timing is on (byte-identical traces otherwise). Every evaluation of
+/// a batch is finished before an error is returned, so none is lost.
+pub(crate) struct Evaluator {
+    landscape: Arc<Landscape>,
+    targets: Vec<usize>,
+    live: bool,
+    measured: bool,
+    timing: bool,
+    /// Seconds spent training live models so far (taken out of elapsed_s).
+    pub(crate) training_s: f64,
+}
+
+impl Evaluator {
+    pub(crate) fn new(landscape: Arc<Landscape>, targets: &[usize], timing: bool) -> Self {
+        Evaluator {
+            targets: targets.to_vec(),
+            live: landscape.space.grid().is_none() || landscape.optimum(0).is_none(),
+            measured: landscape.is_measured(),
+            timing,
+            training_s: 0.0,
+            landscape,
+        }
+    }
+
+    /// (f, y, cost) of every query of the batch, y drawn from its agent's noise stream.
+    pub(crate) fn evaluate(
+        &mut self,
+        batch: &[(&Query, Request)],
+        rngs: &mut [crate::rng::Rng],
+    ) -> Result<Vec<(f64, f64, f64)>> {
+        let values = self.values(batch)?;
+        Ok(self.observed(batch, values, rngs))
+    }
+
+    /// (f, cost) of every query of the batch: the objective's own evaluations.
+    pub(crate) fn values(&mut self, batch: &[(&Query, Request)]) -> Result<Vec<(f64, f64)>> {
+        let t0 = Instant::now();
+        let landscape = &*self.landscape;
+        let one = |(q, req): &(&Query, Request)| landscape.evaluate(req, &q.point);
+        let values: Vec<Result<(f64, f64)>> = if self.measured && batch.len() > 1 {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = batch.iter().map(|b| s.spawn(move || one(b))).collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("evaluation thread"))
+                    .collect()
+            })
+        } else if self.live {
+            batch.par_iter().map(one).collect()
+        } else {
+            batch.iter().map(one).collect()
+        };
+        let values: Vec<(f64, f64)> = values.into_iter().collect::<Result<_>>()?;
+        if self.live {
+            self.training_s += t0.elapsed().as_secs_f64();
+        }
+        Ok(values)
+    }
+
+    /// (f, y, cost) of the batch given its (f, cost): y drawn from each query's agent's noise
+    /// stream, in query order (so the same values always give the same y).
+    pub(crate) fn observed(
+        &self,
+        batch: &[(&Query, Request)],
+        values: Vec<(f64, f64)>,
+        rngs: &mut [crate::rng::Rng],
+    ) -> Vec<(f64, f64, f64)> {
+        let (live, timing) = (self.live, self.timing);
+        batch
+            .iter()
+            .zip(values)
+            .map(|((q, _), (f, cost))| {
+                let slot = self
+                    .targets
+                    .iter()
+                    .position(|&a| a == q.agent)
+                    .expect("query for a target");
+                let y = self.landscape.noisy(f, &mut rngs[slot]);
+                (f, y, if live && !timing { 0.0 } else { cost })
+            })
+            .collect()
+    }
+}
+
+/// The trace of one run as it is made: each agent's best value, cumulative regret and
+/// training time so far, and one row per evaluated query.
+pub(crate) struct Tracer {
+    label: String,
+    run: usize,
+    landscape: Arc<Landscape>,
+    best: Vec<f64>,
+    cumulative: Vec<f64>,
+    trained: Vec<f64>,
+    /// elapsed_s counts the target's BO overhead from after set-up (the other agents'
+    /// message preparation is their work, not the target's). A live model's training is
+    /// measured apart (train_s) and taken out of elapsed_s, as a table's recorded training
+    /// time never enters it.
+    start: Instant,
+    timing: bool,
+    pub(crate) rows: Vec<TraceRow>,
+}
+
+impl Tracer {
+    pub(crate) fn new(
+        spec: &Spec,
+        label: &str,
+        run: usize,
+        landscape: Arc<Landscape>,
+        n: usize,
+    ) -> Self {
+        Tracer {
+            label: label.to_string(),
+            run,
+            landscape,
+            best: vec![f64::NEG_INFINITY; n],
+            cumulative: vec![0.0; n],
+            trained: vec![0.0; n],
+            start: Instant::now(),
+            timing: spec.output.timing,
+            rows: Vec::with_capacity(n * (spec.iterations + spec.initial_points)),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record(
+        &mut self,
+        slot: usize,
+        q: &Query,
+        y: f64,
+        iteration: i64,
+        params: u64,
+        f: f64,
+        cost: f64,
+        training_s: f64,
+    ) {
+        let landscape = &*self.landscape;
+        let opt = landscape.optimum(q.agent);
+        self.trained[slot] += cost;
+        self.best[slot] = self.best[slot].max(f);
+        if iteration > 0
+            && let Some(o) = opt
+        {
+            self.cumulative[slot] += o - f;
+        }
+        let best = self.best[slot];
+        self.rows.push(TraceRow {
+            algorithm: self.label.to_string(),
+            run: self.run,
+            agent: q.agent,
+            iteration,
+            x_index: q.point.index,
+            x: q.point.x.clone(),
+            raw: landscape.space.raw(&q.point),
+            source: if f.is_nan() {
+                "failed".to_string()
+            } else {
+                q.source.to_string()
+            },
+            y,
+            f,
+            metric: landscape.metric(f),
+            best_f: best,
+            best_metric: landscape.metric(best),
+            simple_regret: opt.map(|o| o - best),
+            cumulative_regret: opt.map(|_| self.cumulative[slot]),
+            elapsed_s: self.timing.then(|| {
+                if iteration > 0 {
+                    (self.start.elapsed().as_secs_f64() - training_s).max(0.0)
+                } else {
+                    0.0
+                }
+            }),
+            params_sent: params,
+            train_s: self.trained[slot],
+        });
+    }
+}

@@ -1,0 +1,165 @@
+//! Agents on machines of their own (issue 29): a federation of `Site`s and a `Federation`
+//! server, every instruction and reply through JSON, writes the bytes `fbo run --no-timing`
+//! writes; killed at any round and resumed from the journals, it still does, without
+//! evaluating a query twice.
+
+mod common;
+use common::*;
+use fbo::federation::{self, Federation, Site};
+use std::fs;
+use std::path::Path;
+
+/// The DP family on a grid: TS, DP-FTS-DE with DP (Poisson q = 0.5, so the server's
+/// selection matters) and FTS in the server form (one sub-region, no DP).
+fn grid_spec() -> String {
+    format!(
+        "{SMALL_DP}\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"FTS (server)\"\nserver = {{ subregions = 1, dp = false }}\n"
+    )
+}
+
+/// DP-FTS-DE on Branin's box (four sub-regions), beside TS.
+const BRANIN_DP: &str = r#"
+name = "branin-dp"
+seed = 6
+runs = 2
+iterations = 6
+initial_points = 3
+
+[objective]
+kind = "function"
+function = "branin"
+
+[acquisition]
+candidates = 200
+starts = 3
+
+[surrogate]
+features = 30
+length_scale = 0.2
+
+[surrogate.own]
+features = 40
+
+[federation]
+agents = 4
+p_t = "1-1/t"
+
+[server]
+clip = 5.0
+
+[[algorithm]]
+kind = "ts"
+
+[[algorithm]]
+kind = "dp-fts-de"
+server = { subregions = 4, dp = true, q = 0.5, z = 1.0 }
+"#;
+
+const FILES: [&str; 4] = ["trace.csv", "server.csv", "privacy.csv", "summary.csv"];
+
+fn assert_same_files(a: &Path, b: &Path) {
+    for f in FILES {
+        let (x, y) = (a.join(f), b.join(f));
+        if !x.exists() {
+            assert!(!y.exists(), "{f} only in {}", b.display());
+            continue;
+        }
+        let (x, y) = (fs::read(&x).unwrap(), fs::read(&y).unwrap());
+        assert!(x == y, "{f} differs between fbo run and the federation");
+    }
+}
+
+#[test]
+fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
+    for (name, text) in [("grid", grid_spec()), ("box", BRANIN_DP.to_string())] {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = write(dir.path(), &format!("{name}.toml"), &text);
+        let sim = dir.path().join("sim");
+        fbo_ok("run", &spec, &sim, &["--no-timing"]);
+        let fed = dir.path().join("fed");
+        federation::run_in_process(&spec, &fed, &dir.path().join("state"), false)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_same_files(&sim, &fed);
+        assert!(
+            !fed.join("parts").exists() && !fed.join("federation").exists(),
+            "{name}: parts and journals are removed after the merge"
+        );
+    }
+}
+
+/// Drives `rounds` rounds of every unfinished unit (then stops, as a killed server would),
+/// with fresh sites resumed from their journals; true if every unit finished.
+fn drive(spec: &Path, out: &Path, state: &Path, rounds: usize) -> bool {
+    let mut fed = Federation::open(spec, out, false).unwrap();
+    let n = 12;
+    let mut sites: Vec<Site> = (0..n)
+        .map(|a| Site::open(spec, a, Some(&state.join(format!("agent{a}")))).unwrap())
+        .collect();
+    let mut left = rounds;
+    for unit in fed.units().to_vec() {
+        let mut server = fed.server(unit).unwrap();
+        while !server.finished() {
+            let ins = server.instruction().unwrap();
+            if left == 0 {
+                // Killed after the agents answered, before the server kept their replies:
+                // the resumed agents answer this round again from their journals.
+                for a in server.agents().to_vec() {
+                    sites[a].step(&ins).unwrap();
+                }
+                return false;
+            }
+            left -= 1;
+            let replies = server
+                .agents()
+                .to_vec()
+                .into_iter()
+                .map(|a| sites[a].step(&ins).unwrap())
+                .collect();
+            server.receive(replies).unwrap();
+        }
+        fed.save(&server).unwrap();
+    }
+    fed.finish().unwrap();
+    true
+}
+
+#[test]
+fn a_federation_killed_every_few_rounds_resumes_to_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "grid.toml", &grid_spec());
+    let sim = dir.path().join("sim");
+    fbo_ok("run", &spec, &sim, &["--no-timing"]);
+    let (fed, state) = (dir.path().join("fed"), dir.path().join("state"));
+    let mut restarts = 0;
+    while !drive(&spec, &fed, &state, 7) {
+        restarts += 1;
+    }
+    assert!(restarts >= 5, "the run was cut {restarts} times");
+    assert_same_files(&sim, &fed);
+    // Each agent journals every round it evaluated, once: a line per round of every unit
+    // it takes part in (as many as fbo run traced for it, initial points in one round).
+    let trace = fs::read_to_string(sim.join("trace.csv")).unwrap();
+    for a in 0..12 {
+        let rounds: std::collections::BTreeSet<(String, String, String)> = trace
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(String::from).collect::<Vec<_>>())
+            .filter(|c| c[2] == a.to_string())
+            .map(|c| {
+                let it: i64 = c[3].parse().unwrap();
+                (c[0].clone(), c[1].clone(), it.max(0).to_string())
+            })
+            .collect();
+        let folder = state.join(format!("agent{a}"));
+        let lines: usize = fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| {
+                fs::read_to_string(e.unwrap().path())
+                    .unwrap()
+                    .lines()
+                    .count()
+            })
+            .sum();
+        assert_eq!(lines, rounds.len(), "agent {a}: one journal line per round");
+    }
+}
