@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: checks the set-up, then runs every unit and integration test
 # (release mode: the statistical and end-to-end tests run real experiments), then the
+# Python package's tests (scripts/test-python.sh), then the
 # cluster test on a real local Slurm (installed and started by ../shared/docs/slurm-local.sh;
 # skipped, saying so, without root or apt-get).
 set -euo pipefail
@@ -12,4 +13,5 @@ else
     echo "building and running the tests (a first build takes 5-8 minutes) ..." >&2
 fi
 cargo test --release "$@"
+bash scripts/test-python.sh
 bash scripts/test-slurm.sh

@@ -517,6 +517,11 @@ impl ServerNode {
         &self.notes
     }
 
+    /// Records what an operator should know (a reply the transport could not read).
+    pub fn note(&mut self, what: String) {
+        self.notes.push(format!("round {}: {what}", self.round));
+    }
+
     /// The instruction of the current round (the server's round on the last round's
     /// messages happens here, once).
     pub fn instruction(&mut self) -> Result<Instruction> {

@@ -35,7 +35,15 @@ pub struct Reply {
     pub round: usize,
     pub agent: usize,
     pub rows: String,
+    /// A value that is not finite crosses JSON as null (JSON has no NaN), and is read back as
+    /// NaN so that the server can reject the message and keep the rest of the reply.
+    #[serde(default, deserialize_with = "nulls_as_nan")]
     pub message: Option<Vec<f64>>,
+}
+
+fn nulls_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
+    let v: Option<Vec<Option<f64>>> = Option::deserialize(d)?;
+    Ok(v.map(|v| v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect()))
 }
 
 /// Why a message cannot be aggregated (wrong length, a value that is not finite), or None.
@@ -85,5 +93,15 @@ mod tests {
         };
         let back: Reply = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
+        // Not finite: null on the wire, NaN again on arrival, and named by message_fault.
+        let bad = Reply {
+            message: Some(vec![1.0, f64::INFINITY]),
+            ..r
+        };
+        let text = serde_json::to_string(&bad).unwrap();
+        assert!(text.contains("[1.0,null]"), "{text}");
+        let back: Reply = serde_json::from_str(&text).unwrap();
+        assert!(back.message.as_ref().unwrap()[1].is_nan());
+        assert!(message_fault(back.message.as_ref().unwrap(), 2).is_some());
     }
 }

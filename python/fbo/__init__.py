@@ -1,0 +1,177 @@
+"""fbo in Python: run experiment specs, ask/tell by hand, and the two roles of a real federation.
+
+The engine is fbo's Rust core, built into this package (no ``fbo`` binary is needed). Instructions
+and replies of a federation are plain dicts (messages as numpy arrays); they cross the network as
+the JSON text `to_json` gives, which keeps every number exactly.
+
+    import fbo
+    fbo.run("configs/landmine.toml", "results/landmine")
+
+    # A federation: one Agent per site, one Server.
+    server = fbo.Server("spec.toml", "results/run")
+    agents = [fbo.Agent("spec.toml", a, state=f"state/{a}") for a in range(n)]
+    for algorithm, run in server.units():
+        unit = server.unit(algorithm, run)
+        while not unit.finished:
+            ins = unit.instruction()
+            unit.receive([agents[a].step(ins) for a in unit.agents])
+        server.save(unit)
+    server.finish()
+"""
+
+import json
+
+import numpy as np
+
+from . import _fbo
+from ._fbo import FboError
+
+__all__ = [
+    "Agent",
+    "FboError",
+    "Server",
+    "UnitServer",
+    "ask",
+    "from_json",
+    "run",
+    "run_in_process",
+    "tell",
+    "to_json",
+]
+
+
+def run(spec, out, *, threads=None, overwrite=False, no_timing=False):
+    """Run the spec at path `spec` into the folder `out`, as `fbo run SPEC --out OUT` does."""
+    _fbo.run(str(spec), str(out), threads, overwrite, no_timing)
+
+
+def ask(spec, state, *, all=False):
+    """The queries an external or command spec waits for: a list of dicts with scope, run,
+    agent, iteration and params (raw hyperparameter values by name). New ones are recorded as
+    asked in the folder `state`; `all=True` lists those asked before too."""
+    return json.loads(_fbo.ask(str(spec), str(state), all))
+
+
+def tell(spec, state, query, value, *, cost_s=0.0):
+    """Record `value` (the objective's value, in the spec's direction) for `query`, a dict
+    as `ask` returns it."""
+    _fbo.tell(
+        str(spec),
+        str(state),
+        query["scope"],
+        int(query["run"]),
+        int(query["agent"]),
+        int(query["iteration"]),
+        float(value),
+        float(cost_s),
+    )
+
+
+def run_in_process(spec, out, state, *, overwrite=False):
+    """A whole federation inside this process, every message through JSON: the same files
+    as `run(spec, out, no_timing=True)`, and the reference for a real federation."""
+    _fbo.run_in_process(str(spec), str(out), str(state), overwrite)
+
+
+def to_json(d):
+    """The JSON text of an instruction or reply dict (numpy messages as lists; a value that
+    is not finite as null, since JSON has none: the server rejects such a message)."""
+    d = dict(d)
+    if d.get("message") is not None:
+        m = np.asarray(d["message"], dtype=np.float64)
+        d["message"] = [float(v) if np.isfinite(v) else None for v in m]
+    return json.dumps(d, allow_nan=False)
+
+
+def from_json(text):
+    """An instruction or reply dict from its JSON text (a message as a numpy array)."""
+    d = json.loads(text)
+    if d.get("message") is not None:
+        d["message"] = np.array([np.nan if v is None else v for v in d["message"]], dtype=np.float64)
+    return d
+
+
+class Agent:
+    """One agent of a federation, at its own site: its data, surrogate and random streams.
+
+    `step(instruction)` evaluates the spec's objective here; for an objective of the site's own
+    (a Python callable), `ask(instruction)` gives the queries and `tell(instruction, values)`
+    the reply. Everything is journaled in the folder `state`: a site that dies and returns
+    resumes there without evaluating anything twice.
+    """
+
+    def __init__(self, spec, agent, *, state=None):
+        self._site = _fbo.Site(str(spec), int(agent), None if state is None else str(state))
+
+    @property
+    def agent(self):
+        return self._site.agent
+
+    def step(self, instruction):
+        return from_json(self._site.step(to_json(instruction)))
+
+    def ask(self, instruction):
+        """The round's queries: dicts with x (unit coordinates, numpy), index (grid index or
+        None) and params (raw values by name). Empty if the round is answered already."""
+        out = json.loads(self._site.ask(to_json(instruction)))
+        for q in out:
+            q["x"] = np.asarray(q["x"], dtype=np.float64)
+        return out
+
+    def tell(self, instruction, values):
+        """The reply, given the values (to be maximised) of the queries `ask` gave."""
+        vals = [float(v) for v in np.atleast_1d(np.asarray(values, dtype=np.float64))]
+        return from_json(self._site.tell(to_json(instruction), vals))
+
+
+class UnitServer:
+    """The server of one unit (algorithm, run): an instruction per round, the replies that
+    arrived, the server's aggregation, noise and privacy accounting in between."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def instruction(self):
+        return from_json(self._inner.instruction())
+
+    def receive(self, replies):
+        """The replies (dicts) that arrived by the round's deadline; the round moves on.
+        Malformed ones are rejected and noted, never fatal."""
+        self._inner.receive([r if isinstance(r, str) else to_json(r) for r in replies])
+
+    @property
+    def finished(self):
+        return self._inner.finished
+
+    @property
+    def round(self):
+        return self._inner.round
+
+    @property
+    def agents(self):
+        return self._inner.agents
+
+    @property
+    def notes(self):
+        return self._inner.notes
+
+
+class Server:
+    """The server of an experiment: the output folder (claimed as `fbo run` claims it), the
+    units still to do, each unit's server (resumed from its journal), and the merge into
+    trace.csv, server.csv, privacy.csv and summary.csv."""
+
+    def __init__(self, spec, out, *, overwrite=False):
+        self._fed = _fbo.Federation(str(spec), str(out), overwrite)
+
+    def units(self):
+        return [tuple(u) for u in self._fed.units()]
+
+    def unit(self, algorithm, run):
+        return UnitServer(self._fed.unit(int(algorithm), int(run)))
+
+    def save(self, unit):
+        self._fed.save(unit._inner)
+
+    def finish(self):
+        self._fed.finish()

@@ -1,0 +1,145 @@
+"""The Python package against fbo's own runs: same bytes by every road, errors as FboError."""
+
+import filecmp
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import fbo
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SMALL_DP = ROOT / "tests" / "fixtures" / "small-dp.toml"
+FILES = ["trace.csv", "server.csv", "privacy.csv", "summary.csv"]
+
+
+def same_files(a, b):
+    return {f: filecmp.cmp(a / f, b / f, shallow=False) for f in FILES}
+
+
+def federate(spec, out, state, agents=None, kill_every=None):
+    """The server and the agents in this process, every message through JSON text as a
+    network would carry it; with `kill_every`, both sides are dropped and reopened from
+    their journals every that many rounds."""
+    agents = {} if agents is None else agents
+    server = fbo.Server(spec, out)
+    rounds = 0
+    for alg, run in server.units():
+        unit = server.unit(alg, run)
+        while not unit.finished:
+            ins = fbo.from_json(fbo.to_json(unit.instruction()))
+            replies = []
+            for a in unit.agents:
+                if a not in agents:
+                    agents[a] = fbo.Agent(spec, a, state=state / f"agent{a}")
+                replies.append(fbo.to_json(agents[a].step(ins)))
+            unit.receive(replies)
+            rounds += 1
+            if kill_every and rounds % kill_every == 0:
+                return False
+        server.save(unit)
+    server.finish()
+    return True
+
+
+def test_run_and_a_federation_write_the_same_bytes(tmp_path):
+    fbo.run(SMALL_DP, tmp_path / "sim", no_timing=True)
+    assert federate(SMALL_DP, tmp_path / "fed", tmp_path / "state")
+    assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
+    fbo.run_in_process(SMALL_DP, tmp_path / "inproc", tmp_path / "state2")
+    assert all(same_files(tmp_path / "sim", tmp_path / "inproc").values())
+
+
+def test_a_federation_killed_every_five_rounds_resumes_to_the_same_bytes(tmp_path):
+    fbo.run(SMALL_DP, tmp_path / "sim", no_timing=True)
+    restarts = 0
+    while not federate(SMALL_DP, tmp_path / "fed", tmp_path / "state", kill_every=5):
+        restarts += 1
+    assert restarts >= 8
+    assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
+
+
+def test_messages_cross_as_numpy_arrays_and_bad_ones_are_rejected(tmp_path):
+    server = fbo.Server(SMALL_DP, tmp_path / "out")
+    alg, run = [u for u in server.units() if u[0] == 1][0]
+    unit = server.unit(alg, run)
+    ins = unit.instruction()
+    agents = [fbo.Agent(SMALL_DP, a) for a in unit.agents]
+    replies = [ag.step(ins) for ag in agents]
+    assert isinstance(replies[0]["message"], np.ndarray)
+    assert replies[0]["message"].shape == (16,)
+    replies[1]["message"][3] = np.nan
+    replies[2]["message"] = replies[2]["message"][:5]
+    unit.receive(replies + ["not json"])
+    notes = "\n".join(unit.notes)
+    assert "agent 1's message rejected" in notes and "NaN" in notes
+    assert "agent 2's message rejected" in notes and "has 5 values" in notes
+    assert "not JSON of a reply" in notes
+    assert unit.round == 1
+
+
+def test_an_agent_asked_and_told_by_the_caller_answers_as_the_objective_would(tmp_path):
+    server = fbo.Server(SMALL_DP, tmp_path / "out")
+    unit = server.unit(1, 0)
+    ins = unit.instruction()
+    by_fbo = fbo.Agent(SMALL_DP, 4)
+    by_hand = fbo.Agent(SMALL_DP, 4)
+    want = by_fbo.step(ins)
+    queries = by_hand.ask(ins)
+    assert len(queries) == 3 and queries == by_hand.ask(ins)
+    # The noiseless values fbo's objective gave, read back from its trace rows (column f).
+    f_values = [float(line.split(",")[-10]) for line in want["rows"].splitlines()]
+    got = by_hand.tell(ins, f_values)
+    assert got["rows"] == want["rows"]
+    assert np.array_equal(got["message"], want["message"])
+
+
+def test_bad_input_raises_fbo_error_naming_the_file(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SMALL_DP.read_text().replace("q = 0.5", "q = 1.5"))
+    with pytest.raises(fbo.FboError, match="bad.toml"):
+        fbo.run(bad, tmp_path / "out")
+    with pytest.raises(fbo.FboError, match="no agent 99"):
+        fbo.Agent(SMALL_DP, 99)
+
+
+def test_ask_and_tell_by_hand(tmp_path):
+    spec = tmp_path / "ext.toml"
+    spec.write_text(
+        """
+name = "ext"
+seed = 1
+runs = 1
+iterations = 2
+initial_points = 2
+
+[objective]
+kind = "external"
+direction = "maximize"
+
+[[objective.hyperparameters]]
+name = "lr"
+low = 0.0
+high = 1.0
+
+[federation]
+agents = 1
+
+[[algorithm]]
+kind = "ts"
+"""
+    )
+    state = tmp_path / "state"
+    told = 0
+    while True:
+        queries = fbo.ask(spec, state)
+        if not queries:
+            break
+        for q in queries:
+            fbo.tell(spec, state, q, -((q["params"]["lr"] - 0.3) ** 2))
+            told += 1
+    assert told == 4
+    fbo.run(spec, state)
+    rows = (state / "trace.csv").read_text().splitlines()
+    assert len(rows) == 1 + 4
