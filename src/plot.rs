@@ -716,9 +716,34 @@ where
     };
     let (x0, x1) = pad(x0, x1);
     let (y0, mut y1) = pad(y0, y1);
-    // Room above the bars for one line of point labels (about 30 of the plot's 460 pixels).
-    if fig.series.iter().any(|s| !s.notes.is_empty()) {
-        y1 += (y1 - y0) * 40.0 / 420.0;
+    // Point labels centred above their bars, in as many rows as keep them apart (points a
+    // few pixels apart otherwise print over each other), with room above the bars for them.
+    let plot_px = (WIDTH as i32 - 104 - 2 * 18) as f64;
+    let to_px = |x: f64| (x - x0) / (x1 - x0) * plot_px;
+    // (row, shift in pixels keeping the label inside the plot) of every label.
+    let note_places: Vec<Vec<(usize, i32)>> = fig
+        .series
+        .iter()
+        .zip(&scaled)
+        .map(|(s, pts)| {
+            let (spans, shifts): (Vec<(f64, f64)>, Vec<i32>) = pts
+                .iter()
+                .zip(&s.notes)
+                .map(|(p, n)| {
+                    let half = n.chars().count() as f64 * NOTE_CHAR_PX / 2.0;
+                    let centre = to_px(p.0);
+                    let inside = centre.clamp(half, (plot_px - half).max(half));
+                    ((inside - half, inside + half), (inside - centre) as i32)
+                })
+                .unzip();
+            label_rows(&spans, NOTE_CHAR_PX)
+                .into_iter()
+                .zip(shifts)
+                .collect()
+        })
+        .collect();
+    if let Some(rows) = note_places.iter().flatten().map(|p| p.0).max() {
+        y1 += (y1 - y0) * (40.0 + NOTE_ROW_PX * rows as f64) / 420.0;
     }
     let mut chart = ChartBuilder::on(&plot_area)
         .caption(&fig.title, ("sans-serif", 30))
@@ -792,13 +817,15 @@ where
             if s.notes.len() == pts.len() {
                 // Level text centred above each bar, at a size read where the figure is
                 // shown (about 11 pixels at 440 wide).
+                let places = &note_places[k];
                 chart
-                    .draw_series(pts.iter().zip(&s.notes).map(|(p, n)| {
+                    .draw_series(pts.iter().zip(&s.notes).zip(places).map(|((p, n), place)| {
                         let half = (n.chars().count() as f64 * NOTE_CHAR_PX / 2.0) as i32;
+                        let (row, shift) = *place;
                         EmptyElement::at((p.0, p.3))
                             + Text::new(
                                 n.clone(),
-                                (-half, -30),
+                                (shift - half, -30 - NOTE_ROW_PX as i32 * row as i32),
                                 ("sans-serif", 22).into_font().color(&color),
                             )
                     }))
@@ -862,6 +889,31 @@ const LEGEND_ROW: u32 = 32;
 const LEGEND_LEFT: i32 = 24;
 /// Pixels per character of 22-pixel DejaVu Sans (measured on its widest common letters).
 const NOTE_CHAR_PX: f64 = 12.5;
+
+/// Pixels between two rows of point labels.
+const NOTE_ROW_PX: f64 = 26.0;
+
+/// The row of each label given its horizontal span in pixels: the lowest row where it keeps
+/// `gap` pixels from every label already there, labels placed from left to right.
+fn label_rows(spans: &[(f64, f64)], gap: f64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..spans.len()).collect();
+    order.sort_by(|&a, &b| spans[a].0.total_cmp(&spans[b].0));
+    let mut ends: Vec<f64> = Vec::new();
+    let mut rows = vec![0; spans.len()];
+    for i in order {
+        let (start, end) = spans[i];
+        let row = match ends.iter().position(|&e| e + gap <= start) {
+            Some(r) => r,
+            None => {
+                ends.push(f64::NEG_INFINITY);
+                ends.len() - 1
+            }
+        };
+        ends[row] = end;
+        rows[i] = row;
+    }
+    rows
+}
 
 /// Legend entries per row: two where the longest label fits half the width, else one.
 fn legend_columns(fig: &Figure) -> usize {
@@ -1051,6 +1103,21 @@ fn check_out(out: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_that_would_overlap_go_to_rows_above() {
+        // Three labels 100 px wide at 0, 50 and 250: the second overlaps the first and goes
+        // up one row; the third is clear of both and stays on the first row.
+        let spans = [(0.0, 100.0), (50.0, 150.0), (250.0, 350.0)];
+        assert_eq!(label_rows(&spans, 10.0), vec![0, 1, 0]);
+        // The gap counts: 105 is within 10 px of 100.
+        assert_eq!(
+            label_rows(&[(0.0, 100.0), (105.0, 200.0)], 10.0),
+            vec![0, 1]
+        );
+        assert_eq!(label_rows(&[(105.0, 200.0), (0.0, 100.0)], 4.0), vec![0, 0]);
+        assert_eq!(label_rows(&[], 10.0), Vec::<usize>::new());
+    }
 
     #[test]
     fn ticks_and_scaling() {
