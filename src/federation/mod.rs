@@ -117,6 +117,13 @@ struct ServerEntry {
 fn append_line(path: &Path, value: &impl Serialize) -> Result<()> {
     let mut line = serde_json::to_string(value).map_err(|e| FboError::Run(e.to_string()))?;
     line.push('\n');
+    append_text(path, &line)
+}
+
+fn append_text(path: &Path, line: &str) -> Result<()> {
+    if line.is_empty() {
+        return Ok(());
+    }
     let mut f = fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -450,6 +457,8 @@ pub struct ServerNode {
     rows: Vec<(usize, usize, String)>,
     notes: Vec<String>,
     journal: Option<PathBuf>,
+    /// Where notes are appended as they happen (they outlive the journals).
+    notes_file: Option<PathBuf>,
 }
 
 impl ServerNode {
@@ -476,6 +485,7 @@ impl ServerNode {
             rows: Vec::new(),
             notes: Vec::new(),
             journal: None,
+            notes_file: None,
             spec: spec.clone(),
         };
         if let Some(path) = &journal {
@@ -559,6 +569,7 @@ impl ServerNode {
     /// rejected (their message left out) and noted; nothing here stops the federation.
     pub fn receive(&mut self, replies: Vec<Reply>) -> Result<()> {
         let ins = self.instruction()?;
+        let noted = self.notes.len();
         let mut kept: Vec<Reply> = Vec::new();
         for mut r in replies {
             if let Err(why) = self.check(&ins, &r, &kept) {
@@ -602,6 +613,14 @@ impl ServerNode {
             }
         }
         kept.sort_by_key(|r| r.agent);
+        if let Some(path) = &self.notes_file {
+            let label = &self.spec.algorithms[self.alg_index].label;
+            let text: String = self.notes[noted..]
+                .iter()
+                .map(|n| format!("{label} run {}: {n}\n", self.run))
+                .collect();
+            append_text(path, &text)?;
+        }
         if let Some(path) = &self.journal {
             append_line(
                 path,
@@ -707,6 +726,10 @@ impl ServerNode {
     }
 }
 
+/// What a federation's server noted (replies that did not arrive, messages rejected), one
+/// line each, kept with the results.
+pub const NOTES: &str = "federation-notes.txt";
+
 /// The journal of a unit's server in the output folder.
 pub fn server_journal(alg_index: usize, run: usize) -> String {
     format!("federation/a{alg_index:03}-r{run:05}.jsonl")
@@ -744,6 +767,7 @@ impl Federation {
             .collect();
         let mut planned = runner::planned_files(&spec, &jobs, false);
         planned.extend(jobs.iter().map(|&(a, r)| server_journal(a, r)));
+        planned.push(NOTES.into());
         let dir = OutDir::claim(
             out,
             Claim {
@@ -767,6 +791,7 @@ impl Federation {
         }
         let todo = runner::pending_units(&spec, &dir, out, &jobs, reusable, &header)?;
         dir.create_dir("federation")?;
+        dir.resume(NOTES);
         Ok(Federation {
             spec,
             dir,
@@ -789,7 +814,9 @@ impl Federation {
     pub fn server(&self, (a, r): (usize, usize)) -> Result<ServerNode> {
         let land = self.landscapes[r % self.landscapes.len()].clone();
         let journal = self.dir.append_file(&server_journal(a, r))?;
-        ServerNode::open(&self.spec, land, a, r, Some(journal))
+        let mut node = ServerNode::open(&self.spec, land, a, r, Some(journal))?;
+        node.notes_file = Some(self.dir.append_file(NOTES)?);
+        Ok(node)
     }
 
     /// Saves a finished unit as `fbo run` saves one (its parts), so the merge cannot tell

@@ -1,0 +1,1 @@
+"""fbo on Flower: the ServerApp runs fbo's server, each SuperNode's ClientApp one fbo agent."""

@@ -1,0 +1,39 @@
+"""One fbo agent per SuperNode. The site's administrator starts its SuperNode with
+
+    flower-supernode ... --node-config 'agent=3 spec="/site/spec.toml" state="/site/fbo-state"'
+
+`agent` is this site's agent index in the spec, `spec` the site's own copy of the experiment
+(the same text as the server's: a different one is refused), `state` the folder where the agent
+journals every round, so that a SuperNode that dies and returns evaluates nothing twice.
+"""
+
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+
+import fbo
+
+app = ClientApp()
+
+# The agent lives as long as this process; a new process resumes it from its journal.
+_agents = {}
+
+
+def _agent(context):
+    cfg = context.node_config
+    key = (str(cfg["spec"]), int(cfg["agent"]), str(cfg["state"]))
+    if key not in _agents:
+        _agents[key] = fbo.Agent(key[0], key[1], state=key[2])
+    return _agents[key], key[1]
+
+
+@app.query()
+def query(msg: Message, context: Context) -> Message:
+    """`who`: the agent index of this site; `step`: the reply to an fbo instruction."""
+    agent, index = _agent(context)
+    cfg = msg.content["fbo"]
+    if cfg["kind"] == "who":
+        out = {"agent": index}
+    else:
+        reply = agent.step(fbo.from_json(cfg["instruction"]))
+        out = {"agent": index, "reply": fbo.to_json(reply)}
+    return Message(RecordDict({"fbo": ConfigRecord(out)}), reply_to=msg)

@@ -1,0 +1,60 @@
+"""fbo's server on Flower: for every unit (algorithm, run) of the spec, round after round, one
+instruction to every agent's SuperNode, the replies that arrive by the deadline, fbo's
+aggregation, noise and privacy accounting; then the same trace.csv, server.csv, privacy.csv and
+summary.csv as `fbo run --no-timing`. Resumes from its journals when started again.
+"""
+
+import time
+
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.serverapp import Grid, ServerApp
+
+import fbo
+
+app = ServerApp()
+
+
+def _ask(grid, nodes, content, timeout):
+    msgs = [
+        Message(RecordDict({"fbo": ConfigRecord(content)}), dst_node_id=n, message_type="query")
+        for n in nodes
+    ]
+    return [r for r in grid.send_and_receive(msgs, timeout=timeout) if not r.has_error()]
+
+
+def _agents(grid, known, timeout):
+    """agent index -> node id for every connected SuperNode (new ones asked who they are)."""
+    new = [n for n in grid.get_node_ids() if n not in known.values()]
+    if new:
+        for r in _ask(grid, new, {"kind": "who"}, timeout):
+            known[int(r.content["fbo"]["agent"])] = r.metadata.src_node_id
+    live = set(grid.get_node_ids())
+    return {a: n for a, n in known.items() if n in live}
+
+
+@app.main()
+def main(grid: Grid, context: Context) -> None:
+    cfg = context.run_config
+    spec, out = str(cfg["spec"]), str(cfg["out"])
+    deadline, wait = float(cfg["deadline-s"]), float(cfg["wait-nodes-s"])
+    server = fbo.Server(spec, out)
+    known = {}
+    for algorithm, run in server.units():
+        unit = server.unit(algorithm, run)
+        started = time.monotonic()
+        while len(_agents(grid, known, deadline)) < len(unit.agents):
+            if time.monotonic() - started > wait:
+                break
+            time.sleep(1.0)
+        seen = len(unit.notes)
+        while not unit.finished:
+            nodes = _agents(grid, known, deadline)
+            ins = fbo.to_json(unit.instruction())
+            targets = [nodes[a] for a in unit.agents if a in nodes]
+            replies = _ask(grid, targets, {"kind": "step", "instruction": ins}, deadline)
+            unit.receive([str(r.content["fbo"]["reply"]) for r in replies])
+            for line in unit.notes[seen:]:
+                print(f"fbo: algorithm {algorithm} run {run}: {line}", flush=True)
+            seen = len(unit.notes)
+        server.save(unit)
+    server.finish()
