@@ -314,7 +314,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
         }
         Kind::Messages => {
             fig.x_label = "parameters sent per agent".into();
-            fig.y_label = format!("best {metric_name} at the last iteration{better}");
+            fig.y_label = final_label(&metric_name, &better);
             fig.log_x = true;
             let mut families: BTreeMap<String, Series> = BTreeMap::new();
             let mut family_order = Vec::new();
@@ -378,7 +378,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                 "N (agents other than the target)".into()
             };
             fig.y_label = if privacy {
-                format!("best {metric_name} at the last iteration{better}")
+                final_label(&metric_name, &better)
             } else {
                 "BO overhead over the run (s)".into()
             };
@@ -818,11 +818,13 @@ where
                 // Level text centred above each bar, at a size read where the figure is
                 // shown (about 11 pixels at 440 wide).
                 let places = &note_places[k];
+                // One band above the series' highest bar, so that rows of labels never meet.
+                let top = pts.iter().map(|p| p.3).fold(f64::NEG_INFINITY, f64::max);
                 chart
                     .draw_series(pts.iter().zip(&s.notes).zip(places).map(|((p, n), place)| {
                         let half = (n.chars().count() as f64 * NOTE_CHAR_PX / 2.0) as i32;
                         let (row, shift) = *place;
-                        EmptyElement::at((p.0, p.3))
+                        EmptyElement::at((p.0, top))
                             + Text::new(
                                 n.clone(),
                                 (shift - half, -30 - NOTE_ROW_PX as i32 * row as i32),
@@ -889,6 +891,23 @@ const LEGEND_ROW: u32 = 32;
 const LEGEND_LEFT: i32 = 24;
 /// Pixels per character of 22-pixel DejaVu Sans (measured on its widest common letters).
 const NOTE_CHAR_PX: f64 = 12.5;
+
+/// Characters of a 24-pixel axis description that fit beside the plot (about 9.8 pixels each,
+/// centred on the plot's 520 pixels of height).
+const Y_DESC_CHARS: usize = 52;
+
+/// "best METRIC at the last iteration (lower is better)", or a shorter form of it that fits
+/// beside the plot (a long metric name would be cut off at the top).
+fn final_label(metric: &str, better: &str) -> String {
+    [
+        format!("best {metric} at the last iteration{better}"),
+        format!("final best {metric}{better}"),
+        format!("{metric}{better}"),
+    ]
+    .into_iter()
+    .find(|l| l.chars().count() <= Y_DESC_CHARS)
+    .unwrap_or_else(|| metric.to_string())
+}
 
 /// Pixels between two rows of point labels.
 const NOTE_ROW_PX: f64 = 26.0;
@@ -1103,6 +1122,22 @@ fn check_out(out: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_metric_name_shortens_the_axis_label_to_fit() {
+        let b = " (lower is better)";
+        assert_eq!(
+            final_label("AUC", " (higher is better)"),
+            "best AUC at the last iteration (higher is better)"
+        );
+        assert_eq!(
+            final_label("validation error", b),
+            "final best validation error (lower is better)"
+        );
+        let long = "x".repeat(30);
+        assert_eq!(final_label(&long, b), format!("{long}{b}"));
+        assert_eq!(final_label(&"y".repeat(60), b), "y".repeat(60));
+    }
 
     #[test]
     fn labels_that_would_overlap_go_to_rows_above() {
