@@ -71,7 +71,14 @@ fn assert_same_files(a: &Path, b: &Path) {
 
 #[test]
 fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
-    for (name, text) in [("grid", grid_spec()), ("box", BRANIN_DP.to_string())] {
+    // A privacy budget that stops the server's releases after a few rounds: the agents go
+    // on alone from the broadcast that says so.
+    let budget = SMALL_DP.replace("clip = 3.0", "clip = 3.0\nmax_epsilon = 1.5");
+    for (name, text) in [
+        ("grid", grid_spec()),
+        ("box", BRANIN_DP.to_string()),
+        ("budget", budget),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let spec = write(dir.path(), &format!("{name}.toml"), &text);
         let sim = dir.path().join("sim");
@@ -80,6 +87,14 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         federation::run_in_process(&spec, &fed, &dir.path().join("state"), false)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_same_files(&sim, &fed);
+        if name == "budget" {
+            let server = fs::read_to_string(sim.join("server.csv")).unwrap();
+            let rounds = server.lines().filter(|l| l.contains("DP-FTS-DE")).count();
+            assert!(
+                rounds > 0 && rounds < 3 * 8,
+                "the budget stops the releases early ({rounds} rounds over 3 runs)"
+            );
+        }
         assert!(
             !fed.join("parts").exists() && !fed.join("federation").exists(),
             "{name}: parts and journals are removed after the merge"
