@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: checks the set-up, then runs every unit and integration test
 # (release mode: the statistical and end-to-end tests run real experiments), then the
-# Python package's tests (scripts/test-python.sh), then the
+# Python package's tests (scripts/test-python.sh), then a real five-SuperNode Flower
+# federation with its fault cases (scripts/test-flower.sh, about 13 minutes), then the
 # cluster test on a real local Slurm (installed and started by ../shared/docs/slurm-local.sh;
 # skipped, saying so, without root or apt-get).
 set -euo pipefail
@@ -14,4 +15,5 @@ else
 fi
 cargo test --release "$@"
 bash scripts/test-python.sh
+bash scripts/test-flower.sh
 bash scripts/test-slurm.sh

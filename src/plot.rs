@@ -314,7 +314,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
         }
         Kind::Messages => {
             fig.x_label = "parameters sent per agent".into();
-            fig.y_label = final_label(&metric_name, &better);
+            fig.y_label = final_label(&metric_name, better);
             fig.log_x = true;
             let mut families: BTreeMap<String, Series> = BTreeMap::new();
             let mut family_order = Vec::new();
@@ -378,7 +378,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                 "N (agents other than the target)".into()
             };
             fig.y_label = if privacy {
-                final_label(&metric_name, &better)
+                final_label(&metric_name, better)
             } else {
                 "BO overhead over the run (s)".into()
             };

@@ -35,5 +35,8 @@ def query(msg: Message, context: Context) -> Message:
         out = {"agent": index}
     else:
         reply = agent.step(fbo.from_json(cfg["instruction"]))
+        if context.node_config.get("fault") == "nan" and reply.get("message") is not None:
+            # A faulty or hostile site, for the tests: its vector is all NaN.
+            reply["message"] = reply["message"] * float("nan")
         out = {"agent": index, "reply": fbo.to_json(reply)}
     return Message(RecordDict({"fbo": ConfigRecord(out)}), reply_to=msg)
