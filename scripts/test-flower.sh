@@ -26,11 +26,12 @@ if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || ! command -v openssl
 fi
 VENV="${FBO_FLOWER_VENV:-target/flower-venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+VENV="$(cd "$VENV" && pwd)"
 "$VENV/bin/pip" install -q --disable-pip-version-check -r integrations/flower/requirements.txt
 echo "test-flower: building the fbo package into $VENV (a first build takes 3-5 minutes) ..." >&2
 CARGO_TARGET_DIR="$ROOT/target/python" "$VENV/bin/pip" install -q --disable-pip-version-check ./python
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps ./integrations/flower
-export PATH="$ROOT/$VENV/bin:$PATH"
+export PATH="$VENV/bin:$PATH"
 
 W="$(mktemp -d /tmp/fbo-flower.XXXXXX)"
 export FLWR_HOME="$W/flwr-home"
@@ -38,8 +39,10 @@ PORT=$((20000 + RANDOM % 20000))
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    pkill -9 -f "flwr-serverapp.*$W" 2>/dev/null || true
-    pkill -9 -f "flwr-clientapp.*$W" 2>/dev/null || true
+    # The apps' processes run from this test's environment (a ClientApp outlives a SuperNode
+    # killed under it).
+    pkill -9 -f "$VENV/bin/flwr-serverapp" 2>/dev/null || true
+    pkill -9 -f "$VENV/bin/flwr-clientapp" 2>/dev/null || true
     if [ -z "${FBO_FLOWER_KEEP:-}" ]; then rm -rf "$W"; else echo "test-flower: kept $W" >&2; fi
 }
 trap cleanup EXIT
@@ -197,7 +200,7 @@ run_app "$W/out3" 60.0
 for _ in $(seq 300); do [ "$(rounds_in "$W/out3")" -ge 3 ] && break; sleep 1; done
 kept=$(rounds_in "$W/out3")
 kill -9 "$LINK"
-pkill -9 -f "flwr-serverapp" 2>/dev/null || true
+pkill -9 -f "$VENV/bin/flwr-serverapp" 2>/dev/null || true
 sleep 2
 start_link "-2"
 run_app "$W/out3" 60.0
