@@ -140,11 +140,19 @@ start_node() {
 # service manager would.
 restart_node() {
     for _ in $(seq 20); do
+        local before
+        before=$(grep -c "SuperNode ID" "$W/node$1.log" || true)
         start_node "$1" "$2" "${3:-}"
-        sleep 10
-        kill -0 "${NODE[$1]}" 2>/dev/null && return 0
+        # In once it logs a new SuperNode ID; a refused one exits (code 305).
+        for _ in $(seq 30); do
+            [ "$(grep -c "SuperNode ID" "$W/node$1.log" || true)" -gt "$before" ] && return 0
+            kill -0 "${NODE[$1]}" 2>/dev/null || break
+            sleep 1
+        done
+        kill -9 "${NODE[$1]}" 2>/dev/null || true
+        sleep 5
     done
-    fail "agent $1's SuperNode could not rejoin in 200 s"
+    fail "agent $1's SuperNode could not rejoin in about 12 minutes"
 }
 # run_app OUT DEADLINE: submits the app; the ServerApp writes OUT.
 run_app() {

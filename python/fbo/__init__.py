@@ -119,7 +119,8 @@ class Agent:
         return out
 
     def tell(self, instruction, values):
-        """The reply, given the values (to be maximised) of the queries `ask` gave."""
+        """The reply, given the values of the queries `ask` gave, as the site measures them
+        (in the spec's direction: a loss to minimise as it is)."""
         vals = [float(v) for v in np.atleast_1d(np.asarray(values, dtype=np.float64))]
         return from_json(self._site.tell(to_json(instruction), vals))
 

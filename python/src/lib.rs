@@ -176,7 +176,7 @@ impl Site {
         Ok(serde_json::Value::Array(list).to_string())
     }
 
-    /// The reply (JSON) once the asked queries' values (to maximise) are known.
+    /// The reply (JSON) once the asked queries' values are known (in the spec's direction).
     fn tell(&mut self, instruction: &str, values: Vec<f64>) -> PyResult<String> {
         let ins: Instruction = parse("instruction", instruction)?;
         self.inner

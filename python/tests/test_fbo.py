@@ -143,3 +143,48 @@ kind = "ts"
     fbo.run(spec, state)
     rows = (state / "trace.csv").read_text().splitlines()
     assert len(rows) == 1 + 4
+
+
+def test_a_site_tells_a_minimised_loss_as_it_measures_it(tmp_path):
+    spec = tmp_path / "loss.toml"
+    spec.write_text(
+        """
+name = "loss"
+seed = 2
+runs = 1
+iterations = 2
+initial_points = 2
+
+[objective]
+kind = "external"
+direction = "minimize"
+
+[[objective.hyperparameters]]
+name = "lr"
+low = 0.0
+high = 1.0
+
+[federation]
+agents = 1
+
+[[algorithm]]
+kind = "ts"
+"""
+    )
+    server = fbo.Server(spec, tmp_path / "out")
+    site = fbo.Agent(spec, 0)
+    for alg, run in server.units():
+        unit = server.unit(alg, run)
+        while not unit.finished:
+            ins = unit.instruction()
+            queries = site.ask(ins)
+            losses = [(q["params"]["lr"] - 0.3) ** 2 for q in queries]
+            reply = site.tell(ins, losses)
+            for line, loss in zip(reply["rows"].splitlines(), losses):
+                cols = line.split(",")
+                assert float(cols[-9]) == loss  # metric: the loss as told
+                assert float(cols[-10]) == -loss  # f: what fbo maximises
+            unit.receive([reply])
+        server.save(unit)
+    server.finish()
+    assert len((tmp_path / "out" / "trace.csv").read_text().splitlines()) == 1 + 4

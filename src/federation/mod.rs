@@ -938,12 +938,14 @@ impl Site {
         Ok(q.into_iter().map(|(q, _)| q.point).collect())
     }
 
-    /// The objective's values (to be maximised, on the spec's scale) of the queries `ask`
-    /// gave for `ins`, in order; the reply to send.
+    /// The objective's values of the queries `ask` gave for `ins`, in order, as the site
+    /// measures them (in the spec's direction: a minimised metric as it is); the reply to send.
     pub fn tell(&mut self, ins: &Instruction, values: &[f64]) -> Result<Reply> {
+        let land = self.landscapes[ins.run % self.landscapes.len().max(1)].clone();
         let node = self.node(ins)?;
         let queries = node.queries(ins)?;
-        node.tell(ins, &queries, values.iter().map(|&v| (v, 0.0)).collect())
+        let f = values.iter().map(|&v| (land.f_of_metric(v), 0.0)).collect();
+        node.tell(ins, &queries, f)
     }
 
     /// The raw hyperparameter values of a point, by name, as JSON.

@@ -168,6 +168,11 @@ impl Landscape {
         self.metric_sign * f
     }
 
+    /// f (maximised) of a value on the objective's own scale and direction.
+    pub fn f_of_metric(&self, metric: f64) -> f64 {
+        self.metric_sign * metric
+    }
+
     pub fn agents(&self) -> usize {
         self.agents
     }

@@ -5,7 +5,12 @@
 `agent` is this site's agent index in the spec, `spec` the site's own copy of the experiment
 (the same text as the server's: a different one is refused), `state` the folder where the agent
 journals every round, so that a SuperNode that dies and returns evaluates nothing twice.
+Optionally `objective="module:function"`: the site's own Python objective (importable at the
+site), called with each query's hyperparameters by name and returning its value in the spec's
+direction; otherwise fbo evaluates the spec's objective here.
 """
+
+import importlib
 
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 from flwr.clientapp import ClientApp
@@ -34,7 +39,15 @@ def query(msg: Message, context: Context) -> Message:
     if cfg["kind"] == "who":
         out = {"agent": index}
     else:
-        reply = agent.step(fbo.from_json(cfg["instruction"]))
+        ins = fbo.from_json(cfg["instruction"])
+        ref = context.node_config.get("objective")
+        if ref:
+            module, _, name = str(ref).partition(":")
+            objective = getattr(importlib.import_module(module), name)
+            queries = agent.ask(ins)
+            reply = agent.tell(ins, [float(objective(q["params"])) for q in queries])
+        else:
+            reply = agent.step(ins)
         if context.node_config.get("fault") == "nan" and reply.get("message") is not None:
             # A faulty or hostile site, for the tests: its vector is all NaN.
             reply["message"] = reply["message"] * float("nan")
