@@ -119,6 +119,8 @@ start_link() { # $1: log suffix
         --disable-runtime-dependency-installation --port "$PORT" \
         --database "$W/link.db" >"$W/link$1.log" 2>&1 &
     LINK=$!
+    # Out of the job table: the kills below are on purpose, and bash would report each.
+    disown "$LINK"
     PIDS+=("$LINK")
     for _ in $(seq 60); do
         grep -q "Uvicorn running\|Application startup complete" "$W/link$1.log" 2>/dev/null && return 0
@@ -133,6 +135,7 @@ start_node() {
         --node-config "agent=$1 spec=\"$W/spec.toml\" state=\"$W/state/agent$1\" $3" \
         >>"$W/node$1.log" 2>&1 &
     NODE[$1]=$!
+    disown "${NODE[$1]}"
     PIDS+=("${NODE[$1]}")
 }
 # restart_node AGENT KEY [extra node config]: a SuperNode back after a crash. The SuperLink refuses its key until it

@@ -32,11 +32,26 @@ pub struct RunOptions {
     pub overwrite: bool,
     /// All the work, one shard of it, or only the merge of finished shards.
     pub work: Work,
-    /// Per algorithm: a finished output folder whose trace.csv and server.csv hold this
-    /// algorithm's results under its label, from a configuration equal in everything that
-    /// reaches it (a sweep's earlier point, when the swept keys do not): its runs are copied
-    /// from there instead of computed. Empty: compute everything.
-    pub reuse: Vec<Option<PathBuf>>,
+    /// Per algorithm: where its runs come from when a configuration equal in everything
+    /// that reaches it (a sweep's earlier point, when the swept keys do not) has them. None
+    /// or empty: computed here.
+    pub reuse: Vec<Option<Reuse>>,
+}
+
+/// Where an algorithm's units come from when they are not computed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reuse {
+    /// Copied from this finished output folder, whose trace.csv and server.csv hold the
+    /// algorithm's results under its label.
+    From(PathBuf),
+    /// Left to the merge, which copies them from the earlier point once that point is merged:
+    /// a shard of a sweep skips them (the shard that owns the earlier point computes them).
+    AtMerge,
+}
+
+/// Whether algorithm `a`'s units are left to a sweep's merge (`Reuse::AtMerge`).
+fn at_merge(reuse: &[Option<Reuse>], a: usize) -> bool {
+    matches!(reuse.get(a), Some(Some(Reuse::AtMerge)))
 }
 
 /// Which part of a spec's work one invocation does.
@@ -187,15 +202,23 @@ pub struct Status {
     pub done: Vec<String>,
     pub running: Vec<String>,
     pub missing: Vec<String>,
+    /// Not computed here: the merge copies them from a sweep's earlier point.
+    pub at_merge: Vec<String>,
     pub merged: bool,
 }
 
 pub fn status(spec: &Spec, out: &std::path::Path) -> Status {
-    status_of(spec, out, (0, usize::MAX))
+    status_of(spec, out, (0, usize::MAX), &[])
 }
 
-/// `status` of the units lo..hi (in (run, algorithm) order) only.
-pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -> Status {
+/// `status` of the units lo..hi (in (run, algorithm) order) only; an unfinished unit of an
+/// algorithm whose `reuse` is set is counted as left to the merge, not missing.
+pub fn status_of(
+    spec: &Spec,
+    out: &std::path::Path,
+    (lo, hi): (usize, usize),
+    reuse: &[Option<Reuse>],
+) -> Status {
     let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
     // Parts count for this spec whichever timing option made them.
     let mut other = spec.clone();
@@ -215,6 +238,7 @@ pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -
         done: Vec::new(),
         running: Vec::new(),
         missing: Vec::new(),
+        at_merge: Vec::new(),
         merged,
     };
     for a in 0..spec.algorithms.len() {
@@ -227,6 +251,8 @@ pub fn status_of(spec: &Spec, out: &std::path::Path, (lo, hi): (usize, usize)) -
                 .then(|| check_part(spec, out, a, r, None));
             if merged || matches!(part, Some(Ok(()))) {
                 st.done.push(label);
+            } else if matches!(reuse.get(a), Some(Some(_))) {
+                st.at_merge.push(label);
             } else if crate::outdir::is_locked(&out.join(claim_name(a, r))) {
                 st.running.push(label);
             } else if let Some(Err(why)) = part {
@@ -250,7 +276,7 @@ pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Re
     let units = spec.runs * spec.algorithms.len();
     let st = match shard {
         Some(Work::Shard { index, count }) => {
-            status_of(spec, out, whole_runs(spec, block(index, count, units)))
+            status_of(spec, out, whole_runs(spec, block(index, count, units)), &[])
         }
         _ => status(spec, out),
     };
@@ -568,7 +594,9 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let dim = landscapes[0].dim();
     let names = landscapes[0].space.names();
     let header = output::trace_header(dim, &names).join(",");
-    let (todo, damaged) = pending(spec, &dir, opts, &jobs, shard, reusable, &header)?;
+    let (mut todo, damaged) = pending(spec, &dir, opts, &jobs, shard, reusable, &header)?;
+    // A sweep's shard leaves the units another point's shard computes to the merge.
+    todo.retain(|&(a, _)| !at_merge(&opts.reuse, a));
     if opts.work != Work::Merge {
         for note in &damaged {
             eprintln!("damaged part: {note}");
@@ -577,13 +605,19 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     let mine = match shard {
         Some(b) => jobs
             .iter()
-            .filter(|&&(a, r)| in_shard(spec, a, r, b))
+            .filter(|&&(a, r)| in_shard(spec, a, r, b) && !at_merge(&opts.reuse, a))
             .count(),
         None => jobs.len(),
     };
     let resumed = mine - todo.len();
-    if opts.work == Work::Merge && !todo.is_empty() {
-        return Err(merge_refusal(spec, &todo, jobs.len(), &parts, &damaged));
+    // A merge computes nothing; it only copies the units a sweep's earlier point holds.
+    let missing: Vec<Unit> = todo
+        .iter()
+        .copied()
+        .filter(|&(a, _)| !matches!(opts.reuse.get(a), Some(Some(Reuse::From(_)))))
+        .collect();
+    if opts.work == Work::Merge && !missing.is_empty() {
+        return Err(merge_refusal(spec, &missing, jobs.len(), &parts, &damaged));
     }
     // A shard works on a unit only while it holds the unit's claim, so two shards (or a
     // shard and its rerun) never compute one unit at once; the lock dies with its process.
@@ -944,14 +978,14 @@ fn compute(
     landscapes: &[Arc<Landscape>],
     dir: &OutDir,
     pb: &ProgressBar,
-    reuse: &[Option<PathBuf>],
+    reuse: &[Option<Reuse>],
 ) -> Vec<(usize, usize, Result<()>)> {
     let senders = SenderCache::global();
     let dim = landscapes[0].dim();
     let codec = landscapes[0].space.codec();
     todo.par_iter()
         .map(|&(a, r)| {
-            if let Some(Some(src)) = reuse.get(a) {
+            if let Some(Some(Reuse::From(src))) = reuse.get(a) {
                 let res = copy_unit(spec, a, r, src, dim, &codec.names, dir);
                 pb.inc(1);
                 return (a, r, res);

@@ -16,7 +16,7 @@
 use crate::error::{FboError, Result};
 use crate::outdir::{Claim, Identity, OutDir};
 use crate::privacy::Accountant;
-use crate::runner::{RunOptions, Work, progress_bar, run_spec};
+use crate::runner::{Reuse, RunOptions, Work, progress_bar, run_spec};
 use crate::spec::Spec;
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::collections::HashMap;
@@ -443,6 +443,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         crate::spec::portable::portable(&text, path, out).as_bytes(),
     )?;
     if sharded {
+        let later = left_to_merge(&sweep);
         let mut failures = Vec::new();
         for (point, (lo, hi)) in shard_ranges(&sweep, Some(opts.work)) {
             let rel = format!("points/{}", point.name);
@@ -456,8 +457,9 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                     progress: None,
                     overwrite: false,
                     work: Work::Units { lo, hi },
-                    // Points of a shard are not finished (merged) yet: nothing to copy.
-                    reuse: Vec::new(),
+                    // Points of a shard are not finished (merged) yet: what an earlier
+                    // point's shard computes is copied by the merge.
+                    reuse: later[&point.name].clone(),
                 },
             );
             if let Err(e) = res {
@@ -518,26 +520,33 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             .collect();
         if dir.owns(&marker_rel) && marker.exists() && same_spec && same_format {
             // Not a source to copy from: an earlier invocation may have run it with other
-            // options (--no-timing) than this one's.
+            // options (--no-timing) than this one's; except in a merge, whose shards and
+            // earlier merges all had this one's options (parts made otherwise are refused).
+            if merge_only {
+                for k in keys {
+                    computed.entry(k).or_insert_with(|| pdir.clone());
+                }
+            }
             dir.keep(&marker_rel);
             skipped += 1;
             points_bar.inc(1);
             continue;
         }
-        let reuse: Vec<Option<PathBuf>> = keys
+        let reuse: Vec<Option<Reuse>> = keys
             .iter()
             .map(|k| {
                 computed
                     .get(k)
                     .filter(|d| d.join("trace.csv").is_file())
-                    .cloned()
+                    .map(|d| Reuse::From(d.clone()))
             })
             .collect();
         if dir.owns(&marker_rel) {
             let _ = fs::remove_file(&marker);
         }
         // Merging a sharded sweep: each point's runs must all be there.
-        let st = merge_only.then(|| crate::runner::status(&point.spec, &pdir));
+        let st = merge_only
+            .then(|| crate::runner::status_of(&point.spec, &pdir, (0, usize::MAX), &reuse));
         if let Some(st) = st.filter(|st| !st.missing.is_empty()) {
             failures.push(format!(
                 "{}: {} of {} units missing ({}{})",
@@ -627,6 +636,23 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     Ok(())
 }
 
+/// Per point and algorithm, `Reuse::AtMerge` where an earlier point has the same
+/// configuration as far as it reaches the algorithm: that point's shard computes its units,
+/// and the merge copies them here.
+fn left_to_merge(sweep: &Sweep) -> HashMap<String, Vec<Option<Reuse>>> {
+    let mut seen = std::collections::HashSet::new();
+    sweep
+        .points
+        .iter()
+        .map(|p| {
+            let reuse = (0..p.spec.algorithms.len())
+                .map(|a| (!seen.insert(reach(&p.spec, a))).then_some(Reuse::AtMerge))
+                .collect();
+            (p.name.clone(), reuse)
+        })
+        .collect()
+}
+
 /// The points a shard of the sweep touches, each with its share of the point's units
 /// (lo..hi in (run, algorithm) order): shard I of N is the I-th of N blocks of all the
 /// sweep's units in (point, run, algorithm) order, cut at the points, so it touches few
@@ -665,25 +691,30 @@ pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
     let mut w = std::io::stdout().lock();
     let (mut done, mut running, mut missing) = (0, 0, 0);
     let mut lines = Vec::new();
+    let later = left_to_merge(&sweep);
+    let mut copied = 0;
     for (point, range) in shard_ranges(&sweep, shard) {
-        let st =
-            crate::runner::status_of(&point.spec, &out.join("points").join(&point.name), range);
+        let pdir = out.join("points").join(&point.name);
+        let st = crate::runner::status_of(&point.spec, &pdir, range, &later[&point.name]);
         done += st.done.len();
         running += st.running.len();
         missing += st.missing.len();
+        copied += st.at_merge.len();
         lines.push(format!(
-            "{}: {} done, {} running, {} missing",
+            "{}: {} done, {} running, {} missing{}",
             point.name,
             st.done.len(),
             st.running.len(),
-            st.missing.len()
+            st.missing.len(),
+            at_merge_note(st.at_merge.len())
         ));
     }
     let _ = writeln!(
         w,
-        "{}: {} points; units (seed, algorithm): {done} done, {running} running, {missing} missing{}",
+        "{}: {} points; units (seed, algorithm): {done} done, {running} running, {missing} missing{}{}",
         out.display(),
         sweep.points.len(),
+        at_merge_note(copied),
         if shard.is_some() {
             ""
         } else if running + missing == 0 {
@@ -698,6 +729,15 @@ pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// ", N copied by the merge" for units a point takes from an earlier one, or nothing.
+fn at_merge_note(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(", {n} copied by the merge (the swept keys do not reach their algorithm)")
+    }
 }
 
 /// sweep.csv's columns: point, the swept keys, then one summary per algorithm.

@@ -173,13 +173,11 @@ fn a_sweep_without_timing_is_byte_identical_across_threads_and_leaves_no_stale_p
     assert!(v.status.success(), "{}", stderr(&v));
 }
 
-#[test]
-fn an_algorithm_the_swept_keys_do_not_reach_runs_once() {
-    // A command objective, so that every evaluation is counted: TS is not reached by
-    // server.z, DP-FTS-DE is.
-    let dir = tempfile::tempdir().unwrap();
-    let spec = write(
-        dir.path(),
+/// A command objective (every evaluation counted through TOY_COUNT) swept over `server.z`,
+/// which reaches DP-FTS-DE and not TS.
+fn z_sweep(dir: &std::path::Path) -> std::path::PathBuf {
+    write(
+        dir,
         "z.toml",
         &format!(
             r#"name = "z"
@@ -213,7 +211,13 @@ kind = "dp-fts-de"
 "#,
             toy().display().to_string()
         ),
-    );
+    )
+}
+
+#[test]
+fn an_algorithm_the_swept_keys_do_not_reach_runs_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = z_sweep(dir.path());
     let out = dir.path().join("out");
     let count = dir.path().join("count");
     let o = fbo()
@@ -263,4 +267,73 @@ kind = "dp-fts-de"
     let table = String::from_utf8(o.stdout).unwrap();
     assert!(!table.lines().any(|l| l.contains(": TS ")), "{table}");
     assert!(table.contains("DP-FTS"), "{table}");
+}
+
+#[test]
+fn shards_of_a_sweep_compute_an_unreached_algorithm_once_and_the_merge_copies_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = z_sweep(dir.path());
+    let sweep = |out: &std::path::Path, count: &std::path::Path, extra: &[&str]| {
+        let o = fbo()
+            .arg("sweep")
+            .arg(&spec)
+            .arg("--out")
+            .arg(out)
+            .args(["--quiet", "--no-timing"])
+            .args(extra)
+            .env("TOY_COUNT", count)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let started = |count: &std::path::Path| {
+        fs::read_to_string(count)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let (whole, sharded) = (dir.path().join("whole"), dir.path().join("sharded"));
+    let (c_whole, c_sharded) = (dir.path().join("c-whole"), dir.path().join("c-sharded"));
+    sweep(&whole, &c_whole, &[]);
+    // 3 points x 2 runs x 2 algorithms in 3 shards: one a point. The shards of the later
+    // points compute only DP-FTS-DE; their TS units are left to the merge.
+    for i in 0..3 {
+        sweep(&sharded, &c_sharded, &["--shard", &format!("{i}/3")]);
+    }
+    let status = sweep(&sharded, &c_sharded, &["--status"]);
+    assert!(
+        status
+            .lines()
+            .next()
+            .unwrap()
+            .contains("8 done, 0 running, 0 missing, 4 copied by the merge"),
+        "{status}"
+    );
+    assert!(status.contains("p001: 2 done, 0 running, 0 missing, 2 copied by the merge"));
+    // Each evaluation is made once: as many as the unsharded sweep, which runs TS once.
+    assert_eq!(started(&c_sharded), started(&c_whole));
+    for p in ["p001", "p002"] {
+        let journals = fs::read_dir(sharded.join("points").join(p))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|f| f.to_string_lossy().ends_with(".jsonl"))
+            .map(|f| fs::read_to_string(f).unwrap())
+            .collect::<String>();
+        assert!(journals.contains("DP-FTS"), "{p}: {journals}");
+        assert!(!journals.contains("\"scope\":\"TS\""), "{p}: {journals}");
+    }
+    // The merge copies TS's runs and makes no evaluation; the results are the unsharded
+    // sweep's, byte for byte.
+    sweep(&sharded, &c_sharded, &["--merge"]);
+    assert_eq!(started(&c_sharded), started(&c_whole));
+    assert_eq!(
+        fs::read_to_string(sharded.join("sweep.csv")).unwrap(),
+        fs::read_to_string(whole.join("sweep.csv")).unwrap()
+    );
+    for p in ["p000", "p001", "p002"] {
+        let trace = |d: &std::path::Path| {
+            fs::read_to_string(d.join("points").join(p).join("trace.csv")).unwrap()
+        };
+        assert_eq!(trace(&sharded), trace(&whole), "{p}");
+    }
 }
