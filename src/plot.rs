@@ -272,7 +272,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
                 (_, Clock::Simulated) => "simulated run time (s): BO overhead + training".into(),
                 (_, Clock::Overhead) => "BO overhead (s)".into(),
             };
-            fig.y_label = format!("{name} (mean +/- s.e.)");
+            fig.y_label = fit_y_label([format!("{name} (mean +/- s.e.)"), name]);
             for (label, t, rows) in by_algorithm(&tables)? {
                 if !keep(opts, &label) {
                     continue;
@@ -899,14 +899,21 @@ const Y_DESC_CHARS: usize = 52;
 /// "best METRIC at the last iteration (lower is better)", or a shorter form of it that fits
 /// beside the plot (a long metric name would be cut off at the top).
 fn final_label(metric: &str, better: &str) -> String {
-    [
+    fit_y_label([
         format!("best {metric} at the last iteration{better}"),
         format!("final best {metric}{better}"),
         format!("{metric}{better}"),
-    ]
-    .into_iter()
-    .find(|l| l.chars().count() <= Y_DESC_CHARS)
-    .unwrap_or_else(|| metric.to_string())
+        metric.to_string(),
+    ])
+}
+
+/// The first of `forms` (longest and fullest first) that fits beside the plot, else the last.
+fn fit_y_label<const N: usize>(forms: [String; N]) -> String {
+    let last = forms[N - 1].clone();
+    forms
+        .into_iter()
+        .find(|l| l.chars().count() <= Y_DESC_CHARS)
+        .unwrap_or(last)
 }
 
 /// Pixels between two rows of point labels.
@@ -1062,14 +1069,16 @@ fn paired_figure(opts: &PlotOptions, metric_name: &str, higher: Option<bool>) ->
             metric,
             compare::DEFAULT_RESAMPLES / 5,
         )?;
-        fig.y_label = format!(
-            "{name}: difference to {baseline}{}",
-            match up {
-                Some(true) => " (above zero is better)",
-                Some(false) => " (below zero is better)",
-                None => "",
-            }
-        );
+        let better = match up {
+            Some(true) => " (above zero is better)",
+            Some(false) => " (below zero is better)",
+            None => "",
+        };
+        fig.y_label = fit_y_label([
+            format!("{name}: difference to {baseline}{better}"),
+            format!("{name} - {baseline}{better}"),
+            format!("difference to {baseline}{better}"),
+        ]);
         fig.references.push((baseline, 0.0));
         curves
     } else {
@@ -1137,6 +1146,30 @@ mod tests {
         let long = "x".repeat(30);
         assert_eq!(final_label(&long, b), format!("{long}{b}"));
         assert_eq!(final_label(&"y".repeat(60), b), "y".repeat(60));
+    }
+
+    #[test]
+    fn every_y_label_form_falls_back_to_one_that_fits() {
+        // HAR's metric: the full forms of the iteration and difference axes were cut off.
+        let name = "best validation error so far (lower is better)".to_string();
+        assert_eq!(
+            fit_y_label([format!("{name} (mean +/- s.e.)"), name.clone()]),
+            name
+        );
+        assert_eq!(
+            fit_y_label(["short (mean +/- s.e.)".to_string(), "short".to_string()]),
+            "short (mean +/- s.e.)"
+        );
+        let b = " (below zero is better)";
+        assert_eq!(
+            fit_y_label([
+                format!("best validation error: difference to TS{b}"),
+                format!("best validation error - TS{b}"),
+                format!("difference to TS{b}"),
+            ]),
+            format!("best validation error - TS{b}")
+        );
+        assert!(Y_DESC_CHARS < format!("best validation error: difference to TS{b}").len());
     }
 
     #[test]
