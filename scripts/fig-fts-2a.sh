@@ -4,3 +4,5 @@
 source "$(dirname "$0")/lib.sh"
 run configs/fts-landmine.toml
 plot messages fts-2a --input results/fts-landmine/summary.csv --title "FTS paper Fig. 2a (landmine)"
+plot difference fts-2a-difference --input results/fts-landmine --algorithms "FTS M=100,RGPE M=100,TAF M=100" \
+    --title "Landmine, FTS protocol: paired difference to TS"

@@ -785,13 +785,24 @@ where
                     )))
                     .map_err(e)?;
             }
-            chart
-                .draw_series(LineSeries::new(
-                    pts.iter().map(|p| (p.0, p.1)),
-                    color.stroke_width(2),
-                ))
-                .map_err(e)?;
-            legend.push((s.label.clone(), color, Marker::Line));
+            // Past the palette's eight colours a series is dashed, so that no two series of
+            // one figure look alike (FTS Fig. 2a has 13).
+            let marker = if (k / PALETTE.len()) % 2 == 1 {
+                let line = pts.iter().map(|p| (p.0, p.1));
+                chart
+                    .draw_series(DashedLineSeries::new(line, 8, 5, color.stroke_width(2)))
+                    .map_err(e)?;
+                Marker::Dashed
+            } else {
+                chart
+                    .draw_series(LineSeries::new(
+                        pts.iter().map(|p| (p.0, p.1)),
+                        color.stroke_width(2),
+                    ))
+                    .map_err(e)?;
+                Marker::Line
+            };
+            legend.push((s.label.clone(), color, marker));
             if pts.len() <= 12 {
                 chart
                     .draw_series(
