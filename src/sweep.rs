@@ -552,7 +552,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                 "{}: {} of {} units missing ({}{})",
                 point.name,
                 st.missing.len() + st.running.len(),
-                st.done.len() + st.missing.len() + st.running.len(),
+                st.done.len() + st.missing.len() + st.running.len() + st.at_merge.len(),
                 st.missing
                     .iter()
                     .chain(&st.running)
