@@ -5,6 +5,7 @@ thread. The counterpart of `fbo bench --landmine-points CSV --landmine-data land
 
 Usage: OMP_NUM_THREADS=1 python benches/landmine_svm_sklearn.py POINTS.csv
 """
+import gzip
 import sys, csv, os, time, warnings
 import numpy as np
 from sklearn.svm import SVC
@@ -12,7 +13,7 @@ from sklearn.metrics import roc_auc_score
 warnings.filterwarnings('ignore', category=FutureWarning)
 root = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
 raw = {}
-with open(root + '/../shared/data/landmine/landmine.csv') as f:
+with gzip.open(root + '/data/raw/landmine/landmine.csv.gz', 'rt') as f:
     r = csv.reader(f); next(r)
     for row in r:
         raw[(int(row[0]) - 1, int(row[1]))] = (int(row[2]), [float(v) for v in row[3:]])

@@ -4,7 +4,7 @@
 # loss epsilon (rdp-int) for DP-FTS-DE over the q and z grids (5 runs per point), with TS, FTS
 # and FTS-DE (no DP, 10 runs) as dashed lines; then the four algorithms against iteration and
 # their paired difference to TS.
-# Expected run time on 2 cores, from the raw data in ../shared/data: about 35 min.
+# Expected run time on 2 cores, from the raw data in data/raw: about 35 min.
 source "$(dirname "$0")/lib.sh"
 run configs/live-dp-landmine.toml
 sweep configs/live-dp-landmine-sweep.toml

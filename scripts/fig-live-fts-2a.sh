@@ -2,7 +2,7 @@
 # FTS paper's landmine comparison as the authors ran it: the SVM trained at every query on the
 # continuous (C, gamma) box (Platt-calibrated AUC); targets 0..5, 5 runs, M = 100: TS, FTS,
 # RGPE and TAF against iteration, and their paired difference to TS.
-# Expected run time on 2 cores, from the raw data in ../shared/data: about 10 min.
+# Expected run time on 2 cores, from the raw data in data/raw: about 10 min.
 source "$(dirname "$0")/lib.sh"
 run configs/live-fts-landmine.toml
 plot iterations live-fts-landmine --input results/live-fts-landmine/summary.csv \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Integration test of scripts/slurm-sweep.sh on a real single-node Slurm
-# (../shared/docs/slurm-local.sh installs and starts it: Debian, root). Submits a small
+# (scripts/slurm-local.sh installs and starts it: Debian, root). Submits a small
 # sweep as 3 shards, cancels one array task on purpose, checks that the merge job was
 # cancelled and nothing merged, resubmits (only the missing shard may go), waits, and
 # compares sweep.csv with an unsharded sweep; then shards a command objective's sweep. Every step
@@ -15,8 +15,7 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
     echo "test-slurm: skipped: a local Slurm needs root and apt-get (Debian)"
     exit 0
 fi
-slurm_local=${SLURM_LOCAL:-$root/../shared/docs/slurm-local.sh}
-[ -f "$slurm_local" ] || fail "$slurm_local not found (shared/ beside the repository)"
+slurm_local=$root/scripts/slurm-local.sh
 # Started here only if it is not already up, and then stopped again on the way out: the test
 # leaves no daemon of its own running.
 started_slurm=

@@ -72,7 +72,7 @@ pub enum Command {
     Tabulate {
         /// The tabulation config (TOML), e.g. configs/tabulate-landmine.toml.
         config: PathBuf,
-        /// The raw data: the landmine CSV file, the HAR folder (../shared/data/har) or the EMNIST folder (../shared/data/emnist).
+        /// The raw data: the landmine CSV file (data/raw/landmine/landmine.csv.gz), the HAR folder (data/raw/har) or the EMNIST folder (data/raw/emnist).
         #[arg(long)]
         data: PathBuf,
         /// Output folder [default: data/<name>/, name from the config, else the dataset].

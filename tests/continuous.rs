@@ -209,9 +209,7 @@ kind = "ts"
 #[test]
 fn box_specs_are_validated_with_the_key_named() {
     let dir = tempfile::tempdir().unwrap();
-    let landmine = "../../shared/data/landmine/landmine.csv";
-    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/landmine/landmine.csv");
+    let data = common::landmine_csv();
     let data = data.to_str().unwrap();
     let model = |extra: &str| {
         format!(
@@ -245,7 +243,6 @@ fn box_specs_are_validated_with_the_key_named() {
         ),
         ("[acquisition]\ncandidates = 0\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[[algorithm]]\nkind = \"ts\"\n".to_string(), "acquisition.candidates"),
     ];
-    let _ = landmine;
     for (text, key) in cases {
         let p = write(dir.path(), "bad.toml", &text);
         let o = common::validate(&p);
@@ -263,7 +260,7 @@ fn box_specs_are_validated_with_the_key_named() {
 #[test]
 fn a_live_model_on_the_table_grid_equals_the_table() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let data = root.join("../shared/data/landmine/landmine.csv");
+    let data = common::landmine_csv();
     let text = format!(
         "name = \"grid-live\"\nruns = 1\niterations = 1\ninitial_points = 1\n[objective]\nkind = \"model\"\ndataset = \"landmine\"\ndata = \"{}\"\nmetric = \"auc\"\ngrid = 64\nagents = [3, 17]\n[[algorithm]]\nkind = \"ts\"\n",
         data.display()

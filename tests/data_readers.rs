@@ -1,20 +1,15 @@
-//! The raw-data readers against the counts verified in ../shared/data/*/README.md.
+//! The raw-data readers against the counts verified in data/raw/*/README.md.
 
+mod common;
+use common::raw_data;
 use fbo::data::{emnist, har};
-use std::path::{Path, PathBuf};
-
-fn shared(sub: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data")
-        .join(sub)
-}
 
 #[test]
 fn har_reader_finds_the_21_subjects_with_their_row_counts() {
     let (subjects, _) =
-        har::read(&shared("har")).expect("the shared HAR data beside the repository");
+        har::read(&raw_data("har")).expect("the HAR data in data/raw");
     let counts: Vec<(usize, usize)> = subjects.iter().map(|s| (s.id, s.labels.len())).collect();
-    // ../shared/data/har/README.md, "Counts (verified)".
+    // data/raw/har/README.md, "Counts (verified)".
     let want = [
         (1, 347),
         (3, 341),
@@ -53,7 +48,7 @@ fn har_reader_finds_the_21_subjects_with_their_row_counts() {
 #[test]
 fn emnist_reader_matches_the_verified_counts() {
     let (writers, _) =
-        emnist::read(&shared("emnist")).expect("the shared EMNIST data beside the repository");
+        emnist::read(&raw_data("emnist")).expect("the EMNIST data in data/raw");
     assert_eq!(writers.len(), 50);
     let train: usize = writers.iter().map(|w| w.y_train.len()).sum();
     let valid: usize = writers.iter().map(|w| w.y_valid.len()).sum();
@@ -86,10 +81,10 @@ fn emnist_reader_matches_the_verified_counts() {
 #[test]
 fn a_corrupt_emnist_folder_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let src = shared("emnist");
+    let src = raw_data("emnist");
     std::fs::copy(
-        src.join("femnist_digits_first50_index.csv"),
-        dir.path().join("femnist_digits_first50_index.csv"),
+        src.join("femnist_digits_first50_index.csv.gz"),
+        dir.path().join("femnist_digits_first50_index.csv.gz"),
     )
     .unwrap();
     let gz = std::fs::read(src.join("femnist_digits_first50_pixels.u8.gz")).unwrap();

@@ -11,7 +11,7 @@ fn root() -> &'static Path {
 
 /// A live landmine spec on the converged SVM's decision-value AUC, with `extra` objective keys.
 fn spec(dir: &Path, extra: &str) -> std::path::PathBuf {
-    let data = root().join("../shared/data/landmine/landmine.csv");
+    let data = landmine_csv();
     write(
         dir,
         "spec.toml",

@@ -4,10 +4,12 @@
 //! shrinking=True, max_iter=-1)` (libsvm inside), trained on fbo's own split of each field
 //! (`stratified_half_split`, seed 0; the same rows fbo tabulate writes to split.csv), scored by
 //! `roc_auc_score(y_valid, decision_function(X_valid))`. Computed 2026-11-22 on this project's
-//! machine from ../shared/data/landmine/landmine.csv (sha256 3947...3fc). The tight tolerance
+//! machine from the landmine CSV (data/raw/landmine/landmine.csv.gz; sha256 of the CSV 3947...3fc). The tight tolerance
 //! makes libsvm report its converged optimum; fbo stops at 1e-9 min(1, C) and holds Q in single
 //! precision as libsvm's cache does (src/model/svm.rs), so the two agree entry by entry.
 
+mod common;
+use common::landmine_csv;
 use fbo::data::landmine;
 use fbo::model::svm::SvmParams;
 use fbo::tabulate::{AgentSplit, svm_auc};
@@ -15,9 +17,7 @@ use std::path::Path;
 
 #[test]
 fn landmine_svm_auc_matches_libsvm() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/landmine/landmine.csv");
-    let (fields, _) =
-        landmine::read(&path).expect("the shared landmine data beside the repository");
+    let (fields, _) = landmine::read(&landmine_csv()).expect("the landmine data in data/raw");
     // (field index, C, gamma, scikit-learn AUC)
     let reference = [
         (0, 0.0001, 0.01, 0.8901538461538462),
@@ -44,8 +44,7 @@ fn landmine_svm_auc_matches_libsvm() {
 #[test]
 fn a_corrupt_landmine_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/landmine/landmine.csv");
-    let text = std::fs::read_to_string(src).unwrap();
+    let (text, _) = fbo::data::read_checked(&landmine_csv(), None, "landmine CSV").unwrap();
     let truncated = dir.path().join("landmine.csv");
     std::fs::write(&truncated, &text[..text.len() / 2]).unwrap();
     let err = landmine::read(&truncated)
@@ -69,8 +68,7 @@ fn a_corrupt_landmine_file_is_refused() {
 #[test]
 fn landmine_svm_converges_on_whole_small_gamma_columns() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (fields, _) = landmine::read(&root.join("../shared/data/landmine/landmine.csv"))
-        .expect("the shared landmine data beside the repository");
+    let (fields, _) = landmine::read(&landmine_csv()).expect("the landmine data in data/raw");
     let splits: Vec<AgentSplit> = fields
         .iter()
         .enumerate()
@@ -115,7 +113,7 @@ fn landmine_platt_auc_matches_scikit_learn_off_the_grid() {
     use fbo::model::svm::{SvmParams, rbf_kernel, train};
     use fbo::objective::model::calibrated_auc;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let (fields, _) = landmine::read(&root.join("../shared/data/landmine/landmine.csv")).unwrap();
+    let (fields, _) = landmine::read(&landmine_csv()).unwrap();
     let text =
         std::fs::read_to_string(root.join("tests/fixtures/landmine_platt_reference.csv")).unwrap();
     let mut exact = 0;

@@ -5,10 +5,6 @@ use common::*;
 use std::fs;
 use std::path::Path;
 
-fn landmine_csv() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/landmine/landmine.csv")
-}
-
 fn tabulate(dir: &Path, grid: usize) -> std::path::PathBuf {
     let cfg = write(
         dir,
@@ -177,7 +173,7 @@ fn emnist_tabulation_keeps_the_source_split() {
         "dataset = \"emnist\"\ngrid = 2\nepochs = 1\nbatch_size = 50\n",
     );
     let out = dir.path().join("table");
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/emnist");
+    let data = raw_data("emnist");
     fbo_ok("tabulate", &cfg, &out, &["--data", data.to_str().unwrap()]);
     let table = fs::read_to_string(out.join("table.csv")).unwrap();
     assert!(

@@ -1,4 +1,4 @@
-//! Federated EMNIST digits, first 50 writers (LEAF FEMNIST sample) from ../shared/data/emnist:
+//! Federated EMNIST digits, first 50 writers (LEAF FEMNIST sample) from data/raw/emnist:
 //! one agent per writer, the source's own train / validation split, 28 x 28 images. Pixels are
 //! returned MNIST-style, ink bright: (255 - byte) / 255 in [0, 1].
 

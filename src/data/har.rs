@@ -1,4 +1,4 @@
-//! UCI HAR (smartphone activity recognition) from ../shared/data/har: the 21 subjects whose
+//! UCI HAR (smartphone activity recognition) from data/raw/har: the 21 subjects whose
 //! features are available (the original train part; see that folder's README), 561 features,
 //! 6 classes. One agent per subject, in ascending subject order.
 
@@ -9,7 +9,7 @@ use std::path::Path;
 
 pub const FEATURES: usize = 561;
 pub const CLASSES: usize = 6;
-/// sha256 of the .gz files as shipped in ../shared/data/har.
+/// sha256 of the .gz files as published (data/raw/har/README.md).
 const X_SHA256: &str = "a87924b9b76b9db54fe619fcce38d5cd51bef6fca800255fb4ba71c0b3ad2011";
 const Y_SHA256: &str = "aaf87bd71bdf73ac95133f15ee61ea7779cd6d9bf4c46cf93a06f796df43404b";
 const S_SHA256: &str = "d42f7bfbc3ea3029f1c19b6071246051efb0ad42374aa12848134edea4c248c6";

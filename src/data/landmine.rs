@@ -1,5 +1,5 @@
 //! The landmine detection data (29 fields, 9 features, binary labels) from the CSV
-//! transcription in ../shared/data/landmine/landmine.csv.
+//! transcription in data/raw/landmine/landmine.csv.gz (read compressed or not).
 
 use super::{as_text, read_checked};
 use crate::error::{FboError, Result};

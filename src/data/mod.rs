@@ -21,14 +21,32 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// Reads a file whole and checks its sha256 when one is known.
+/// Reads a file whole and checks its sha256 when one is known. The file may be stored
+/// gzip-compressed (`PATH` ending in `.gz`, or `PATH.gz` beside a missing `PATH`, as the raw
+/// data committed in `data/raw/` are): it is then decompressed and the sha256 is that of the
+/// decompressed bytes, so one checksum names the data however they are stored.
 pub fn read_checked(
     path: &Path,
     expected_sha256: Option<&str>,
     what: &str,
 ) -> Result<(Vec<u8>, String)> {
-    let bytes = std::fs::read(path)
+    let gz_beside = {
+        let mut p = path.as_os_str().to_owned();
+        p.push(".gz");
+        std::path::PathBuf::from(p)
+    };
+    let (path, gz) = if !path.exists() && gz_beside.exists() {
+        (gz_beside.as_path(), true)
+    } else {
+        (path, path.extension().is_some_and(|e| e == "gz"))
+    };
+    let raw = std::fs::read(path)
         .map_err(|e| FboError::spec(path, "", format!("cannot read the {what}: {e}")))?;
+    let bytes = if gz {
+        gunzip(path, &raw, what)?
+    } else {
+        raw
+    };
     let sha = sha256_hex(&bytes);
     if let Some(want) = expected_sha256
         && sha != want
@@ -37,25 +55,41 @@ pub fn read_checked(
             path,
             "",
             format!(
-                "this is not the expected {what}: sha256 {sha}, expected {want} (a truncated or different file; see ../shared/data/*/README.md)"
+                "this is not the expected {what}: sha256 {sha}, expected {want} (a truncated or different file; see data/raw/*/README.md)"
             ),
         ));
     }
     Ok((bytes, sha))
 }
 
-/// A checked file that is gzip-compressed, decompressed: (bytes, sha256 of the .gz file).
+fn gunzip(path: &Path, gz: &[u8], what: &str) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    GzDecoder::new(gz)
+        .read_to_end(&mut out)
+        .map_err(|e| FboError::spec(path, "", format!("cannot decompress the {what}: {e}")))?;
+    Ok(out)
+}
+
+/// A gzip-compressed file whose sha256 is known for the compressed bytes (as the HAR and
+/// EMNIST files are published), decompressed: (bytes, sha256 of the .gz file).
 pub fn read_gz_checked(
     path: &Path,
     expected_sha256: &str,
     what: &str,
 ) -> Result<(Vec<u8>, String)> {
-    let (gz, sha) = read_checked(path, Some(expected_sha256), what)?;
-    let mut out = Vec::new();
-    GzDecoder::new(gz.as_slice())
-        .read_to_end(&mut out)
-        .map_err(|e| FboError::spec(path, "", format!("cannot decompress the {what}: {e}")))?;
-    Ok((out, sha))
+    let gz = std::fs::read(path)
+        .map_err(|e| FboError::spec(path, "", format!("cannot read the {what}: {e}")))?;
+    let sha = sha256_hex(&gz);
+    if sha != expected_sha256 {
+        return Err(FboError::spec(
+            path,
+            "",
+            format!(
+                "this is not the expected {what}: sha256 {sha}, expected {expected_sha256} (a truncated or different file; see data/raw/*/README.md)"
+            ),
+        ));
+    }
+    Ok((gunzip(path, &gz, what)?, sha))
 }
 
 /// Bytes as text, or an error naming the file.

@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn rdp_int_reproduces_the_landmine_reference() {
-        // ../shared/reference/landmine-authors/dp_privacy_loss_reference.csv, T = 60, N = 29.
+        // The authors' dp_privacy_loss_reference.csv (their landmine runs),, T = 60, N = 29.
         let delta = 29f64.powf(-1.1);
         for (q, z, reference, order) in [
             (0.35, 1.0, 15.1655, 2.0),

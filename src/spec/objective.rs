@@ -686,9 +686,9 @@ fn check_model(
                 "missing: the raw data, relative to this spec: {}",
                 match dataset {
                     Dataset::Landmine =>
-                        "the landmine CSV transcription (shared/data/landmine/landmine.csv)",
-                    Dataset::Har => "the UCI HAR folder of .txt.gz files (shared/data/har)",
-                    Dataset::Emnist => "the FEMNIST digits folder (shared/data/emnist)",
+                        "the landmine CSV transcription (data/raw/landmine/landmine.csv.gz)",
+                    Dataset::Har => "the UCI HAR folder of .txt.gz files (data/raw/har)",
+                    Dataset::Emnist => "the FEMNIST digits folder (data/raw/emnist)",
                 }
             ),
         )

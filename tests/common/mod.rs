@@ -191,3 +191,15 @@ pub fn tell_branin(spec: &Path, state: &Path, dir: &Path) -> Option<usize> {
     }
     Some(n)
 }
+
+/// A raw dataset committed in `data/raw/` (the repository stands alone: no test reads beside it).
+pub fn raw_data(sub: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data/raw")
+        .join(sub)
+}
+
+/// The landmine CSV transcription, stored gzip-compressed.
+pub fn landmine_csv() -> PathBuf {
+    raw_data("landmine/landmine.csv.gz")
+}
