@@ -6,7 +6,7 @@
 //! queries, and `fbo run SPEC --out STATE` writes the trace once every result is in.
 
 use crate::error::{FboError, Result};
-use crate::journal::{Entry, Journal, Request};
+use crate::journal::{Entry, Journal, Outcome, Request};
 use crate::objective::{Codec, Landscape, Point};
 use crate::outdir::{Claim, OutDir};
 use crate::runner::{JOURNAL, prepare, run_one};
@@ -255,7 +255,8 @@ fn report_privacy(spec: &Spec, waiting: &[(Request, Point)], complete: bool) -> 
             curve[reached.min(curve.len()) - 1]
         };
         eprintln!(
-            "privacy: {label}: epsilon {eps:.4} ({acc}) after {reached} server rounds released, delta {:e}",
+            "privacy: {label}: epsilon {} ({acc}) after {reached} server rounds released, delta {:e}",
+            crate::privacy::show_upper(eps, 4),
             spec.privacy.delta
         );
     }
@@ -271,6 +272,10 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
     crate::journal::check_values(None, opts.cost_s).map_err(|m| cli("--cost", m))?;
     let (_dir, journal) = open_state(spec, &opts.state)?;
     let waiting = journal.outstanding();
+    // Queries told before: a results file told again (after a kill cut it short, say) is
+    // acknowledged line by line where the journal has the same value.
+    let answered = journal.answered();
+    let mut acknowledged = 0usize;
     let codec = spec.objective.space().codec();
     let mut results: Vec<(Entry, f64, f64)> = Vec::new();
     match (&opts.results, opts.agent, opts.value) {
@@ -375,6 +380,36 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                     .collect();
                 let idx = match found.as_slice() {
                     [i] => *i,
+                    [] if let Some((_, before, jline)) = answered
+                        .iter()
+                        .find(|(e, _, _)| e.request == req && same_point(e)) =>
+                    {
+                        let metric = num(cm, "metric")?;
+                        if before.agrees(&Outcome::Done(metric, 0.0)) {
+                            acknowledged += 1;
+                            continue;
+                        }
+                        return Err(FboError::spec(
+                            file,
+                            "metric",
+                            format!(
+                                "line {line} reports {metric} for {} run {} agent {} iteration {}, which the journal {}{} already records as {}: one evaluation with two values (correct this line, or move the state folder away to start anew)",
+                                req.scope,
+                                req.run,
+                                req.agent,
+                                req.iteration,
+                                journal
+                                    .path()
+                                    .map_or(String::new(), |p| p.display().to_string()),
+                                if *jline > 0 {
+                                    format!(" (line {jline})")
+                                } else {
+                                    String::new()
+                                },
+                                before.describe()
+                            ),
+                        ));
+                    }
                     [] => {
                         return Err(FboError::spec(
                             file,
@@ -486,6 +521,12 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                 "give either --agent and --value, or --results FILE.csv".into(),
             ));
         }
+    }
+    if acknowledged > 0 {
+        eprintln!(
+            "{acknowledged} result{} already recorded with the same value (an earlier tell) acknowledged and skipped",
+            if acknowledged == 1 { "" } else { "s" }
+        );
     }
     for (e, metric, cost) in &results {
         let done = Entry {

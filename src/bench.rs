@@ -532,6 +532,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                     out: out.clone(),
                     threads: None,
                     quiet: true,
+                    nested: true,
                     progress: None,
                     overwrite: false,
                     work: crate::runner::Work::All,

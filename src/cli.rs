@@ -36,7 +36,7 @@ pub struct RunArgs {
     /// Worker threads [default: one per core]. Results do not depend on it.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
-    /// No progress bar or notes on stderr.
+    /// No progress bar or resume messages on stderr (notes and warnings still show).
     #[arg(long)]
     pub quiet: bool,
     /// Leave elapsed_s (and a sweep's wall_s) empty, so reruns give byte-identical output.
@@ -81,7 +81,7 @@ pub enum Command {
         /// Worker threads [default: one per core]. The table does not depend on it.
         #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
         threads: Option<u32>,
-        /// No progress bar or notes on stderr.
+        /// No progress bar or resume messages on stderr (notes and warnings still show).
         #[arg(long)]
         quiet: bool,
         /// Replace another table's files in the output folder (only files fbo wrote).
@@ -394,6 +394,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     out: out.clone(),
                     threads: threads.map(|t| t as usize),
                     quiet,
+                    nested: false,
                     progress: None,
                     overwrite,
                     work,
@@ -784,9 +785,11 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     adjacency.name()
                 ),
             }
+            // Every printed upper end is rounded up and every lower end down, so what is read
+            // off the screen brackets the true epsilon as the full values do.
             let show = |e: f64| {
                 if e.is_finite() {
-                    format!("{e:.6}")
+                    privacy::show_upper(e, 6)
                 } else {
                     "inf (no finite epsilon can be certified at this delta)".into()
                 }
@@ -796,10 +799,10 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     let b = privacy::pld::epsilon_bounds(&m, delta, privacy::pld::DEFAULT_INTERVAL)
                         .map_err(|e| bad("--steps", e))?;
                     println!(
-                        "pld      epsilon {}  (true epsilon in [{:.6}, {:.6}]; loss grid {:.2e})",
+                        "pld      epsilon {}  (true epsilon in [{}, {}]; loss grid {:.2e})",
                         show(b.upper),
-                        b.lower,
-                        b.upper,
+                        privacy::show_lower(b.lower, 6),
+                        privacy::show_upper(b.upper, 6),
                         b.interval
                     );
                 } else {

@@ -151,7 +151,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// The same evaluation told twice: the same value (bit for bit) or the same failure.
-    fn agrees(&self, other: &Outcome) -> bool {
+    pub fn agrees(&self, other: &Outcome) -> bool {
         match (self, other) {
             (Outcome::Done(a, _), Outcome::Done(b, _)) => a.to_bits() == b.to_bits(),
             (Outcome::Failed(_), Outcome::Failed(_)) => true,
@@ -159,7 +159,7 @@ impl Outcome {
         }
     }
 
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         match self {
             Outcome::Done(m, _) => format!("metric {m}"),
             Outcome::Failed(_) => "a failure".into(),
@@ -485,6 +485,17 @@ impl Journal {
             ka.cmp(&kb)
         });
         out
+    }
+
+    /// Queries handed out by `fbo ask` that have an outcome already, with that outcome and
+    /// the journal line that recorded it (0: this process): what a repeated `fbo tell`
+    /// finds told before.
+    pub fn answered(&self) -> Vec<(Entry, Outcome, usize)> {
+        let s = self.state.lock().expect("journal lock");
+        s.asked
+            .iter()
+            .filter_map(|(k, e)| s.done.get(k).map(|(o, l)| (e.clone(), o.clone(), *l)))
+            .collect()
     }
 
     /// Number of evaluations recorded as failed (skipped).

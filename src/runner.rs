@@ -25,7 +25,12 @@ use std::time::Instant;
 pub struct RunOptions {
     pub out: PathBuf,
     pub threads: Option<usize>,
+    /// No progress bar or resume messages.
     pub quiet: bool,
+    /// Part of a sweep or of another command that says itself what the spec will do: no
+    /// notes about the spec (a privacy budget's early stop, a long run). A user's own run
+    /// prints them even with --quiet: they are no progress.
+    pub nested: bool,
     /// A bar to report runs on (a sweep's); None: run_spec draws its own.
     pub progress: Option<ProgressBar>,
     /// Replace another experiment's results in `out` (only the files fbo wrote).
@@ -408,11 +413,13 @@ fn check_part(
         .map_err(|e| format!("its server part {} cannot be read ({e})", server.display()))?;
     let prefix = format!("{label},{r},");
     let lines = text.lines().count();
-    let want = if spec.algorithms[a].server.is_some() {
-        spec.iterations
-    } else {
-        0
-    };
+    // One row per round the server released: every iteration, or fewer where a privacy
+    // budget (server.max_epsilon) stopped it.
+    let want = spec.algorithms[a].server.as_ref().map_or(0, |s| {
+        s.dp.map_or(spec.iterations, |d| {
+            d.released(spec.iterations as u64) as usize
+        })
+    });
     if !text.is_empty() && !text.ends_with('\n')
         || text.lines().any(|l| !l.starts_with(&prefix))
         || lines != want
@@ -517,13 +524,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     // Everything that can refuse the input comes before the folder is touched.
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
     let (estimate, landscapes) = prepare(spec, threads)?;
-    if !opts.quiet {
+    if !opts.nested {
         for note in spec.budget_notes() {
             eprintln!("{note}");
         }
     }
-    if opts.progress.is_none()
-        && !opts.quiet
+    if !opts.nested
+        && opts.progress.is_none()
         && let Some(note) = crate::budget::long_run_note(spec, &estimate, threads)
     {
         eprintln!("{note}");
@@ -1034,6 +1041,7 @@ pub(crate) fn pending_units(
         out: out.to_path_buf(),
         threads: None,
         quiet: true,
+        nested: true,
         progress: None,
         overwrite: false,
         work: Work::All,

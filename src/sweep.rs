@@ -407,7 +407,8 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     }
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
     let wall = crate::budget::sweep_wall_s(sweep.points.iter().map(|p| &p.spec), threads)?;
-    if !opts.quiet && wall > crate::budget::LONG_S {
+    // A warning, not progress: --quiet keeps it.
+    if wall > crate::budget::LONG_S {
         eprintln!(
             "note: this sweep of {} points is estimated at about {} on {threads} threads; finished points and runs are saved as they complete, so Ctrl-C and a rerun resume",
             sweep.points.len(),
@@ -454,6 +455,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                     out: pdir,
                     threads: opts.threads,
                     quiet: true,
+                    nested: true,
                     progress: None,
                     overwrite: false,
                     work: Work::Units { lo, hi },
@@ -576,6 +578,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
                 out: pdir.clone(),
                 threads: opts.threads,
                 quiet: true,
+                nested: true,
                 progress: Some(runs_bar.clone()),
                 overwrite: opts.overwrite,
                 work: if merge_only { Work::Merge } else { Work::All },

@@ -327,6 +327,95 @@ fn ask_and_tell_make_a_command_runs_queries() {
     );
 }
 
+/// A `fbo tell --results` cut short (killed after some rows were journaled) is finished by
+/// the same command: rows already recorded with the same value are acknowledged, a row whose
+/// value differs from the journal's is refused naming the line and the journal's line.
+#[test]
+fn a_tell_cut_short_is_finished_by_the_same_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let external = write(
+        dir.path(),
+        "ext.toml",
+        &format!(
+            "{}\n[objective]\nkind = \"external\"\ndirection = \"maximize\"\n{BRANIN_BOX}\n{ALGORITHMS}",
+            head("ext", 1, 4)
+        ),
+    );
+    let state = dir.path().join("state");
+    let o = fbo()
+        .arg("ask")
+        .arg(&external)
+        .arg("--state")
+        .arg(&state)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    let mut rows = text.lines();
+    let header = rows.next().unwrap();
+    let told: Vec<String> = rows
+        .map(|row| {
+            let x: Vec<f64> = row.split(',').skip(4).map(|v| v.parse().unwrap()).collect();
+            format!(
+                "{row},{}",
+                fbo::objective::function::Function::Branin.value(&x)
+            )
+        })
+        .collect();
+    assert!(told.len() >= 4, "{text}");
+    let tell = |name: &str, rows: &[String]| {
+        let file = write(
+            dir.path(),
+            name,
+            &format!("{header},metric\n{}\n", rows.join("\n")),
+        );
+        fbo()
+            .arg("tell")
+            .arg(&external)
+            .arg("--state")
+            .arg(&state)
+            .arg("--results")
+            .arg(file)
+            .output()
+            .unwrap()
+    };
+    // What the journal holds after a kill part-way: the first rows.
+    let o = tell("part.csv", &told[..2]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let journal = std::fs::read_to_string(state.join("evaluations.jsonl")).unwrap();
+    // The whole file again: the two told rows are acknowledged, the rest recorded.
+    let o = tell("all.csv", &told);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("2 results already recorded with the same value"),
+        "{}",
+        stderr(&o)
+    );
+    let after = std::fs::read_to_string(state.join("evaluations.jsonl")).unwrap();
+    assert_eq!(
+        after.lines().count(),
+        journal.lines().count() + told.len() - 2,
+        "each result journaled once"
+    );
+    // Told again with another value: a conflict naming the file's line and the journal's.
+    let mut changed = told.clone();
+    changed[1] = format!("{},0.125", told[1].rsplit_once(',').unwrap().0);
+    let o = tell("changed.csv", &changed);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("changed.csv")
+            && err.contains("line 3 reports 0.125")
+            && err.contains("evaluations.jsonl (line "),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(state.join("evaluations.jsonl")).unwrap(),
+        after,
+        "a refused tell writes nothing"
+    );
+}
+
 #[test]
 fn ask_reports_privacy_spent_and_tell_takes_one_value() {
     let dir = tempfile::tempdir().unwrap();

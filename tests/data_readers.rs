@@ -6,8 +6,7 @@ use fbo::data::{emnist, har};
 
 #[test]
 fn har_reader_finds_the_21_subjects_with_their_row_counts() {
-    let (subjects, _) =
-        har::read(&raw_data("har")).expect("the HAR data in data/raw");
+    let (subjects, _) = har::read(&raw_data("har")).expect("the HAR data in data/raw");
     let counts: Vec<(usize, usize)> = subjects.iter().map(|s| (s.id, s.labels.len())).collect();
     // data/raw/har/README.md, "Counts (verified)".
     let want = [
@@ -47,8 +46,7 @@ fn har_reader_finds_the_21_subjects_with_their_row_counts() {
 
 #[test]
 fn emnist_reader_matches_the_verified_counts() {
-    let (writers, _) =
-        emnist::read(&raw_data("emnist")).expect("the EMNIST data in data/raw");
+    let (writers, _) = emnist::read(&raw_data("emnist")).expect("the EMNIST data in data/raw");
     assert_eq!(writers.len(), 50);
     let train: usize = writers.iter().map(|w| w.y_train.len()).sum();
     let valid: usize = writers.iter().map(|w| w.y_valid.len()).sum();

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{SMALL, fbo, fbo_ok, fbo_out, stderr, tell_branin, toy, write};
+use common::{SMALL, fbo, fbo_ok, fbo_out, stderr, tell_branin, tell_branin_cut, toy, write};
 
 /// A shell script `name` in `dir`, executable.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -501,9 +501,11 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     );
 }
 
-/// Random sequences of run, kill -9, tell, merge and rerun on one command objective's folder
-/// always end with the trace of an undisturbed run: nothing finished is lost, nothing is
-/// replayed at the wrong point, and no value is told twice.
+/// Random sequences of run, kill -9, tell (whole or cut short and told again), shards (killed
+/// or not), merge and rerun on one command objective's folder, with a privacy budget that
+/// stops DP-FTS-DE's server before the last round, always end with the outputs of an
+/// undisturbed run: nothing finished is lost, nothing is replayed at the wrong point, and no
+/// value is told twice.
 #[test]
 fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace() {
     use rand::{Rng, SeedableRng};
@@ -512,7 +514,7 @@ fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace
         dir.path(),
         "prop.toml",
         &format!(
-            "name = \"prop\"\nseed = 5\nruns = 2\niterations = 4\ninitial_points = 2\n\n[acquisition]\ncandidates = 100\nstarts = 2\n\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n\n[[objective.hyperparameters]]\nname = \"x1\"\nlow = -5.0\nhigh = 10.0\n\n[[objective.hyperparameters]]\nname = \"x2\"\nlow = 0.0\nhigh = 15.0\n\n[federation]\nagents = 3\nobservations = 3\n\n[[algorithm]]\nkind = \"ts\"\n\n[[algorithm]]\nkind = \"fts\"\nfeatures = 20\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nfeatures = 20\nserver = {{ subregions = 2, dp = true, q = 0.5, z = 1.0 }}\n",
+            "name = \"prop\"\nseed = 5\nruns = 2\niterations = 4\ninitial_points = 2\n\n[acquisition]\ncandidates = 100\nstarts = 2\n\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n\n[[objective.hyperparameters]]\nname = \"x1\"\nlow = -5.0\nhigh = 10.0\n\n[[objective.hyperparameters]]\nname = \"x2\"\nlow = 0.0\nhigh = 15.0\n\n[federation]\nagents = 3\nobservations = 3\n\n[[algorithm]]\nkind = \"ts\"\n\n[[algorithm]]\nkind = \"fts\"\nfeatures = 20\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nfeatures = 20\nserver = {{ subregions = 2, dp = true, q = 0.5, z = 1.0, max_epsilon = 0.2 }}\n",
             toy().display().to_string()
         ),
     );
@@ -530,13 +532,23 @@ fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace
     let whole = dir.path().join("whole");
     let o = run(&whole, &[]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let want = std::fs::read(whole.join("trace.csv")).unwrap();
+    // The budget stops the server after round 3 of 4: parts of such runs are whole too.
+    assert!(
+        stderr(&o).contains("allows 3 of 4 rounds"),
+        "{}",
+        stderr(&o)
+    );
+    const OUTPUTS: [&str; 4] = ["trace.csv", "summary.csv", "server.csv", "privacy.csv"];
+    let want: Vec<Vec<u8>> = OUTPUTS
+        .iter()
+        .map(|f| std::fs::read(whole.join(f)).unwrap())
+        .collect();
     for seed in 0..8u64 {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let out = dir.path().join(format!("seq{seed}"));
         let mut log = Vec::new();
         for _ in 0..7 {
-            match rng.random_range(0..4) {
+            match rng.random_range(0..6) {
                 0 => {
                     // run, killed with SIGKILL after a random moment
                     let ms = rng.random_range(0..400);
@@ -549,6 +561,20 @@ fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace
                 1 => {
                     let n = tell_branin(&spec, &out, dir.path()).unwrap_or(0);
                     log.push(format!("tell {n}"));
+                }
+                4 => {
+                    let k = rng.random_range(0..4);
+                    let n = tell_branin_cut(&spec, &out, dir.path(), Some(k)).unwrap_or(0);
+                    log.push(format!("tell {n}, cut after {k} and told again"));
+                }
+                5 => {
+                    // One shard of two, killed after a random moment or left to finish.
+                    let (i, ms) = (rng.random_range(0..2), rng.random_range(0..600));
+                    log.push(format!("shard {i}/2, kill after {ms} ms"));
+                    let mut child = run(&out, &["--shard", &format!("{i}/2")]).spawn().unwrap();
+                    std::thread::sleep(Duration::from_millis(ms));
+                    let _ = child.kill();
+                    child.wait().unwrap();
                 }
                 2 => {
                     // A merge before every run is there is refused and changes nothing.
@@ -570,9 +596,15 @@ fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace
         let o = run(&out, &[]).output().unwrap();
         assert!(o.status.success(), "{log:?}: {}", stderr(&o));
         eprintln!("sequence {seed}: {log:?}");
+        for (f, want) in OUTPUTS.iter().zip(&want) {
+            assert!(
+                std::fs::read(out.join(f)).unwrap() == *want,
+                "sequence {seed} ({log:?}) ended with another {f}"
+            );
+        }
         assert!(
-            std::fs::read(out.join("trace.csv")).unwrap() == want,
-            "sequence {seed} ({log:?}) ended with another trace"
+            !out.join("damaged-parts").exists(),
+            "sequence {seed} ({log:?}) judged a part damaged"
         );
     }
 }

@@ -55,6 +55,44 @@ fn any_number_of_shards_merges_to_the_unsharded_run() {
     }
 }
 
+/// A privacy budget that stops the server early leaves server parts of fewer rounds: they
+/// are whole, so the shards merge and a kill -9 costs only the unfinished units.
+#[test]
+fn shards_of_a_budgeted_run_merge_and_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = common::SMALL_DP.replace("clip = 3.0", "clip = 3.0\nmax_epsilon = 1.5");
+    assert_ne!(text, common::SMALL_DP);
+    let spec = write(dir.path(), "budget.toml", &text);
+    let full = dir.path().join("full");
+    let o = fbo_ok("run", &spec, &full, &["--no-timing"]);
+    assert!(
+        stderr(&o).contains("its server stops after round"),
+        "{}",
+        stderr(&o)
+    );
+    let out = dir.path().join("shards");
+    for i in 0..2 {
+        fbo_ok(
+            "run",
+            &spec,
+            &out,
+            &["--no-timing", "--shard", &format!("{i}/2")],
+        );
+    }
+    let status = fbo_out("run", &spec, &out, &["--no-timing", "--status"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("6 done, 0 running, 0 missing"),
+        "{}",
+        String::from_utf8_lossy(&status.stdout)
+    );
+    // A rerun of a shard finds its units whole: nothing recomputed, nothing set aside.
+    let o = fbo_ok("run", &spec, &out, &["--no-timing", "--shard", "0/2"]);
+    assert!(!stderr(&o).contains("damaged"), "{}", stderr(&o));
+    assert!(!out.join("damaged-parts").exists());
+    fbo_ok("run", &spec, &out, &["--no-timing", "--merge"]);
+    same_outputs(&out, &full);
+}
+
 #[test]
 fn merging_with_runs_missing_is_refused_with_the_list_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();

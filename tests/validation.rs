@@ -317,3 +317,26 @@ fn a_closed_stdout_ends_fbo_quietly() {
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `fbo validate BAD 2>&1 | head -c 10`: stdout and stderr on one pipe the reader closed.
+/// No panic (exit 101): a refused spec still exits 2, a good one 0.
+#[test]
+fn a_closed_stderr_is_no_panic_and_keeps_the_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = common::write(dir.path(), "bad.toml", "runs = 0\n");
+    for (spec, want) in [
+        (bad.as_path(), 2),
+        (std::path::Path::new("configs/dp-landmine-sweep.toml"), 0),
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = common::fbo()
+            .arg("validate")
+            .arg(spec)
+            .stdout(writer.try_clone().unwrap())
+            .stderr(writer)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(want), "{}", spec.display());
+    }
+}

@@ -54,6 +54,7 @@ fn run(
         out: PathBuf::from(out),
         threads,
         quiet: true,
+        nested: false,
         progress: None,
         overwrite,
         work: Work::All,

@@ -647,7 +647,12 @@ pub fn trend_table(metric: Metric, trends: &[Trend], markdown: bool) -> String {
             t.algorithm.clone(),
             t.iteration.to_string(),
             t.points.to_string(),
-            format!("{:.2}-{:.2}", t.epsilon_min, t.epsilon_max),
+            // Each is an upper bound on a point's epsilon: rounded up, it stays one.
+            format!(
+                "{}-{}",
+                crate::privacy::show_upper(t.epsilon_min, 2),
+                crate::privacy::show_upper(t.epsilon_max, 2)
+            ),
             format!("{:+.3e}", t.slope),
             format!("[{:+.3e}, {:+.3e}]", t.ci_low, t.ci_high),
         ];

@@ -42,11 +42,7 @@ pub fn read_checked(
     };
     let raw = std::fs::read(path)
         .map_err(|e| FboError::spec(path, "", format!("cannot read the {what}: {e}")))?;
-    let bytes = if gz {
-        gunzip(path, &raw, what)?
-    } else {
-        raw
-    };
+    let bytes = if gz { gunzip(path, &raw, what)? } else { raw };
     let sha = sha256_hex(&bytes);
     if let Some(want) = expected_sha256
         && sha != want

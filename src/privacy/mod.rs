@@ -90,6 +90,32 @@ impl FromStr for Adjacency {
 }
 
 /// Whether `sampling` can be analysed under `adjacency`, and why not.
+/// `e` to `digits` decimals, rounded up: a printed upper bound on epsilon stays one (rounded
+/// to nearest, 0.0004332073 would print as 0.000433, below the bound it stands for).
+pub fn show_upper(e: f64, digits: usize) -> String {
+    show_rounded(e, digits, f64::ceil, 1.0)
+}
+
+/// `e` to `digits` decimals, rounded down: a printed lower bound stays one.
+pub fn show_lower(e: f64, digits: usize) -> String {
+    show_rounded(e, digits, f64::floor, -1.0)
+}
+
+fn show_rounded(e: f64, digits: usize, round: fn(f64) -> f64, step: f64) -> String {
+    if !e.is_finite() {
+        return format!("{e}");
+    }
+    let scale = 10f64.powi(digits as i32);
+    let mut k = round(e * scale);
+    // e * scale may itself round across an integer: step once more where it did.
+    if (step > 0.0 && k / scale < e) || (step < 0.0 && k / scale > e) {
+        k += step;
+    }
+    let v = k / scale;
+    // -0.000000 reads as a negative epsilon; it is zero.
+    format!("{:.digits$}", if v == 0.0 { 0.0 } else { v })
+}
+
 pub fn check_relation(sampling: Sampling, adjacency: Adjacency) -> Result<(), String> {
     match (sampling, adjacency) {
         (Sampling::Fixed, Adjacency::AddRemove) => Err(

@@ -152,6 +152,12 @@ pub fn toy() -> PathBuf {
 /// printed query told with Branin's exact value, as a person reporting by hand would. How
 /// many were told; None if another fbo held the state folder.
 pub fn tell_branin(spec: &Path, state: &Path, dir: &Path) -> Option<usize> {
+    tell_branin_cut(spec, state, dir, None)
+}
+
+/// `tell_branin`, where with `cut = Some(k)` a first tell of the results' first k rows stands
+/// for one killed part-way, and the whole file is then told again as a user would.
+pub fn tell_branin_cut(spec: &Path, state: &Path, dir: &Path, cut: Option<usize>) -> Option<usize> {
     let o = fbo()
         .arg("ask")
         .arg(spec)
@@ -176,8 +182,8 @@ pub fn tell_branin(spec: &Path, state: &Path, dir: &Path) -> Option<usize> {
         results.push_str(&format!("{row},{metric}\n"));
         n += 1;
     }
-    if n > 0 {
-        let file = write(dir, "results.csv", &results);
+    let tell = |text: &str| {
+        let file = write(dir, "results.csv", text);
         let o = fbo()
             .arg("tell")
             .arg(spec)
@@ -188,6 +194,13 @@ pub fn tell_branin(spec: &Path, state: &Path, dir: &Path) -> Option<usize> {
             .output()
             .unwrap();
         assert!(o.status.success(), "{}", stderr(&o));
+    };
+    if let Some(k) = cut.filter(|&k| k < n) {
+        let first: Vec<&str> = results.lines().take(k + 1).collect();
+        tell(&(first.join("\n") + "\n"));
+    }
+    if n > 0 {
+        tell(&results);
     }
     Some(n)
 }
