@@ -74,9 +74,14 @@ pub fn open_trace(trace: &Path) -> Result<(csv::Reader<std::fs::File>, Vec<Strin
     Ok((rdr, header))
 }
 
+/// An (algorithm, agent) whose every evaluation failed, with their number.
+pub type AllFailed = (String, usize, usize);
+
 /// The best of every (algorithm, agent) in the trace at `trace`, made by `spec` (whose
-/// objective names the columns and says whether values are noiseless).
-pub fn best(spec: &Spec, land: &Landscape, trace: &Path) -> Result<Vec<Best>> {
+/// objective names the columns and says whether values are noiseless); and the (algorithm,
+/// agent, evaluations) whose every evaluation failed, which have no best. A trace with no
+/// row is refused: there is nothing to answer with.
+pub fn best(spec: &Spec, land: &Landscape, trace: &Path) -> Result<(Vec<Best>, Vec<AllFailed>)> {
     let bad = |msg: String| FboError::spec(trace, "", msg);
     let (mut rdr, header) = open_trace(trace)?;
     let col = |name: &str| {
@@ -155,10 +160,25 @@ pub fn best(spec: &Spec, land: &Landscape, trace: &Path) -> Result<Vec<Best>> {
             None => out.push(candidate),
         }
     }
+    if counts.is_empty() {
+        return Err(bad(
+            "has no rows: nothing was evaluated yet (a run that was stopped before its first unit finished?)".into(),
+        ));
+    }
     for b in &mut out {
         b.of = counts[&(b.algorithm.clone(), b.run, b.agent)];
     }
-    Ok(out)
+    let mut failed: Vec<AllFailed> = Vec::new();
+    for ((alg, _, agent), n) in &counts {
+        if !out.iter().any(|b| b.algorithm == *alg && b.agent == *agent) {
+            match failed.iter_mut().find(|f| f.0 == *alg && f.1 == *agent) {
+                Some(f) => f.2 += n,
+                None => failed.push((alg.clone(), *agent, *n)),
+            }
+        }
+    }
+    failed.sort();
+    Ok((out, failed))
 }
 
 /// The answer as CSV: algorithm, agent, run, evaluation, evaluations, the point's columns,

@@ -19,6 +19,9 @@ const FEATURE_S: f64 = 1.1e-8;
 const FLOP_S: f64 = 1.0e-9;
 /// Marginal-likelihood evaluations per GP fit start (L-BFGS iterations x line search).
 const FIT_EVALS: f64 = 60.0;
+/// Seconds of one marginal-likelihood gradient call beyond its flops (allocation, kernel
+/// matrix, hyperparameter set-up).
+const LML_CALL_S: f64 = 2e-6;
 /// Bytes of one traced row in memory and in trace.csv.
 const ROW_BYTES: f64 = 400.0;
 
@@ -175,6 +178,19 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
             // once per algorithm here: an upper estimate).
             let t_n = spec.federation.observations as f64;
             run_s += n_total * t_n * ts_step(t_n);
+        }
+        if let crate::spec::frameworks::Framework::FedGp {
+            rounds,
+            local_steps,
+            ..
+        } = alg.framework
+        {
+            // FedAvg of the GP hyperparameters before every iteration: rounds x local_steps
+            // marginal-likelihood gradients per agent, each a Cholesky factor and the
+            // gradient's traces on up to n_obs observations (10^4 x 10^4 was "about 1 s").
+            let gradient_s =
+                (n_obs.powi(3) / 3.0 + (dim + 2.0) * n_obs * n_obs) * FLOP_S + LML_CALL_S;
+            run_s += spec.iterations as f64 * (rounds * local_steps) as f64 * n_total * gradient_s;
         }
         if let ObjectiveKind::Model { settings, .. } = &o.kind {
             run_s += acting * n_obs * model_eval_s(settings.dataset);

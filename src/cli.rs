@@ -336,9 +336,44 @@ fn count_saved(out: &Path) -> usize {
 
 /// `fbo best RUN`: the run folder's own spec names the trace's columns.
 fn best_of_run(run: &Path, csv: bool) -> Result<String> {
+    // A sweep's folder holds one run folder per point.
+    let points = run.join("points");
+    if !run.join("trace.csv").exists() && points.is_dir() {
+        let mut names: Vec<String> = std::fs::read_dir(&points)
+            .map_err(|e| FboError::io(&points, e))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("trace.csv").exists())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let shown = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+        return Err(FboError::spec(
+            run,
+            "",
+            format!(
+                "a sweep's folder: its points are run folders of their own; ask for one, e.g. `fbo best {}` ({} finished point{}{}{})",
+                points
+                    .join(names.first().map_or("POINT", |n| n.as_str()))
+                    .display(),
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                if names.is_empty() { "" } else { ": " },
+                if names.len() > 5 {
+                    format!("{shown}, ...")
+                } else {
+                    shown
+                }
+            ),
+        ));
+    }
     let spec = Spec::load(&run.join("spec.toml"))?;
     let land = crate::objective::landscapes(&spec)?.swap_remove(0);
-    let best = crate::best::best(&spec, &land, &run.join("trace.csv"))?;
+    let (best, failed) = crate::best::best(&spec, &land, &run.join("trace.csv"))?;
+    for (alg, agent, n) in failed {
+        eprintln!(
+            "note: {alg}, agent {agent}: all {n} of its evaluations failed; it has no best configuration (evaluations.jsonl records why)"
+        );
+    }
     let codec = land.space.codec();
     Ok(if csv {
         crate::best::to_csv(&best, &codec, land.dim())

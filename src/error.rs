@@ -19,6 +19,9 @@ pub enum FboError {
     },
     /// A numerical or runtime failure while an experiment was running.
     Run(String),
+    /// Stopped on request (an interrupt in a host such as Python, where fbo cannot exit the
+    /// process): finished units are saved, the rest were abandoned.
+    Interrupted,
 }
 
 pub type Result<T> = std::result::Result<T, FboError>;
@@ -48,6 +51,7 @@ impl FboError {
         match self {
             FboError::Spec { .. } => 2,
             FboError::Io { .. } | FboError::Run(_) => 1,
+            FboError::Interrupted => 130,
         }
     }
 }
@@ -63,6 +67,10 @@ impl fmt::Display for FboError {
             }
             FboError::Io { path, source } => write!(f, "{}: {}", path.display(), source),
             FboError::Run(msg) => write!(f, "{msg}"),
+            FboError::Interrupted => write!(
+                f,
+                "interrupted: what was finished is saved; rerun the same command to resume"
+            ),
         }
     }
 }

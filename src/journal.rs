@@ -285,6 +285,14 @@ fn read_entries(
             header_seen = true;
             continue;
         }
+        // Values are replayed only with the header that says whose they are: a journal whose
+        // first line was removed (or another file of JSON lines) could belong to anything.
+        if !header_seen {
+            return Err(bad(
+                n,
+                "an entry before the journal's header (its first line, naming the objective the values were measured with, is missing or was removed)".into(),
+            ));
+        }
         let e: Entry = serde_json::from_str(&line)
             .map_err(|err| bad(n, format!("not a journal entry ({err})")))?;
         let raw = raw_of(&e, codec).ok_or_else(|| {
@@ -378,8 +386,9 @@ impl Journal {
         if needs_newline {
             prefix.push('\n');
         }
-        // A new journal says whose values it holds; an older one (without) is taken as is.
-        if !header_seen && done.is_empty() && asked.is_empty() {
+        // A new journal says whose values it holds (one with entries has its header: see
+        // read_entries).
+        if !header_seen {
             let h = Header {
                 fbo_journal: 1,
                 objective: origin.clone(),
@@ -641,6 +650,31 @@ mod tests {
         // The header and three entries.
         assert_eq!(text.lines().count(), 4, "{text}");
         assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn a_journal_without_its_header_is_refused_not_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("evaluations.jsonl");
+        let j = Journal::open(&path, &origin()).unwrap();
+        j.record(&entry(1, "ok", Some(0.25))).unwrap();
+        drop(j);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let headless: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        std::fs::write(&path, &headless).unwrap();
+        let e = Journal::open(&path, &origin())
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(
+            e.contains("line 1: an entry before the journal's header"),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            headless,
+            "left as it was"
+        );
     }
 
     #[test]

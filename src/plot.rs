@@ -1119,7 +1119,7 @@ pub fn run(opts: &PlotOptions) -> Result<()> {
     // Whatever stops the figure from being made comes from the inputs or the arguments:
     // exit 2, like every other invalid input. Only drawing and writing fail with 1.
     let fig = figure(opts).map_err(|e| match e {
-        FboError::Spec { .. } => e,
+        FboError::Spec { .. } | FboError::Interrupted => e,
         FboError::Io { path, source } => {
             FboError::spec(path, "--input", format!("cannot be read: {source}"))
         }

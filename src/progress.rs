@@ -161,6 +161,23 @@ fn note() -> &'static Mutex<Option<Note>> {
     NOTE.get_or_init(|| Mutex::new(None))
 }
 
+/// A stop asked for by a host that cannot let fbo exit the process (Python's Ctrl-C): units
+/// check it each iteration and end with `FboError::Interrupted`, keeping what finished.
+static STOP: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Asks every running unit to stop at its next iteration (and no new one to start).
+pub fn request_stop(stop: bool) {
+    STOP.store(stop, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Err(Interrupted) once a stop was asked for.
+pub fn check_stop() -> crate::error::Result<()> {
+    match STOP.load(std::sync::atomic::Ordering::Relaxed) {
+        true => Err(crate::error::FboError::Interrupted),
+        false => Ok(()),
+    }
+}
+
 /// Installs the Ctrl-C / SIGTERM handler once. Finished units are already on disk (each is
 /// written atomically), so the handler only says so and exits with 130.
 pub fn install_interrupt_handler() {

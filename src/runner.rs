@@ -670,6 +670,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         pb.finish_and_clear();
     }
 
+    // Stopped on request: the finished units' parts stay for the rerun; nothing is merged.
+    if results
+        .iter()
+        .any(|(_, _, res)| matches!(res, Err(FboError::Interrupted)))
+    {
+        return Err(FboError::Interrupted);
+    }
     let failures: Vec<String> = results
         .into_iter()
         .filter_map(|(a, r, res)| {

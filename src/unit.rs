@@ -43,6 +43,7 @@ pub fn run_one_shared(
     landscape: Arc<Landscape>,
     senders: Option<&SenderCache>,
 ) -> Result<RunOutput> {
+    crate::progress::check_stop()?;
     let alg_spec = &spec.algorithms[alg_index];
     let ctx = RunContext {
         spec,
@@ -93,6 +94,7 @@ pub fn run_one_shared(
         }
     }
     for t in 1..=spec.iterations {
+        crate::progress::check_stop()?;
         let queries = alg.propose(t)?;
         let params = alg.params_sent(t);
         let batch: Vec<(&Query, Request)> = queries

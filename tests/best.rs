@@ -112,3 +112,66 @@ fn a_commands_best_has_no_noiseless_value() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// What has no best is said, not left out: an agent whose every evaluation failed gets a
+/// note; a trace with no row and a sweep's folder are refused with what to do instead.
+#[test]
+fn what_has_no_best_is_said() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // Agent 1's program always fails; agent 0's reports Branin's value.
+    let program = write(
+        dir.path(),
+        "flaky.sh",
+        &format!(
+            "#!/bin/sh\nif [ \"$FBO_AGENT\" = 1 ]; then echo broken >&2; exit 1; fi\nexec {}\n",
+            toy().display()
+        ),
+    );
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let spec = write(
+        dir.path(),
+        "cmd.toml",
+        &format!(
+            "name = \"cmd\"\nseed = 4\nruns = 1\niterations = 2\ninitial_points = 2\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\non_failure = \"skip\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n",
+            program.display().to_string()
+        ),
+    );
+    let out = dir.path().join("out");
+    let o = fbo_out("run", &spec, &out, &["--no-timing"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = fbo_output([std::ffi::OsStr::new("best"), out.as_os_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("TS, agent 1: all 4 of its evaluations failed"),
+        "{}",
+        stderr(&o)
+    );
+    // A trace with its header only.
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    std::fs::copy(out.join("spec.toml"), empty.join("spec.toml")).unwrap();
+    write(
+        &empty,
+        "trace.csv",
+        &format!("{}\n", trace.lines().next().unwrap()),
+    );
+    let o = fbo_output([std::ffi::OsStr::new("best"), empty.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("has no rows"), "{}", stderr(&o));
+    // A sweep's folder points to its points.
+    let sweep = dir.path().join("sweep");
+    let point = sweep.join("points").join("p1");
+    std::fs::create_dir_all(&point).unwrap();
+    for f in ["spec.toml", "trace.csv"] {
+        std::fs::copy(out.join(f), point.join(f)).unwrap();
+    }
+    let o = fbo_output([std::ffi::OsStr::new("best"), sweep.as_os_str()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("a sweep's folder") && stderr(&o).contains("points/p1"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -618,6 +618,15 @@ fn the_example_tunes_its_training_program_with_three_agents() {
         })
         .count();
     assert!(improved >= 4, "{improved} of 6 improved");
+    // The initial points are the same for both (FTS has one sub-region, the whole space):
+    // measured once. The journal holds 3 x 3 of them and 2 x 3 x 15 iterations.
+    let journal = std::fs::read_to_string(out.join("evaluations.jsonl")).unwrap();
+    let init = journal
+        .lines()
+        .filter(|l| l.contains("\"scope\":\"init"))
+        .count();
+    assert_eq!(init, 9, "{journal}");
+    assert_eq!(journal.lines().count(), 1 + 9 + 2 * 3 * 15);
 }
 
 #[test]

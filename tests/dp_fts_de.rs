@@ -167,6 +167,16 @@ fn server_options_are_checked() {
             "key `server.max_epsilon`: must be a finite number > 0, got -1",
         ),
         (
+            "dp = true\nq = 0.5\nz = 1.0\nclip = 3.0",
+            "dp = false\nmax_epsilon = 2.0",
+            "key `server.max_epsilon`: applies only with dp = true, and no algorithm of this spec is private",
+        ),
+        (
+            "dp = true\nq = 0.5\nz = 1.0\nclip = 3.0",
+            "dp = false\nadjacency = \"replace-one\"",
+            "key `server.adjacency`: applies only with dp = true, and no algorithm of this spec is private",
+        ),
+        (
             "clip = 3.0",
             "clip = 3.0\nbudget_accountant = \"rdp\"",
             "key `server.budget_accountant`: applies only with max_epsilon",

@@ -139,6 +139,28 @@ fn a_bad_split_file_is_refused_naming_file_and_line() {
         "{err}"
     );
     assert!(!out.join("trace.csv").exists());
+    // A row past the field's data names the line that listed it.
+    write(
+        dir.path(),
+        "split.csv",
+        "agent,index,set\n0,0,train\n0,99999,valid\n",
+    );
+    let o = fbo()
+        .arg("run")
+        .arg(&s)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("split.csv")
+            && err.contains("line 3")
+            && err.contains("row 99999 is out of range"),
+        "{err}"
+    );
 }
 
 /// With the authors' split and `svm_stopping = "libsvm"` the landmine objective is

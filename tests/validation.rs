@@ -340,3 +340,49 @@ fn a_closed_stderr_is_no_panic_and_keeps_the_exit_status() {
         assert_eq!(o.status.code(), Some(want), "{}", spec.display());
     }
 }
+
+/// Estimates that erred short: FedGP's rounds x local_steps were left out of the cost ("about
+/// 1 s" for 10^4 x 10^4), and a large sweep was checked point by point in silence.
+#[test]
+fn estimates_count_fedgp_rounds_and_a_large_sweep_says_it_is_being_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let fedgp = |rounds: u32| {
+        format!(
+            "name = \"fg\"\nruns = 1\niterations = 5\ninitial_points = 3\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 4\n[[algorithm]]\nkind = \"fedgp\"\nrounds = {rounds}\nlocal_steps = {rounds}\n"
+        )
+    };
+    let spec = common::write(dir.path(), "fg.toml", &fedgp(10_000));
+    let o = common::validate(&spec);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    // 5 iterations x 10^8 gradients x 4 agents at about 2.7 us each (measured): over an hour.
+    let minutes = out
+        .split("about ")
+        .last()
+        .and_then(|e| e.split(" min on").next())
+        .and_then(|m| m.trim().parse::<f64>().ok());
+    assert!(
+        minutes.is_some_and(|m| m >= 60.0) || out.contains(" h on ") || out.contains("days on"),
+        "{out}"
+    );
+    // A sweep of 20,000 points says it is checking them before the silence.
+    let values = |n: usize| {
+        (1..=n)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let sweep = format!(
+        "name = \"big\"\nruns = 1\niterations = 1\ninitial_points = 1\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[[algorithm]]\nkind = \"ts\"\n[sweep]\nseed = [{}]\ninitial_points = [{}]\n",
+        values(1000),
+        values(20)
+    );
+    let spec = common::write(dir.path(), "big.toml", &sweep);
+    let o = common::validate(&spec);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("checking the 20000 points of this sweep"),
+        "{}",
+        common::stderr(&o)
+    );
+}

@@ -60,9 +60,25 @@ fn run(
         work: Work::All,
         reuse: Vec::new(),
     };
-    py.detach(|| fbo::runner::run_spec(&s, &opts))
-        .map(|_| ())
-        .map_err(err)
+    // The run goes on a thread of its own so that this one can look for Ctrl-C: Python
+    // only raises KeyboardInterrupt when its own thread checks its signals. On one, the
+    // units stop at their next iteration (finished ones are saved, as the CLI keeps them),
+    // the user's running programs are stopped, and KeyboardInterrupt is raised here.
+    let worker = std::thread::spawn(move || fbo::runner::run_spec(&s, &opts));
+    while !worker.is_finished() {
+        py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
+        if let Err(interrupt) = py.check_signals() {
+            fbo::progress::request_stop(true);
+            fbo::objective::command::kill_running();
+            let _ = py.detach(|| worker.join());
+            fbo::progress::request_stop(false);
+            return Err(interrupt);
+        }
+    }
+    match worker.join() {
+        Ok(result) => result.map(|_| ()).map_err(err),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
 }
 
 /// The queries an external or command spec waits for, as a JSON list (`fbo ask --format

@@ -188,3 +188,35 @@ kind = "ts"
         server.save(unit)
     server.finish()
     assert len((tmp_path / "out" / "trace.csv").read_text().splitlines()) == 1 + 4
+
+
+def test_ctrl_c_stops_fbo_run_keeping_what_finished(tmp_path):
+    """SIGINT during fbo.run raises KeyboardInterrupt within seconds (the run goes on a
+    thread of its own; units stop at their next iteration), and a rerun resumes."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    text = SMALL_DP.read_text()
+    text = text.replace("runs = 3\n", "runs = 40\n").replace("iterations = 8\n", "iterations = 60\n")
+    assert "runs = 40" in text and "iterations = 60" in text
+    spec = tmp_path / "long.toml"
+    spec.write_text(text)
+    out = tmp_path / "out"
+    code = f"import fbo\nfbo.run({str(spec)!r}, {str(out)!r}, threads=2, no_timing=True)\n"
+    child = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    assert child.poll() is None, "the run ended before it could be interrupted"
+    child.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    _, err = child.communicate(timeout=60)
+    waited = time.monotonic() - sent
+    assert "KeyboardInterrupt" in err, err
+    assert waited < 10, f"{waited:.1f} s from SIGINT to the end"
+    parts = list((out / "parts").glob("*.csv"))
+    assert parts, "finished units were kept"
+    assert not (out / "trace.csv").exists()
+    # The rerun finishes from what was kept.
+    fbo.run(spec, out, no_timing=True)
+    assert (out / "trace.csv").exists()

@@ -288,6 +288,11 @@ impl Algorithm for DpFtsDe {
     }
 
     fn init_area(&self, agent: usize) -> Option<InitArea<'_>> {
+        // One sub-region is the whole space: its initial points are every algorithm's (the
+        // same draws from the same stream), measured once and shared.
+        if self.region_bounds.len() == 1 {
+            return None;
+        }
         let r = self.assignment[agent];
         match (self.init, self.space.grid()) {
             (InitRegion::Subregion, Some(_)) => Some(InitArea::Points(&self.region_points[r])),

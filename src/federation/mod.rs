@@ -941,6 +941,17 @@ impl Site {
     /// The objective's values of the queries `ask` gave for `ins`, in order, as the site
     /// measures them (in the spec's direction: a minimised metric as it is); the reply to send.
     pub fn tell(&mut self, ins: &Instruction, values: &[f64]) -> Result<Reply> {
+        // Refused as `fbo tell` refuses it: a NaN is no measurement, and recording it as a
+        // failure would hide a site's bug.
+        for (i, &v) in values.iter().enumerate() {
+            crate::journal::check_values(Some(v), 0.0).map_err(|m| {
+                FboError::Run(format!(
+                    "agent {}: value {i} of round {}: {m}",
+                    self.agent(),
+                    ins.round
+                ))
+            })?;
+        }
         let land = self.landscapes[ins.run % self.landscapes.len().max(1)].clone();
         let node = self.node(ins)?;
         let queries = node.queries(ins)?;

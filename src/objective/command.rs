@@ -104,6 +104,12 @@ pub fn parse_output(stdout: &str) -> std::result::Result<(f64, Option<f64>), Str
             "printed nothing on stdout; expected a last line like {\"metric\": 0.83}".into(),
         );
     };
+    if last == LONG_LINE {
+        return Err(format!(
+            "its last line of stdout is longer than the {} KiB fbo keeps of a command's output; print the result on a short line of its own, last, like {{\"metric\": 0.83}}",
+            KEEP_BYTES / 1024
+        ));
+    }
     let shown: String = last.chars().take(200).collect();
     let v: serde_json::Value = serde_json::from_str(last.trim()).map_err(|_| {
         format!("its last line of stdout is not JSON: {shown:?}; expected {{\"metric\": <number>}}")
@@ -111,6 +117,16 @@ pub fn parse_output(stdout: &str) -> std::result::Result<(f64, Option<f64>), Str
     let obj = v
         .as_object()
         .ok_or_else(|| format!("its last line of stdout is not a JSON object: {shown:?}"))?;
+    // JSON parsers keep the last of two equal keys; which value the program meant is not
+    // for fbo to guess.
+    let Keys(keys) = serde_json::from_str(last.trim()).map_err(|e| e.to_string())?;
+    for k in ["metric", "cost_s"] {
+        if keys.iter().filter(|n| *n == k).count() > 1 {
+            return Err(format!(
+                "its output {shown:?} gives \"{k}\" more than once; print it once"
+            ));
+        }
+    }
     let metric = match obj.get("metric") {
         None => return Err(format!("its output {shown:?} has no \"metric\"")),
         Some(m) => m
@@ -128,6 +144,32 @@ pub fn parse_output(stdout: &str) -> std::result::Result<(f64, Option<f64>), Str
         },
     };
     Ok((metric, cost))
+}
+
+/// The top-level keys of a JSON object in the order written, repeats kept.
+struct Keys(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for Keys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Keys;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> std::result::Result<Keys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((k, _)) = m.next_entry::<String, serde::de::IgnoredAny>()? {
+                    keys.push(k);
+                }
+                Ok(Keys(keys))
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 /// The last `n` lines of `text` for an error message, each cut to LINE_CHARS characters.
@@ -156,6 +198,9 @@ const LINE_CHARS: usize = 300;
 /// last error are. A program that prints without end costs this much memory, not all it
 /// printed.
 const KEEP_BYTES: usize = 64 * 1024;
+
+/// Stands for a last line longer than KEEP_BYTES, which fbo could not keep whole.
+const LONG_LINE: &str = "\u{0}fbo: last line longer than 64 KiB";
 
 /// The end of one output stream, read on a thread of its own.
 struct Tail {
@@ -189,7 +234,9 @@ impl Tail {
         Tail { buf, done }
     }
 
-    /// What was read, waiting for the end of the stream until `deadline` at most.
+    /// What was read, waiting for the end of the stream until `deadline` at most. Where
+    /// more than KEEP_BYTES came, the kept end starts on a line of its own; if no whole line
+    /// is left (one line longer than what is kept), a note saying so stands in its place.
     fn finish(self, deadline: Instant) -> String {
         let _ = self
             .done
@@ -199,9 +246,11 @@ impl Tail {
         let text = String::from_utf8_lossy(&b.0[start..]).into_owned();
         if b.1 || start > 0 {
             // The first line may be cut: the kept end starts on a line of its own.
-            match text.find('\n') {
-                Some(i) => text[i + 1..].to_string(),
-                None => text,
+            let rest = text.find('\n').map_or("", |i| &text[i + 1..]);
+            if rest.trim().is_empty() {
+                format!("{LONG_LINE}\n")
+            } else {
+                rest.to_string()
             }
         } else {
             text
@@ -539,4 +588,37 @@ pub fn failure_message(codec: &Codec, req: &Request, raw: &[f64], why: &str) -> 
         req.run,
         req.iteration
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_given_twice_is_refused_not_guessed() {
+        assert_eq!(parse_output("{\"metric\": 0.5}\n").unwrap(), (0.5, None));
+        let e = parse_output("{\"metric\": 0.5, \"metric\": 0.9}").unwrap_err();
+        assert!(e.contains("\"metric\" more than once"), "{e}");
+        let e = parse_output("{\"metric\": 0.5, \"cost_s\": 1, \"cost_s\": 2}").unwrap_err();
+        assert!(e.contains("\"cost_s\" more than once"), "{e}");
+    }
+
+    #[test]
+    fn a_last_line_longer_than_what_is_kept_is_named_as_such() {
+        // A 10 MB JSON line, then its newline: the kept end holds no whole line.
+        let mut out = format!(
+            "{{\"metric\": 0.5, \"junk\": \"{}\"}}",
+            "x".repeat(10 << 20)
+        );
+        out.push('\n');
+        let tail = Tail::read(Box::new(std::io::Cursor::new(out.into_bytes())));
+        let kept = tail.finish(Instant::now() + std::time::Duration::from_secs(10));
+        let e = parse_output(&kept).unwrap_err();
+        assert!(e.contains("longer than the 64 KiB"), "{e}");
+        // A long log line before a short result line is no problem.
+        let out = format!("{}\n{{\"metric\": 0.25}}\n", "y".repeat(1 << 20));
+        let tail = Tail::read(Box::new(std::io::Cursor::new(out.into_bytes())));
+        let kept = tail.finish(Instant::now() + std::time::Duration::from_secs(10));
+        assert_eq!(parse_output(&kept).unwrap(), (0.25, None));
+    }
 }

@@ -85,6 +85,9 @@ impl Dataset {
     }
 }
 
+/// A data row of a split file and the line that listed it.
+pub type ListedRow = (usize, usize);
+
 /// A train/validation split read from a file (`objective.split`): per agent, its training
 /// and validation rows (indices within the agent's data) in the order the file gives them.
 /// Order matters to a solver that stops early (libsvm's SMO at its default tolerance).
@@ -92,8 +95,9 @@ impl Dataset {
 pub struct SplitFile {
     pub path: PathBuf,
     pub sha256: String,
-    /// agents[a] = (training rows, validation rows).
-    pub agents: Vec<(Vec<usize>, Vec<usize>)>,
+    /// agents[a] = (training rows, validation rows), each row with the file's line that
+    /// listed it (for errors found once the data's size is known).
+    pub agents: Vec<(Vec<ListedRow>, Vec<ListedRow>)>,
 }
 
 impl SplitFile {
@@ -164,7 +168,7 @@ impl SplitFile {
         let count = sets.keys().map(|k| k.0 + 1).max().unwrap_or(0);
         let mut agents = Vec::with_capacity(count);
         for a in 0..count {
-            let mut take = |train: bool| -> Result<Vec<usize>> {
+            let mut take = |train: bool| -> Result<Vec<(usize, usize)>> {
                 let mut rows = sets.remove(&(a, train)).ok_or_else(|| {
                     FboError::spec(
                         path,
@@ -182,7 +186,7 @@ impl SplitFile {
                         format!("position {} repeats line {}", w[1].0, w[0].2),
                     ));
                 }
-                Ok(rows.into_iter().map(|r| r.1).collect())
+                Ok(rows.into_iter().map(|r| (r.1, r.2)).collect())
             };
             agents.push((take(true)?, take(false)?));
         }
@@ -207,12 +211,15 @@ impl SplitFile {
         })?;
         let mut mask = vec![None; n];
         for (rows, train) in [(tr, true), (va, false)] {
-            for &i in rows {
+            for &(i, line) in rows {
                 let slot = mask.get_mut(i).ok_or_else(|| {
                     FboError::spec(
                         &self.path,
-                        "",
-                        format!("agent {a} row {i} is out of range (its data have {n} rows)"),
+                        format!("line {line}"),
+                        format!(
+                            "agent {a} row {i} is out of range (its data have {n} rows, 0..{})",
+                            n.saturating_sub(1)
+                        ),
                     )
                 })?;
                 *slot = Some(train);
@@ -227,9 +234,10 @@ impl SplitFile {
                 ),
             ));
         }
+        let index = |rows: &[(usize, usize)]| rows.iter().map(|r| r.0).collect();
         Ok((
-            tr.clone(),
-            va.clone(),
+            index(tr),
+            index(va),
             mask.into_iter().map(|m| m == Some(true)).collect(),
         ))
     }

@@ -94,7 +94,13 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
     let d = meta.dims.len();
     let err = |line: usize, msg: String| FboError::spec(&csv_path, format!("line {line}"), msg);
     let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    // Spaces around a field (a spreadsheet's padding) are not part of it.
+    let header: Vec<&str> = lines
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .collect();
     let want = 2 + 2 * d + 2;
     if header.len() != want
         || header[0] != "agent"
@@ -136,16 +142,16 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
     let mut seen = vec![vec![false; n]; agents.len()];
     for (k, line) in lines.enumerate() {
         let ln = k + 2;
-        let f: Vec<&str> = line.split(',').collect();
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
         if f.len() != want {
             return Err(err(ln, format!("has {} fields, expected {want}", f.len())));
         }
         let a: usize = f[0]
             .parse()
-            .map_err(|_| err(ln, format!("agent {:?} is not an integer", f[0])))?;
+            .map_err(|_| err(ln, format!("column agent: {:?} is not an integer", f[0])))?;
         let p: usize = f[1]
             .parse()
-            .map_err(|_| err(ln, format!("point {:?} is not an integer", f[1])))?;
+            .map_err(|_| err(ln, format!("column point: {:?} is not an integer", f[1])))?;
         if a >= meta.agents || p >= n {
             return Err(err(
                 ln,
@@ -155,10 +161,14 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
                 ),
             ));
         }
-        let num = |s: &str, what: &str| -> Result<f64> {
-            match s.parse::<f64>() {
+        // Errors name the column as the header does.
+        let num = |c: usize| -> Result<f64> {
+            match f[c].parse::<f64>() {
                 Ok(v) if v.is_finite() => Ok(v),
-                _ => Err(err(ln, format!("{what} {s:?} is not a finite number"))),
+                _ => Err(err(
+                    ln,
+                    format!("column {}: {:?} is not a finite number", header[c], f[c]),
+                )),
             }
         };
         let Some(i) = slot[a] else { continue };
@@ -167,7 +177,7 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         }
         seen[i][p] = true;
         for k in 0..d {
-            let x = num(f[2 + k], "coordinate")?;
+            let x = num(2 + k)?;
             // Algorithms search the unit cube: a coordinate outside it is a point no
             // proposal can reach and no sub-region holds.
             if !(0.0..=1.0).contains(&x) {
@@ -189,10 +199,10 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
             }
         }
         for k in 0..d {
-            raw[[p, k]] = num(f[2 + d + k], "hyperparameter value")?;
+            raw[[p, k]] = num(2 + d + k)?;
         }
-        metric[i][p] = num(f[want - 2], "metric")?;
-        secs[i][p] = num(f[want - 1], "train_seconds")?;
+        metric[i][p] = num(want - 2)?;
+        secs[i][p] = num(want - 1)?;
         if secs[i][p] < 0.0 {
             return Err(err(ln, format!("train_seconds {} is negative", secs[i][p])));
         }
@@ -244,6 +254,29 @@ mod tests {
         )
         .unwrap();
         meta
+    }
+
+    #[test]
+    fn padded_values_are_read_and_bad_ones_name_their_column() {
+        let dir = tempfile::tempdir().unwrap();
+        let meta = write_table(
+            dir.path(),
+            "0,0,0,1 ,0.3,0.1\n0,1,1,2,0.1 ,0.1\n1,0,0,1,0.5,0.2\n1,1,1,2,0.2,0.2\n",
+            "minimize",
+        );
+        let m = read_meta(&meta).unwrap();
+        assert_eq!(landscape(&m, &[0], 0.0).unwrap().grid_value(0, 1), -0.1);
+        let meta = write_table(
+            dir.path(),
+            "0,0,0,1,0.3,0.1\n0,1,1,two,0.1,0.1\n1,0,0,1,0.5,0.2\n1,1,1,2,0.2,0.2\n",
+            "minimize",
+        );
+        let m = read_meta(&meta).unwrap();
+        let e = landscape(&m, &[0], 0.0).err().unwrap().to_string();
+        assert!(
+            e.contains("line 3") && e.contains("column lr: \"two\" is not a finite number"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -675,6 +675,7 @@ impl Spec {
                 ),
             ));
         }
+        let top_server = raw.server.clone().unwrap_or_default();
         let mut algorithms = algorithm::check_algorithms(
             &c,
             raw.algorithm,
@@ -695,6 +696,18 @@ impl Spec {
         let private = algorithms
             .iter()
             .any(|a| a.server.as_ref().is_some_and(|s| s.dp.is_some()));
+        // [server]'s privacy keys are defaults for private algorithms; with none in the spec
+        // they would change nothing, which is never what their author meant.
+        if !private {
+            for key in server::DP_KEYS {
+                if top_server.sets(key) {
+                    return Err(c.err(
+                        &format!("server.{key}"),
+                        "applies only with dp = true, and no algorithm of this spec is private (set server.dp = true, or remove the key)",
+                    ));
+                }
+            }
+        }
         if rp.delta.is_none() && private && !(delta > 0.0 && delta < 1.0) {
             return Err(c.err(
                 "privacy.delta",

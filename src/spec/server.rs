@@ -175,7 +175,7 @@ impl RawServer {
     ];
 
     /// Whether this table sets the key `f`.
-    fn sets(&self, f: &str) -> bool {
+    pub(super) fn sets(&self, f: &str) -> bool {
         match f {
             "subregions" => self.subregions.is_some(),
             "dp" => self.dp.is_some(),
@@ -258,6 +258,17 @@ pub(super) fn short_number(v: f64) -> String {
         format!("{v}")
     }
 }
+
+/// The keys that mean something only with dp = true.
+pub(super) const DP_KEYS: [&str; 7] = [
+    "q",
+    "z",
+    "clip",
+    "sampling",
+    "adjacency",
+    "max_epsilon",
+    "budget_accountant",
+];
 
 /// `r` is the algorithm's settings merged over the top-level [server] table; `own` the
 /// algorithm's own overrides. Top-level DP values are defaults that non-private algorithms
