@@ -9,7 +9,8 @@
 #      is fbo's (the bound holds with messages missing);
 #   3. kill -9 of the SuperLink and its ServerApp mid-run, both restarted: no round is redone;
 #   4. a SuperNode whose key is not registered is refused; a SuperNode sending NaN vectors is
-#      rejected round after round without stopping the run.
+#      rejected round after round without stopping the run; a site whose objective fails on
+#      every call is noted with its error, and its third failure in a row stops the run.
 # Builds the fbo package (scripts/test-python.sh's environment) and installs flwr, pinned, into
 # a virtual environment of its own. FBO_FLOWER_KEEP=1 keeps the work folder.
 set -euo pipefail
@@ -262,5 +263,22 @@ PY
 awk -F, 'NR > 1 && $3 == 3 && $4 == 14' "$W/out2/trace.csv" | grep -q . ||
     fail "agent 3 did not take part in the last round after its return"
 echo "test-flower: 2. ok: agent 3 missed $missing rounds (noted), came back, evaluated each other round once" >&2
+
+echo "test-flower: 4c. agent 2's site fails on every call" >&2
+rm -rf "$W/state"
+kill -9 "${NODE[2]}"
+restart_node 2 2 'fault="error"'
+run_app "$W/out5" 60.0
+failures() { grep -c "agent 2's site failed" "$W/out5/federation-notes.txt" 2>/dev/null || true; }
+for _ in $(seq 300); do [ "$(failures)" -ge 3 ] && break; sleep 1; done
+[ "$(failures)" -eq 3 ] || fail "agent 2's failures were not noted 3 times ($(failures))"
+grep -q "agent 2's site failed (3 in a row): RuntimeError: the site's objective failed" "$W/out5/federation-notes.txt" ||
+    fail "the notes do not name agent 2's error: $(tail -n 3 "$W/out5/federation-notes.txt")"
+# The run stops there (max-site-failures = 3): no merge, the journals kept for a rerun.
+sleep 15
+[ ! -e "$W/out5/trace.csv" ] || fail "the run finished though agent 2's site failed every round"
+[ "$(failures)" -eq 3 ] || fail "rounds went on after the third failure in a row"
+ls "$W/out5/federation/"*.jsonl >/dev/null 2>&1 || fail "the server's journal was not kept"
+echo "test-flower: 4c. ok: 3 failures of agent 2 noted with its error, the run stopped unmerged" >&2
 
 echo "test-flower: all Flower checks passed" >&2

@@ -42,6 +42,18 @@ fn command_spec(dir: &Path, name: &str, objective: &str, runs: usize, iters: usi
     write(dir, &format!("{name}.toml"), &text)
 }
 
+/// Branin's box as an experiment run by hand (ask/tell): 1 run of 4 iterations.
+fn external_spec(dir: &Path) -> PathBuf {
+    write(
+        dir,
+        "ext.toml",
+        &format!(
+            "{}\n[objective]\nkind = \"external\"\ndirection = \"maximize\"\n{BRANIN_BOX}\n{ALGORITHMS}",
+            head("ext", 1, 4)
+        ),
+    )
+}
+
 fn run(spec: &Path, out: &Path, count: &Path, env: &[(&str, &str)]) -> std::process::Output {
     let mut c = fbo();
     c.arg("run")
@@ -281,14 +293,7 @@ fn ask_and_tell_make_a_command_runs_queries() {
     let count = dir.path().join("count");
     let o = run(&spec, &dir.path().join("cmd"), &count, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let external = write(
-        dir.path(),
-        "ext.toml",
-        &format!(
-            "{}\n[objective]\nkind = \"external\"\ndirection = \"maximize\"\n{BRANIN_BOX}\n{ALGORITHMS}",
-            head("ext", 1, 4)
-        ),
-    );
+    let external = external_spec(dir.path());
     let state = dir.path().join("state");
     // Before any result, a run says what is missing.
     let o = common::fbo_out("run", &external, &state, &[]);
@@ -333,14 +338,7 @@ fn ask_and_tell_make_a_command_runs_queries() {
 #[test]
 fn a_tell_cut_short_is_finished_by_the_same_command() {
     let dir = tempfile::tempdir().unwrap();
-    let external = write(
-        dir.path(),
-        "ext.toml",
-        &format!(
-            "{}\n[objective]\nkind = \"external\"\ndirection = \"maximize\"\n{BRANIN_BOX}\n{ALGORITHMS}",
-            head("ext", 1, 4)
-        ),
-    );
+    let external = external_spec(dir.path());
     let state = dir.path().join("state");
     let o = fbo()
         .arg("ask")

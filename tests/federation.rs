@@ -178,3 +178,60 @@ fn a_federation_killed_every_few_rounds_resumes_to_the_same_bytes() {
         assert_eq!(lines, rounds.len(), "agent {a}: one journal line per round");
     }
 }
+
+/// A site whose evaluation fails is noted at once, naming the agent and its error, and is not
+/// reported as a reply that did not arrive; a reply resets its count; the third failure in a
+/// row stops the federation with an error naming the site, keeping what was journaled.
+#[test]
+fn a_site_that_keeps_failing_is_named_and_stops_the_federation() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "dp.toml", SMALL_DP);
+    let out = dir.path().join("fed");
+    let mut fed = Federation::open(&spec, &out, false).unwrap();
+    let mut sites: Vec<Site> = (0..12)
+        .map(|a| Site::open(&spec, a, None).unwrap())
+        .collect();
+    let unit = *fed
+        .units()
+        .iter()
+        .find(|u| u.0 == 1)
+        .expect("the DP-FTS-DE unit");
+    let mut server = fed.server(unit).unwrap();
+    // One round: agent 5's site fails (or, with `ok`, answers); the others answer.
+    let mut round = |server: &mut federation::ServerNode, ok: bool| {
+        let ins = server.instruction().unwrap();
+        let mut replies = Vec::new();
+        let mut result = Ok(());
+        for a in server.agents().to_vec() {
+            if a == 5 && !ok {
+                result = server.site_failed(5, "ValueError: lr must be positive", 3);
+            } else {
+                replies.push(sites[a].step(&ins).unwrap());
+            }
+        }
+        if result.is_ok() {
+            server.receive(replies).unwrap();
+        }
+        result
+    };
+    round(&mut server, true).unwrap();
+    round(&mut server, false).unwrap();
+    round(&mut server, false).unwrap();
+    round(&mut server, true).unwrap(); // a reply resets the count
+    round(&mut server, false).unwrap();
+    round(&mut server, false).unwrap();
+    let e = round(&mut server, false).unwrap_err().to_string();
+    assert!(
+        e.contains("agent 5's site failed 3 rounds in a row")
+            && e.contains("ValueError: lr must be positive"),
+        "{e}"
+    );
+    let notes = fs::read_to_string(out.join(federation::NOTES)).unwrap();
+    assert_eq!(notes.matches("agent 5's site failed").count(), 5, "{notes}");
+    assert!(
+        notes.contains("round 1: agent 5's site failed (1 in a row): ValueError"),
+        "{notes}"
+    );
+    assert!(notes.contains("(3 in a row)"), "{notes}");
+    assert!(!notes.contains("agent 5's reply did not arrive"), "{notes}");
+}

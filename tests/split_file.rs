@@ -124,16 +124,20 @@ fn a_bad_split_file_is_refused_naming_file_and_line() {
     );
     let s = spec(dir.path(), "split = \"split.csv\"");
     let out = dir.path().join("out");
-    let o = fbo()
-        .arg("run")
-        .arg(&s)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .output()
-        .unwrap();
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    // `fbo run` refused (exit 2) before anything runs; its error.
+    let refused = || {
+        let o = fbo()
+            .arg("run")
+            .arg(&s)
+            .arg("--out")
+            .arg(&out)
+            .arg("--quiet")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let err = refused();
     assert!(
         err.contains("split.csv") && err.contains("in neither set"),
         "{err}"
@@ -145,16 +149,7 @@ fn a_bad_split_file_is_refused_naming_file_and_line() {
         "split.csv",
         "agent,index,set\n0,0,train\n0,99999,valid\n",
     );
-    let o = fbo()
-        .arg("run")
-        .arg(&s)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .output()
-        .unwrap();
-    let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let err = refused();
     assert!(
         err.contains("split.csv")
             && err.contains("line 3")

@@ -140,6 +140,12 @@ class UnitServer:
         Malformed ones are rejected and noted, never fatal."""
         self._inner.receive([r if isinstance(r, str) else to_json(r) for r in replies])
 
+    def site_failed(self, agent, error, max_in_a_row=3):
+        """A site whose evaluation failed this round, with what it raised: noted at once in
+        federation-notes.txt; the max_in_a_row-th failure in a row of one site raises
+        FboError, which stops the run (what was journaled is kept; a rerun resumes)."""
+        self._inner.site_failed(int(agent), str(error), int(max_in_a_row))
+
     @property
     def finished(self):
         return self._inner.finished

@@ -238,6 +238,15 @@ impl UnitServer {
         node.receive(parsed).map_err(err)
     }
 
+    /// A site whose evaluation failed this round (`error`: what it raised). Noted at once;
+    /// the `max_in_a_row`-th failure in a row of one site raises FboError, stopping the run.
+    #[pyo3(signature = (agent, error, max_in_a_row=3))]
+    fn site_failed(&mut self, agent: usize, error: &str, max_in_a_row: usize) -> PyResult<()> {
+        self.node()?
+            .site_failed(agent, error, max_in_a_row)
+            .map_err(err)
+    }
+
     #[getter]
     fn finished(&mut self) -> PyResult<bool> {
         Ok(self.node()?.finished())

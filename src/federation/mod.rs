@@ -459,6 +459,10 @@ pub struct ServerNode {
     journal: Option<PathBuf>,
     /// Where notes are appended as they happen (they outlive the journals).
     notes_file: Option<PathBuf>,
+    /// Per agent: rounds in a row whose evaluation failed at its site.
+    failed_in_a_row: Vec<usize>,
+    /// Agents whose site reported a failure this round (no reply to wait for).
+    failed_now: Vec<usize>,
 }
 
 impl ServerNode {
@@ -486,6 +490,8 @@ impl ServerNode {
             notes: Vec::new(),
             journal: None,
             notes_file: None,
+            failed_in_a_row: vec![0; landscape.agents()],
+            failed_now: Vec::new(),
             spec: spec.clone(),
         };
         if let Some(path) = &journal {
@@ -530,6 +536,39 @@ impl ServerNode {
     /// Records what an operator should know (a reply the transport could not read).
     pub fn note(&mut self, what: String) {
         self.notes.push(format!("round {}: {what}", self.round));
+    }
+
+    /// A site that could not answer this round: its evaluation failed with `error` (its own
+    /// objective raised, say). Noted at once in the notes file, naming the agent and the
+    /// error; the round goes on without it, as with a reply that did not arrive. The
+    /// `max_in_a_row`-th failure in a row of one site stops the run with an error naming it:
+    /// a site that fails every call would otherwise finish a federation of nothing. What was
+    /// journaled is kept, and a rerun resumes.
+    pub fn site_failed(&mut self, agent: usize, error: &str, max_in_a_row: usize) -> Result<()> {
+        let round = self.round;
+        let label = self.spec.algorithms[self.alg_index].label.clone();
+        let Some(count) = self.failed_in_a_row.get_mut(agent) else {
+            return Err(FboError::Run(format!(
+                "a site failure reported for agent {agent}, which this experiment does not have"
+            )));
+        };
+        *count += 1;
+        let count = *count;
+        let error: String = error.chars().take(2000).collect();
+        let note =
+            format!("round {round}: agent {agent}'s site failed ({count} in a row): {error}");
+        if let Some(path) = &self.notes_file {
+            append_text(path, &format!("{label} run {}: {note}\n", self.run))?;
+        }
+        self.notes.push(note);
+        self.failed_now.push(agent);
+        if count >= max_in_a_row.max(1) {
+            return Err(FboError::Run(format!(
+                "{label} run {}: agent {agent}'s site failed {count} rounds in a row (at most {max_in_a_row} allowed); the federation stops at round {round} (what was journaled is kept: fix the site and start it again to resume). Its last error: {error}",
+                self.run
+            )));
+        }
+        Ok(())
     }
 
     /// The instruction of the current round (the server's round on the last round's
@@ -605,13 +644,16 @@ impl ServerNode {
             kept.push(r);
         }
         for &a in &self.agents {
-            if !kept.iter().any(|r| r.agent == a) {
+            if kept.iter().any(|r| r.agent == a) {
+                self.failed_in_a_row[a] = 0;
+            } else if !self.failed_now.contains(&a) {
                 self.notes.push(format!(
                     "round {}: agent {a}'s reply did not arrive",
                     ins.round
                 ));
             }
         }
+        self.failed_now.clear();
         kept.sort_by_key(|r| r.agent);
         if let Some(path) = &self.notes_file {
             let label = &self.spec.algorithms[self.alg_index].label;

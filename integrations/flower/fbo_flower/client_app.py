@@ -39,17 +39,31 @@ def query(msg: Message, context: Context) -> Message:
     if cfg["kind"] == "who":
         out = {"agent": index}
     else:
-        ins = fbo.from_json(cfg["instruction"])
-        ref = context.node_config.get("objective")
-        if ref:
-            module, _, name = str(ref).partition(":")
-            objective = getattr(importlib.import_module(module), name)
-            queries = agent.ask(ins)
-            reply = agent.tell(ins, [float(objective(q["params"])) for q in queries])
-        else:
-            reply = agent.step(ins)
-        if context.node_config.get("fault") == "nan" and reply.get("message") is not None:
-            # A faulty or hostile site, for the tests: its vector is all NaN.
-            reply["message"] = reply["message"] * float("nan")
-        out = {"agent": index, "reply": fbo.to_json(reply)}
+        try:
+            out = {"agent": index, "reply": fbo.to_json(_step(agent, context, cfg))}
+        except Exception as e:  # noqa: BLE001 - any failure of the site is the server's to know
+            # Sent as an answer, not left to time out: the server notes the site and its error
+            # and stops the run once one site has failed max-site-failures rounds in a row.
+            out = {"agent": index, "error": f"{type(e).__name__}: {e}"[:2000]}
     return Message(RecordDict({"fbo": ConfigRecord(out)}), reply_to=msg)
+
+
+def _step(agent, context, cfg):
+    """This site's reply to one instruction."""
+    ins = fbo.from_json(cfg["instruction"])
+    ref = context.node_config.get("objective")
+    fault = context.node_config.get("fault")
+    if fault == "error":
+        # A site whose objective fails on every call, for the tests.
+        raise RuntimeError("the site's objective failed (fault=error)")
+    if ref:
+        module, _, name = str(ref).partition(":")
+        objective = getattr(importlib.import_module(module), name)
+        queries = agent.ask(ins)
+        reply = agent.tell(ins, [float(objective(q["params"])) for q in queries])
+    else:
+        reply = agent.step(ins)
+    if fault == "nan" and reply.get("message") is not None:
+        # A faulty or hostile site, for the tests: its vector is all NaN.
+        reply["message"] = reply["message"] * float("nan")
+    return reply

@@ -37,6 +37,7 @@ def main(grid: Grid, context: Context) -> None:
     cfg = context.run_config
     spec, out = str(cfg["spec"]), str(cfg["out"])
     deadline, wait = float(cfg["deadline-s"]), float(cfg["wait-nodes-s"])
+    max_failures = int(cfg.get("max-site-failures", 3))
     server = fbo.Server(spec, out)
     known = {}
     for algorithm, run in server.units():
@@ -52,7 +53,17 @@ def main(grid: Grid, context: Context) -> None:
             ins = fbo.to_json(unit.instruction())
             targets = [nodes[a] for a in unit.agents if a in nodes]
             replies = _ask(grid, targets, {"kind": "step", "instruction": ins}, deadline)
-            unit.receive([str(r.content["fbo"]["reply"]) for r in replies])
+            answered = []
+            for r in replies:
+                content = r.content["fbo"]
+                if "error" in content:
+                    error = str(content["error"])
+                    print(f"fbo: algorithm {algorithm} run {run}: agent {int(content['agent'])}'s site failed: {error}", flush=True)
+                    # Raises (and so ends the run as failed) at the max-site-failures-th in a row.
+                    unit.site_failed(int(content["agent"]), error, max_failures)
+                else:
+                    answered.append(str(content["reply"]))
+            unit.receive(answered)
             for line in unit.notes[seen:]:
                 print(f"fbo: algorithm {algorithm} run {run}: {line}", flush=True)
             seen = len(unit.notes)
