@@ -187,7 +187,7 @@ fn a_site_that_keeps_failing_is_named_and_stops_the_federation() {
     let dir = tempfile::tempdir().unwrap();
     let spec = write(dir.path(), "dp.toml", SMALL_DP);
     let out = dir.path().join("fed");
-    let mut fed = Federation::open(&spec, &out, false).unwrap();
+    let fed = Federation::open(&spec, &out, false).unwrap();
     let mut sites: Vec<Site> = (0..12)
         .map(|a| Site::open(&spec, a, None).unwrap())
         .collect();
