@@ -4,7 +4,8 @@
 # experiments), the Python package's tests (scripts/test-python.sh), a real five-SuperNode
 # Flower federation with its fault cases (scripts/test-flower.sh), and the cluster cycle on a
 # real local Slurm (scripts/test-slurm.sh, which installs and starts it with
-# scripts/slurm-local.sh; skipped, saying so, without root or apt-get). One line per part at
+# scripts/slurm-local.sh; skipped, saying so, without root or apt-get); every Rust test binary
+# runs even when an earlier one failed (--no-fail-fast). One line per part at
 # the end; the exit status is non-zero if any part failed. Arguments go to cargo test.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +29,7 @@ part() {
     codes+=("$rc")
     times+=("$(($(date +%s) - t0))")
 }
-part rust cargo test --release "$@"
+part rust cargo test --release --no-fail-fast "$@"
 part python bash scripts/test-python.sh
 part flower bash scripts/test-flower.sh
 part slurm bash scripts/test-slurm.sh

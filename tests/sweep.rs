@@ -239,11 +239,17 @@ fn an_algorithm_the_swept_keys_do_not_reach_runs_once() {
             .collect()
     };
     let (first, later) = (journal("p000"), [journal("p001"), journal("p002")]);
-    // The later points evaluate only DP-FTS-DE's queries: TS's runs (and their initial
-    // points) are copied from the first point.
+    // The later points evaluate only DP-FTS's queries: TS's runs are copied from the first
+    // point. (DP-FTS has one sub-region, the whole space, so its initial points are the ones
+    // TS draws, under the shared scope "init": measured once per point's journal.)
     for j in &later {
         assert!(!j.is_empty());
-        assert!(j.iter().all(|l| l.contains("DP-FTS")), "{j:?}");
+        assert!(
+            j.iter()
+                .all(|l| l.contains("DP-FTS") || l.contains("\"scope\":\"init\"")),
+            "{j:?}"
+        );
+        assert!(j.iter().all(|l| !l.contains("\"scope\":\"TS\"")), "{j:?}");
     }
     let started = fs::read_to_string(&count).unwrap().lines().count();
     assert_eq!(started, first.len() + later[0].len() + later[1].len());
