@@ -269,7 +269,11 @@ rm -rf "$W/state"
 kill -9 "${NODE[2]}"
 restart_node 2 2 'fault="error"'
 run_app "$W/out5" 60.0
-failures() { grep -c "agent 2's site failed" "$W/out5/federation-notes.txt" 2>/dev/null || true; }
+failures() { # agent 2's failures noted so far (0 before the notes file exists)
+    local n
+    n=$(grep -c "agent 2's site failed" "$W/out5/federation-notes.txt" 2>/dev/null) || true
+    echo "${n:-0}"
+}
 for _ in $(seq 300); do [ "$(failures)" -ge 3 ] && break; sleep 1; done
 [ "$(failures)" -eq 3 ] || fail "agent 2's failures were not noted 3 times ($(failures))"
 grep -q "agent 2's site failed (3 in a row): RuntimeError: the site's objective failed" "$W/out5/federation-notes.txt" ||
