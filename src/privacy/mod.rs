@@ -89,7 +89,6 @@ impl FromStr for Adjacency {
     }
 }
 
-/// Whether `sampling` can be analysed under `adjacency`, and why not.
 /// `e` to `digits` decimals, rounded up: a printed upper bound on epsilon stays one (rounded
 /// to nearest, 0.0004332073 would print as 0.000433, below the bound it stands for).
 pub fn show_upper(e: f64, digits: usize) -> String {
@@ -116,6 +115,7 @@ fn show_rounded(e: f64, digits: usize, round: fn(f64) -> f64, step: f64) -> Stri
     format!("{:.digits$}", if v == 0.0 { 0.0 } else { v })
 }
 
+/// Whether `sampling` can be analysed under `adjacency`, and why not.
 pub fn check_relation(sampling: Sampling, adjacency: Adjacency) -> Result<(), String> {
     match (sampling, adjacency) {
         (Sampling::Fixed, Adjacency::AddRemove) => Err(
@@ -378,6 +378,19 @@ mod tests {
                 "q={q} z={z}: {e} vs {reported}"
             );
         }
+    }
+
+    #[test]
+    fn printed_bounds_round_outwards() {
+        // Rounded to nearest, 0.0004332073 printed as 0.000433: below the bound it stood for.
+        assert_eq!(show_upper(0.0004332073, 6), "0.000434");
+        assert_eq!(show_lower(0.0004332073, 6), "0.000433");
+        assert_eq!(show_upper(1.941670085926659, 6), "1.941671");
+        assert_eq!(show_lower(1.941655623, 6), "1.941655");
+        // Exact decimals stay as they are; zero is never negative.
+        assert_eq!(show_upper(0.5, 6), "0.500000");
+        assert_eq!(show_lower(0.0, 4), "0.0000");
+        assert_eq!(show_upper(f64::INFINITY, 6), "inf");
     }
 
     #[test]
