@@ -652,14 +652,20 @@ mod tests {
         assert!(text.ends_with('\n'));
     }
 
-    #[test]
-    fn a_journal_without_its_header_is_refused_not_replayed() {
+    /// A journal holding its header and one entry: (its folder, its path, its text).
+    fn one_entry() -> (tempfile::TempDir, PathBuf, String) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("evaluations.jsonl");
         let j = Journal::open(&path, &origin()).unwrap();
         j.record(&entry(1, "ok", Some(0.25))).unwrap();
         drop(j);
         let text = std::fs::read_to_string(&path).unwrap();
+        (dir, path, text)
+    }
+
+    #[test]
+    fn a_journal_without_its_header_is_refused_not_replayed() {
+        let (_dir, path, text) = one_entry();
         let headless: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
         std::fs::write(&path, &headless).unwrap();
         let e = Journal::open(&path, &origin())
@@ -679,12 +685,7 @@ mod tests {
 
     #[test]
     fn a_complete_last_line_without_its_newline_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("evaluations.jsonl");
-        let j = Journal::open(&path, &origin()).unwrap();
-        j.record(&entry(1, "ok", Some(0.25))).unwrap();
-        drop(j);
-        let text = std::fs::read_to_string(&path).unwrap();
+        let (_dir, path, text) = one_entry();
         std::fs::write(&path, text.trim_end_matches('\n')).unwrap();
         let j = Journal::open(&path, &origin()).unwrap();
         assert_eq!(
