@@ -2,10 +2,10 @@
 # Regenerates every main-text figure of both papers that the data allow, into
 # results/figures/ (PNG and SVG), from the committed tables: FTS paper Figs. 1a-c, 2a, 2c,
 # 3a, 3c, 3d; DP paper Figs. 2a-d, 3a-f. (FTS Figs. 2b and 3b use the Google-glasses data,
-# which ../shared/data does not have.) Each step reuses a finished run of the same spec, so an
+# of which no public copy exists.) Each step reuses a finished run of the same spec, so an
 # interrupted call can simply be repeated. Appendix figures: scripts/appendix-figures.sh.
 # Then the live versions on the continuous box (fig-live-*.sh: the models trained at every
-# query from the raw data in ../shared/data).
+# query from the raw data in data/raw).
 # FBO_PLOT_ONLY=1 redraws the figures from the results already in results/ without running.
 # Expected run time on 2 cores: about 50 minutes for the table-based figures plus about 50 for
 # the live ones (the sum of the scripts' measured times; not timed end to end).

@@ -98,14 +98,7 @@ fn a_damaged_part_is_named_set_aside_and_its_run_redone() {
     fbo_ok("run", &spec, &whole, &["--no-timing"]);
     for damage in ["empty", "truncated", "foreign rows"] {
         let out = dir.path().join(damage.replace(' ', "-"));
-        for i in 0..2 {
-            fbo_ok(
-                "run",
-                &spec,
-                &out,
-                &["--no-timing", "--shard", &format!("{i}/2")],
-            );
-        }
+        common::run_every_shard("run", &spec, &out, 2);
         let part = out.join("parts/a001-r00002.csv");
         let text = std::fs::read_to_string(&part).unwrap();
         match damage {

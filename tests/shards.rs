@@ -71,14 +71,7 @@ fn shards_of_a_budgeted_run_merge_and_resume() {
         stderr(&o)
     );
     let out = dir.path().join("shards");
-    for i in 0..2 {
-        fbo_ok(
-            "run",
-            &spec,
-            &out,
-            &["--no-timing", "--shard", &format!("{i}/2")],
-        );
-    }
+    common::run_every_shard("run", &spec, &out, 2);
     let status = fbo_out("run", &spec, &out, &["--no-timing", "--status"]);
     assert!(
         String::from_utf8_lossy(&status.stdout).contains("6 done, 0 running, 0 missing"),
@@ -240,14 +233,7 @@ fn a_sharded_sweep_merges_to_the_unsharded_sweep() {
     let want = std::fs::read(full.join("sweep.csv")).unwrap();
     for n in [1usize, 3, 7] {
         let out = dir.path().join(format!("n{n}"));
-        for i in 0..n {
-            fbo_ok(
-                "sweep",
-                &spec,
-                &out,
-                &["--no-timing", "--shard", &format!("{i}/{n}")],
-            );
-        }
+        common::run_every_shard("sweep", &spec, &out, n);
         assert!(!out.join("sweep.csv").exists(), "a shard does not merge");
         let st = fbo_out("sweep", &spec, &out, &["--no-timing", "--status"]);
         let text = String::from_utf8_lossy(&st.stdout).into_owned();

@@ -199,8 +199,9 @@ const LINE_CHARS: usize = 300;
 /// printed.
 const KEEP_BYTES: usize = 64 * 1024;
 
-/// Stands for a last line longer than KEEP_BYTES, which fbo could not keep whole.
-const LONG_LINE: &str = "\u{0}fbo: last line longer than 64 KiB";
+/// Stands for a last line longer than KEEP_BYTES, which fbo could not keep whole; readable
+/// where a stderr tail is quoted, and recognised when stdout's last line is parsed.
+const LONG_LINE: &str = "[fbo: a line longer than the 64 KiB kept of this stream]";
 
 /// The end of one output stream, read on a thread of its own.
 struct Tail {

@@ -1,4 +1,4 @@
-//! Settings of the survey's federated frameworks (issue 27; `../shared/papers/003`, Sec. III)
+//! Settings of the survey's federated frameworks (issue 27; the survey of federated BO, Sec. III)
 //! as keys of an `[[algorithm]]` table: consensus, the constrained GP on shared near-optimal
 //! designs (`cgp`), shared design densities, federated GP hyperparameters (`fedgp`) and
 //! FMTBO. Each kind reads only its own keys and refuses the others', so a key that does

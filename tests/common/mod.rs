@@ -66,6 +66,19 @@ pub fn fbo_ok(cmd: &str, spec: &Path, out: &Path, extra: &[&str]) -> Output {
     o
 }
 
+/// `fbo <cmd> SPEC --out OUT --quiet --no-timing --shard I/N` for every shard I of N, each
+/// asserted to succeed.
+pub fn run_every_shard(cmd: &str, spec: &Path, out: &Path, n: usize) {
+    for i in 0..n {
+        fbo_ok(
+            cmd,
+            spec,
+            out,
+            &["--no-timing", "--shard", &format!("{i}/{n}")],
+        );
+    }
+}
+
 /// Finished runs in a `parts/` folder (their trace parts), 0 while it does not exist.
 pub fn finished_parts(parts: &Path) -> usize {
     std::fs::read_dir(parts)
