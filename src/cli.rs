@@ -95,6 +95,30 @@ pub enum Command {
         #[arg(long)]
         merge: bool,
     },
+    /// Import response tables measured elsewhere as fbo tables. `fbo import privtuna FOLDER`
+    /// turns every PrivTuna federation under FOLDER (any folder of its layout, from
+    /// non-IID_res/ down to one individual/<level>/) into OUT/<dataset>-<skew>-<level>-<N>/
+    /// (table.toml, table.csv.gz, fedavg.csv.gz); files that are not a client's grid are
+    /// listed as skipped with the reason (docs/privtuna.md).
+    Import {
+        /// The format of the source.
+        #[arg(value_parser = ["privtuna"])]
+        format: String,
+        /// The source folder.
+        source: PathBuf,
+        /// Where the table folders go.
+        #[arg(long, default_value = "data/privtuna")]
+        out: PathBuf,
+        /// The table's metric: validation accuracy (maximised) or validation loss (minimised).
+        #[arg(long, default_value = "val_accuracy", value_parser = ["val_accuracy", "val_loss"])]
+        metric: String,
+        /// Replace files fbo did not write in the output folders.
+        #[arg(long)]
+        overwrite: bool,
+        /// Do not list the skipped files (the summary still shows).
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Print the queries waiting for results of a spec whose evaluations are done by hand
     /// (objective.kind = "external"): every query the runs wait on that was not handed out
     /// before (an agent starting from initial points waits on all of them at once), with
@@ -616,6 +640,20 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             Ok(())
         }
+        Command::Import {
+            format: _,
+            source,
+            out,
+            metric,
+            overwrite,
+            quiet,
+        } => crate::import::privtuna(&crate::import::ImportOptions {
+            source,
+            out,
+            metric: crate::import::Metric::parse(&metric).expect("clap checked the metric"),
+            overwrite,
+            quiet,
+        }),
         Command::Ask {
             spec,
             state,

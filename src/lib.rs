@@ -16,6 +16,7 @@ pub mod error;
 pub mod evaluate;
 pub mod fastmath;
 pub mod federation;
+pub mod import;
 pub mod journal;
 pub mod linalg;
 pub mod model;

@@ -95,7 +95,7 @@ fn read_manifest(root: &Path) -> Option<Manifest> {
         }
     }
     if let (Some(k), Some(p), Some(c)) = (kind, path, content) {
-        let kind = ["run", "sweep", "tabulate"]
+        let kind = ["run", "sweep", "tabulate", "import"]
             .into_iter()
             .find(|&x| x == k)
             .unwrap_or("unknown");

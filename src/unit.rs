@@ -167,16 +167,25 @@ pub(crate) fn initial_queries(
                 unreachable!("grid candidates on a box")
             }
         };
+        // A reference's start takes the last random point's place (same iteration, its
+        // own scope: the shared "init" memo of that iteration is another point), unless a
+        // random pick is that point already.
+        let warm = alg
+            .warm_start(agent)
+            .filter(|w| !picks.iter().any(|p| p.x == w.x) && n_init > 0);
         for (k, point) in picks.into_iter().enumerate() {
+            let (point, scope, source) = match &warm {
+                Some(w) if k + 1 == n_init => {
+                    (w.clone(), format!("{INIT} {label}"), Source::Reference)
+                }
+                _ => (point, init_scope.clone(), Source::Init),
+            };
             let q = Query {
                 agent,
                 point,
-                source: Source::Init,
+                source,
             };
-            init.push((
-                q,
-                Request::new(init_scope.clone(), run, agent, iteration(k)),
-            ));
+            init.push((q, Request::new(scope, run, agent, iteration(k))));
         }
     }
     init

@@ -34,6 +34,8 @@ pub enum Source {
     Acquisition,
     /// A uniform draw (random search).
     Random,
+    /// A reference's start (`start` on TS): the configuration other agents point to.
+    Reference,
 }
 
 impl fmt::Display for Source {
@@ -45,6 +47,7 @@ impl fmt::Display for Source {
             Source::Server => write!(f, "server"),
             Source::Acquisition => write!(f, "acquisition"),
             Source::Random => write!(f, "random"),
+            Source::Reference => write!(f, "reference"),
         }
     }
 }
@@ -92,6 +95,12 @@ pub trait Algorithm {
 
     /// Where an agent's initial points are drawn from; None: the whole space.
     fn init_area(&self, _agent: usize) -> Option<InitArea<'_>> {
+        None
+    }
+
+    /// A point evaluated among agent `agent`'s initial points in place of the last random
+    /// one (a reference's start); None: all are random.
+    fn warm_start(&self, _agent: usize) -> Option<Point> {
         None
     }
 
@@ -148,6 +157,7 @@ pub trait Federated: Send {
 /// What `build` would refuse for this objective, found before anything runs or is written
 /// (and by `fbo validate`).
 pub fn check(spec: &crate::spec::Spec, space: &crate::objective::Space) -> Result<()> {
+    single::check(spec, space)?;
     for alg in &spec.algorithms {
         if alg.kind == AlgorithmKind::DpFtsDe {
             dp_fts_de::check(spec, alg, space)?;

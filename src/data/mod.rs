@@ -4,6 +4,7 @@
 pub mod emnist;
 pub mod har;
 pub mod landmine;
+pub mod privtuna;
 
 use crate::error::{FboError, Result};
 use crate::rng::{Purpose, stream};

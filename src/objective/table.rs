@@ -86,8 +86,9 @@ pub struct Table {
 
 pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
     let csv_path = meta.path.with_file_name("table.csv");
-    let text = std::fs::read_to_string(&csv_path)
-        .map_err(|e| FboError::spec(&csv_path, "", format!("cannot read the table: {e}")))?;
+    // Imported tables are committed compressed (table.csv.gz): read_checked takes either.
+    let (bytes, _) = crate::data::read_checked(&csv_path, None, "table")?;
+    let text = crate::data::as_text(&csv_path, &bytes)?.to_string();
     // A spreadsheet saves a byte-order mark before the header (and CRLF line ends, which
     // lines() takes off): neither is part of the table.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);

@@ -126,6 +126,8 @@ pub struct AlgorithmSpec {
     /// The server keys this algorithm's own `server = { .. }` sets (the others come from the
     /// top-level [server] table), so that a message names the key where it was written.
     pub server_inline: Vec<String>,
+    /// TS only: a reference's first query (None: plain TS).
+    pub start: Option<Start>,
 }
 
 impl AlgorithmSpec {
@@ -146,6 +148,31 @@ impl AlgorithmSpec {
         match self.server.as_ref().and_then(|s| s.dp) {
             Some(dp) => Some(dp.mechanism(steps, agents)),
             None => self.framework.mechanism(steps),
+        }
+    }
+}
+
+/// A practitioner's reference (issue 39): TS whose first query is a configuration the other
+/// agents' measured surfaces point to (`start` on kind = "ts"; algorithm/single.rs). Both
+/// assume every other agent has already measured its whole grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// The grid point best on average over the other agents' surfaces ("copy the
+    /// federation's best"): every other agent discloses its whole surface.
+    FederationBest,
+    /// The grid point nearest the mean, in unit coordinates, of the other agents' own best
+    /// points (PrivTuna's one-shot averaging): each discloses its best point, into an exact
+    /// (noise-free) average.
+    MeanOfBests,
+}
+
+impl Start {
+    pub const NAMES: &'static [&'static str] = &["federation-best", "mean-of-bests"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Start::FederationBest => "federation-best",
+            Start::MeanOfBests => "mean-of-bests",
         }
     }
 }
@@ -175,6 +202,7 @@ pub(super) struct RawAlgorithm {
     incumbent: Option<String>,
     own_sample: Option<String>,
     beta: Option<f64>,
+    start: Option<String>,
     // The survey's frameworks' keys (spec/frameworks.rs).
     acquisition: Option<String>,
     schedule: Option<String>,
@@ -353,6 +381,20 @@ pub(super) fn check_algorithms(
                 ));
             }
         };
+        let start = match ra.start.as_deref() {
+            None => None,
+            Some(_) if kind != AlgorithmKind::Ts => {
+                return Err(c.err(&key("start"), "applies only to kind = \"ts\""));
+            }
+            Some("federation-best") => Some(Start::FederationBest),
+            Some("mean-of-bests") => Some(Start::MeanOfBests),
+            Some(o) => {
+                return Err(c.err(
+                    &key("start"),
+                    format!("unknown start \"{o}\"; allowed: {:?}", Start::NAMES),
+                ));
+            }
+        };
         let samples = c.int(&key("samples"), ra.samples, 100, 1, 100_000)?;
         let bandwidth = ra.bandwidth.unwrap_or(0.1);
         if !(bandwidth > 0.0 && bandwidth <= 10.0) {
@@ -425,7 +467,11 @@ pub(super) fn check_algorithms(
                         Some(b) => format!("UCB beta={b}"),
                         None => "UCB".to_string(),
                     },
-                    _ => "TS".to_string(),
+                    _ => match start {
+                        Some(Start::FederationBest) => "TS from federation best".to_string(),
+                        Some(Start::MeanOfBests) => "TS from mean of bests".to_string(),
+                        None => "TS".to_string(),
+                    },
                 };
                 // Named only where it departs from the spec's, so that the algorithms of a
                 // spec that sets no own sample keep their plain names.
@@ -460,6 +506,7 @@ pub(super) fn check_algorithms(
                 .as_ref()
                 .map(RawServer::set_keys)
                 .unwrap_or_default(),
+            start,
         });
     }
 
