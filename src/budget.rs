@@ -64,6 +64,7 @@ fn model_eval_s(d: Dataset) -> f64 {
         Dataset::Landmine => 0.016,
         Dataset::Har => 0.02,
         Dataset::Emnist => 1.0,
+        Dataset::Heart => 0.002,
     }
 }
 

@@ -267,6 +267,13 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     };
     let (task, split_csv, sha, dataset_meta) = prepare(&settings, &opts.data)?;
     let n_agents = task.agents();
+    if let Some(a) = (0..n_agents).find(|&a| !task.holds(a)) {
+        return Err(FboError::spec(
+            &opts.data,
+            "--data",
+            format!("holds no data for agent {a}: a table needs every agent's"),
+        ));
+    }
     let out = &opts.out;
     let part = |a: usize| format!("parts/agent-{a:03}.csv");
     let claim_of = |a: usize| format!("parts/agent-{a:03}.claim");

@@ -3,6 +3,7 @@
 
 pub mod emnist;
 pub mod har;
+pub mod heart;
 pub mod landmine;
 pub mod privtuna;
 

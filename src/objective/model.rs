@@ -5,7 +5,7 @@
 //! they meet.
 
 use super::{Evaluate, Landscape, Point, Request};
-use crate::data::{self, emnist, har, landmine};
+use crate::data::{self, emnist, har, heart, landmine};
 use crate::error::{FboError, Result};
 use crate::model::cnn::{self, CnnParams};
 use crate::model::logreg::{self, SgdParams};
@@ -24,13 +24,15 @@ pub enum Dataset {
     Landmine,
     Har,
     Emnist,
+    /// UCI Heart Disease's four hospitals (issue 39): logistic regression, validation AUC.
+    Heart,
 }
 
 impl Dataset {
     /// The metric its model reports, for axis labels, and whether higher is better.
     pub fn metric_label(self) -> (&'static str, bool) {
         match self {
-            Dataset::Landmine => ("AUC", true),
+            Dataset::Landmine | Dataset::Heart => ("AUC", true),
             Dataset::Har | Dataset::Emnist => ("validation error", false),
         }
     }
@@ -40,6 +42,7 @@ impl Dataset {
             "landmine" => Some(Dataset::Landmine),
             "har" => Some(Dataset::Har),
             "emnist" => Some(Dataset::Emnist),
+            "heart" => Some(Dataset::Heart),
             _ => None,
         }
     }
@@ -63,6 +66,12 @@ impl Dataset {
                 Param::linear("lr_decay", 1e-7, 0.02),
                 Param::linear("l2", 1e-7, 0.02),
             ],
+            // Ours (no paper tunes it): lr * l2 <= 1 keeps the penalty's step from diverging.
+            Dataset::Heart => vec![
+                Param::log("l2", 1e-4, 1.0),
+                Param::log("learning_rate", 1e-3, 1.0),
+                Param::categorical("class_weight", vec!["none".into(), "balanced".into()]),
+            ],
         }
     }
 
@@ -72,7 +81,7 @@ impl Dataset {
         match self {
             Dataset::Landmine => 64,
             Dataset::Har => 16,
-            Dataset::Emnist => 8,
+            Dataset::Emnist | Dataset::Heart => 8,
         }
     }
 
@@ -81,6 +90,7 @@ impl Dataset {
             Dataset::Landmine => "landmine",
             Dataset::Har => "har",
             Dataset::Emnist => "emnist",
+            Dataset::Heart => "heart",
         }
     }
 }
@@ -516,11 +526,43 @@ pub fn cnn_error(s: &ImageSplit, p: &CnnParams, seed: u64, agent: usize) -> f64 
     logreg::error_rate(&net.predict(s.x_valid.view()), &s.y_valid)
 }
 
+/// Validation AUC of binary logistic regression on a hospital's encoded split
+/// (`data::heart`), trained by `epochs` full-batch gradient steps; class_weight = 1 weights
+/// each class by n / (2 n_class) (scikit-learn's "balanced"). A diverged fit scores 0.5 (its
+/// scores rank nothing).
+pub fn heart_auc(s: &heart::Encoded, l2: f64, lr: f64, balanced: bool, epochs: usize) -> f64 {
+    let n = s.y_train.len() as f64;
+    let pos = s.y_train.iter().filter(|&&y| y == 1).count() as f64;
+    let weight: Vec<f64> = s
+        .y_train
+        .iter()
+        .map(|&y| match (balanced, y) {
+            (false, _) => 1.0,
+            (true, 1) => n / (2.0 * pos.max(1.0)),
+            (true, _) => n / (2.0 * (n - pos).max(1.0)),
+        })
+        .collect();
+    let (w, b) = logreg::train_binary(s.x_train.view(), &s.y_train, &weight, l2, lr, epochs);
+    let scores: Vec<f64> = s
+        .x_valid
+        .rows()
+        .into_iter()
+        .map(|r| r.dot(&w) + b)
+        .collect();
+    if scores.iter().any(|v| !v.is_finite()) {
+        return 0.5;
+    }
+    let positive: Vec<bool> = s.y_valid.iter().map(|&y| y == 1).collect();
+    roc_auc(&scores, &positive).expect("both classes in validation (stratified split)")
+}
+
 /// A dataset ready to tabulate.
 pub enum Task {
     Landmine(Vec<AgentSplit>),
     Har(Vec<ClassSplit>),
     Emnist(Vec<ImageSplit>),
+    /// None: the site's file is not on this machine.
+    Heart(Vec<Option<heart::Encoded>>),
 }
 
 impl Task {
@@ -529,6 +571,15 @@ impl Task {
             Task::Landmine(a) => a.len(),
             Task::Har(a) => a.len(),
             Task::Emnist(a) => a.len(),
+            Task::Heart(a) => a.len(),
+        }
+    }
+
+    /// Whether this machine holds `agent`'s data (a hospital has only its own).
+    pub fn holds(&self, agent: usize) -> bool {
+        match self {
+            Task::Heart(a) => a[agent].is_some(),
+            _ => true,
         }
     }
 
@@ -561,6 +612,13 @@ impl Task {
                 };
                 cnn_error(&a[agent], &p, cfg.split_seed, agent)
             }
+            Task::Heart(a) => heart_auc(
+                a[agent].as_ref().expect("checked by Task::holds"),
+                raw[0],
+                raw[1],
+                raw[2] == 1.0,
+                cfg.epochs,
+            ),
         }
     }
 }
@@ -667,6 +725,29 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
             );
             Ok((Task::Emnist(agents), split_csv, sha, meta))
         }
+        Dataset::Heart => {
+            let (sites, sha) = heart::read(data_path)?;
+            let mut agents = Vec::with_capacity(sites.len());
+            for (a, s) in sites.iter().enumerate() {
+                if !s.present {
+                    agents.push(None);
+                    continue;
+                }
+                let (tr, va, rows) = split_rows(cfg, &s.labels, a)?;
+                note(a, &rows);
+                agents.push(Some(heart::encode(s, &tr, &va)));
+            }
+            let meta = format!(
+                "model = \"binary logistic regression, {} full-batch gradient steps from zero, {} features encoded per site (data::heart: medians, majorities, one-hot, standardisation fitted on the training half)\"\n\
+                 metric = \"auc\"\ndirection = \"maximize\"\n\
+                 agent_ids = \"hospitals [{}] in this order; split.csv index = the row in the site's file\"\n{}",
+                cfg.epochs,
+                heart::FEATURES,
+                heart::SITE_NAMES.join(", "),
+                half_split_note(cfg)
+            );
+            Ok((Task::Heart(agents), split_csv, sha, meta))
+        }
     }
 }
 
@@ -691,6 +772,12 @@ struct Live {
 impl Evaluate for Live {
     fn evaluate(&self, req: &Request, point: &Point, raw: &[f64]) -> Result<(f64, f64)> {
         let agent = req.agent;
+        if !self.task.holds(self.agents[agent]) {
+            return Err(FboError::Run(format!(
+                "agent {agent}'s data are not on this machine ({}): evaluate it where they are",
+                self.settings.data.display()
+            )));
+        }
         let t0 = Instant::now();
         let key = point.index.map_or_else(|| point_key(point), |i| i as u64);
         let metric = self
@@ -703,7 +790,7 @@ impl Evaluate for Live {
 /// The metric's sign as BO sees it: AUC is maximised, validation error minimised.
 pub fn metric_sign(dataset: Dataset) -> f64 {
     match dataset {
-        Dataset::Landmine => 1.0,
+        Dataset::Landmine | Dataset::Heart => 1.0,
         Dataset::Har | Dataset::Emnist => -1.0,
     }
 }
@@ -742,5 +829,6 @@ pub fn count_agents(settings: &ModelSettings) -> Result<usize> {
         Dataset::Landmine => landmine::read(&settings.data)?.0.len(),
         Dataset::Har => har::read(&settings.data)?.0.len(),
         Dataset::Emnist => emnist::read(&settings.data)?.0.len(),
+        Dataset::Heart => heart::SITES.len(),
     })
 }

@@ -40,6 +40,13 @@ impl Param {
         }
     }
 
+    pub fn log(name: &str, low: f64, high: f64) -> Self {
+        Param {
+            scale: Scale::Log,
+            ..Param::linear(name, low, high)
+        }
+    }
+
     /// A categorical parameter over `choices` (at least two, distinct).
     pub fn categorical(name: &str, choices: Vec<String>) -> Self {
         Param {

@@ -670,13 +670,15 @@ fn check_model(
     let name = o.dataset.take().ok_or_else(|| {
         c.err(
             "objective.dataset",
-            "missing: \"landmine\", \"har\" or \"emnist\"",
+            "missing: \"landmine\", \"har\", \"emnist\" or \"heart\"",
         )
     })?;
     let dataset = Dataset::parse(&name).ok_or_else(|| {
         c.err(
             "objective.dataset",
-            format!("unknown dataset \"{name}\"; allowed: \"landmine\", \"har\", \"emnist\""),
+            format!(
+                "unknown dataset \"{name}\"; allowed: \"landmine\", \"har\", \"emnist\", \"heart\""
+            ),
         )
     })?;
     let rel = o.data.take().ok_or_else(|| {
@@ -689,6 +691,7 @@ fn check_model(
                         "the landmine CSV transcription (data/raw/landmine/landmine.csv.gz)",
                     Dataset::Har => "the UCI HAR folder of .txt.gz files (data/raw/har)",
                     Dataset::Emnist => "the FEMNIST digits folder (data/raw/emnist)",
+                    Dataset::Heart => "the heart disease folder (data/raw/heart)",
                 }
             ),
         )
@@ -708,7 +711,9 @@ fn check_model(
     let svm_stopping = dataset
         .svm_stopping(o.svm_stopping.take().as_deref())
         .map_err(|m| c.err("objective.svm_stopping", m))?;
-    let epochs = c.int("objective.epochs", o.epochs, 20, 1, 100_000)?;
+    // Heart's logistic regression takes full-batch steps: 20 would stop far from the optimum.
+    let default_epochs = if dataset == Dataset::Heart { 100 } else { 20 };
+    let epochs = c.int("objective.epochs", o.epochs, default_epochs, 1, 100_000)?;
     let batch_size = match dataset {
         Dataset::Emnist => c.int("objective.batch_size", o.batch_size, 20, 1, 100_000)?,
         _ if o.batch_size.is_some() => {
@@ -736,7 +741,7 @@ fn check_model(
         (_, Some(_)) => {
             return Err(c.err(
                 "objective.metric",
-                "applies only to dataset = \"landmine\" (har and emnist score validation error)",
+                "applies only to dataset = \"landmine\" (har and emnist score validation error, heart validation AUC)",
             ));
         }
         (_, None) => SvmMetric::Auc,
@@ -771,6 +776,18 @@ fn check_model(
                             d.name, h.name
                         ),
                     ));
+                }
+                // A categorical hyperparameter of a model (heart's class weighting) keeps its
+                // choices: the model knows only those.
+                if d.is_categorical() {
+                    if h.choices.as_ref() != Some(&d.choices) {
+                        return Err(c.err(
+                            &key("choices"),
+                            format!("must be {:?} (the model's own choices)", d.choices),
+                        ));
+                    }
+                    out.push(d.clone());
+                    continue;
                 }
                 out.push(check_param(c, &key, h, true)?);
             }
