@@ -246,6 +246,18 @@ pub enum Command {
     Compare {
         /// A run's output folder (with trace.csv), or a trace.csv.
         input: PathBuf,
+        /// Pool more runs of the same spec's algorithms (other objectives, e.g. the
+        /// federations of one skew type) with INPUT: units become (input, run, agent), each
+        /// run checked for pairing on its own. Repeat for each.
+        #[arg(long = "pool")]
+        pool: Vec<PathBuf>,
+        /// Only the (input, agent) units listed in this CSV (`input,agent`, the input written
+        /// as on this command line), e.g. a federation's tail clients.
+        #[arg(long)]
+        units: Option<PathBuf>,
+        /// Print the comparison as CSV (compare.csv's columns) instead of a table.
+        #[arg(long, conflicts_with = "markdown")]
+        csv: bool,
         /// The algorithm label to compare against [default: the first in the trace].
         #[arg(long)]
         baseline: Option<String>,
@@ -559,6 +571,9 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Compare {
             input,
+            pool,
+            units,
+            csv,
             baseline,
             at,
             metric,
@@ -568,6 +583,9 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             accountant,
         } => crate::compare::run(&crate::compare::CompareOptions {
             input,
+            pool,
+            units,
+            csv,
             baseline,
             at,
             metric: crate::compare::Metric::parse(&metric).expect("clap checked the value"),

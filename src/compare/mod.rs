@@ -45,12 +45,20 @@ impl Metric {
 pub struct CompareOptions {
     /// A run's folder (holding trace.csv) or a trace.csv.
     pub input: PathBuf,
+    /// More runs of the same algorithms (other objectives: the federations of one skew
+    /// type), pooled with `input`: a unit is then (input, run, agent).
+    pub pool: Vec<PathBuf>,
+    /// Pooled runs: only these (input as given, agent) units (a CSV `input,agent`), e.g. the
+    /// tail clients of a federation.
+    pub units: Option<PathBuf>,
     pub baseline: Option<String>,
     /// Iterations to compare at; empty: the last iteration.
     pub at: Vec<i64>,
     pub metric: Metric,
     pub resamples: usize,
     pub markdown: bool,
+    /// Print CSV (compare.csv's columns) instead of the table.
+    pub csv: bool,
     /// The accountant whose epsilon orders a sweep's points for the trend.
     pub accountant: crate::privacy::Accountant,
     /// Accept units whose initial points differ (an algorithm that picks its own, such as
@@ -201,6 +209,9 @@ pub struct Comparison {
 /// compares each point with the reference point instead, algorithm by algorithm, and adds the
 /// trend of the metric on epsilon.
 pub fn compare(opts: &CompareOptions) -> Result<Report> {
+    if !opts.pool.is_empty() || opts.units.is_some() {
+        return compare_pooled(opts);
+    }
     if opts.input.is_dir() && opts.input.join("sweep.csv").is_file() {
         return compare_sweep(opts);
     }
@@ -220,19 +231,7 @@ pub fn compare(opts: &CompareOptions) -> Result<Report> {
             ),
         ));
     }
-    let base = match &opts.baseline {
-        None => 0,
-        Some(b) => t.algorithms.iter().position(|a| a == b).ok_or_else(|| {
-            FboError::spec(
-                &path,
-                "--baseline",
-                format!(
-                    "no algorithm \"{b}\" here; it has: {}",
-                    t.algorithms.join(", ")
-                ),
-            )
-        })?,
-    };
+    let base = baseline_index(&t, opts, &path)?;
     let mut rows = compare_trace(&t, base, opts, &path)?;
     adjust(&mut rows);
     Ok(Report {
@@ -241,6 +240,160 @@ pub fn compare(opts: &CompareOptions) -> Result<Report> {
         rows,
         trends: Vec::new(),
     })
+}
+
+fn trace_of(input: &Path) -> PathBuf {
+    if input.is_dir() {
+        input.join("trace.csv")
+    } else {
+        input.to_path_buf()
+    }
+}
+
+/// The (input as written, agent) units of a `--units` file.
+fn read_units(path: &Path) -> Result<BTreeSet<(String, u64)>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| FboError::spec(path, "--units", format!("cannot read: {e}")))?;
+    let mut out = BTreeSet::new();
+    for (k, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || (k == 0 && line == "input,agent") {
+            continue;
+        }
+        let bad = || {
+            FboError::spec(
+                path,
+                format!("line {}", k + 1),
+                format!(
+                    "expected `input,agent` (an input as given to compare, an agent number), got {line:?}"
+                ),
+            )
+        };
+        let (input, agent) = line.rsplit_once(',').ok_or_else(bad)?;
+        out.insert((input.to_string(), agent.trim().parse().map_err(|_| bad())?));
+    }
+    Ok(out)
+}
+
+/// Several runs of the same algorithms pooled: each is checked for pairing on its own (same
+/// units and initial points across algorithms), then its units join the pool as
+/// (input, run, agent), optionally only those `--units` lists.
+fn compare_pooled(opts: &CompareOptions) -> Result<Report> {
+    let inputs: Vec<&PathBuf> = std::iter::once(&opts.input).chain(&opts.pool).collect();
+    let keep = opts.units.as_deref().map(read_units).transpose()?;
+    let mut pooled: Option<Trace> = None;
+    let first = trace_of(inputs[0]);
+    for (i, input) in inputs.iter().enumerate() {
+        let path = trace_of(input);
+        let t = read_trace(&path, opts.metric)?;
+        if let Some(p) = &pooled
+            && (p.algorithms != t.algorithms || p.last_iteration != t.last_iteration)
+        {
+            return Err(FboError::spec(
+                &path,
+                "",
+                format!(
+                    "cannot pool with {}: the algorithms or iterations differ (pooled runs must come from one spec)",
+                    first.display()
+                ),
+            ));
+        }
+        let base = baseline_index(&t, opts, &path)?;
+        let others: Vec<usize> = (0..t.algorithms.len()).filter(|&a| a != base).collect();
+        let at = iterations_at(&t, opts, &path)?;
+        check_paired(&t, base, &others, &at, opts.allow_init_differences, &path)?;
+        let name = input.to_string_lossy().into_owned();
+        let kept = |u: &Unit| {
+            keep.as_ref()
+                .is_none_or(|k| k.contains(&(name.clone(), u.1)))
+        };
+        // Runs of input i become i * 2^32 + run: units of different inputs never meet.
+        let rekey = |u: &Unit| (((i as u64) << 32) | u.0, u.1);
+        let p = pooled.get_or_insert_with(|| Trace {
+            algorithms: t.algorithms.clone(),
+            values: BTreeMap::new(),
+            init: vec![BTreeMap::new(); t.algorithms.len()],
+            last_iteration: t.last_iteration,
+        });
+        for (key, units) in &t.values {
+            let slot = p.values.entry(*key).or_default();
+            for (u, v) in units.iter().filter(|(u, _)| kept(u)) {
+                slot.insert(rekey(u), *v);
+            }
+        }
+        for (a, units) in t.init.iter().enumerate() {
+            for (u, x) in units.iter().filter(|(u, _)| kept(u)) {
+                p.init[a].insert(rekey(u), x.clone());
+            }
+        }
+    }
+    let t = pooled.expect("at least one input");
+    if t.values.values().all(|m| m.is_empty()) {
+        return Err(FboError::spec(
+            opts.units.as_deref().unwrap_or(&first),
+            "--units",
+            "no unit of the inputs is listed: each line is an input exactly as given to compare, and an agent",
+        ));
+    }
+    let base = baseline_index(&t, opts, &first)?;
+    // Pairing was checked input by input above.
+    let opts_pooled = CompareOptions {
+        input: opts.input.clone(),
+        pool: Vec::new(),
+        units: None,
+        baseline: opts.baseline.clone(),
+        at: opts.at.clone(),
+        metric: opts.metric,
+        resamples: opts.resamples,
+        markdown: opts.markdown,
+        csv: opts.csv,
+        accountant: opts.accountant,
+        allow_init_differences: true,
+    };
+    let mut rows = compare_trace(&t, base, &opts_pooled, &first)?;
+    adjust(&mut rows);
+    Ok(Report {
+        baseline: t.algorithms[base].clone(),
+        higher_is_better: higher_is_better(&t, opts.metric),
+        rows,
+        trends: Vec::new(),
+    })
+}
+
+fn baseline_index(t: &Trace, opts: &CompareOptions, path: &Path) -> Result<usize> {
+    match &opts.baseline {
+        None => Ok(0),
+        Some(b) => t.algorithms.iter().position(|a| a == b).ok_or_else(|| {
+            FboError::spec(
+                path,
+                "--baseline",
+                format!(
+                    "no algorithm \"{b}\" here; it has: {}",
+                    t.algorithms.join(", ")
+                ),
+            )
+        }),
+    }
+}
+
+/// The iterations to compare at: `--at`, checked against the trace, or its last.
+fn iterations_at(t: &Trace, opts: &CompareOptions, path: &Path) -> Result<Vec<i64>> {
+    if opts.at.is_empty() {
+        return Ok(vec![t.last_iteration]);
+    }
+    for &i in &opts.at {
+        if i < 1 || i > t.last_iteration {
+            return Err(FboError::spec(
+                path,
+                "--at",
+                format!(
+                    "iteration {i} is not in the trace (1..={})",
+                    t.last_iteration
+                ),
+            ));
+        }
+    }
+    Ok(opts.at.clone())
 }
 
 /// What `compare` found.
@@ -348,23 +501,7 @@ fn compare_trace(
     opts: &CompareOptions,
     path: &Path,
 ) -> Result<Vec<Comparison>> {
-    let at: Vec<i64> = if opts.at.is_empty() {
-        vec![t.last_iteration]
-    } else {
-        opts.at.clone()
-    };
-    for &i in &at {
-        if i < 1 || i > t.last_iteration {
-            return Err(FboError::spec(
-                path,
-                "--at",
-                format!(
-                    "iteration {i} is not in the trace (1..={})",
-                    t.last_iteration
-                ),
-            ));
-        }
-    }
+    let at = iterations_at(t, opts, path)?;
     let others: Vec<usize> = (0..t.algorithms.len()).filter(|&a| a != base).collect();
     check_paired(t, base, &others, &at, opts.allow_init_differences, path)?;
     let mut rows = Vec::new();
@@ -696,11 +833,14 @@ pub fn difference_curves(
     };
     let opts = CompareOptions {
         input: trace.to_path_buf(),
+        pool: Vec::new(),
+        units: None,
         baseline: None,
         at: (1..=t.last_iteration).collect(),
         metric,
         resamples,
         markdown: false,
+        csv: false,
         accountant: crate::privacy::Accountant::RdpInt,
         // A picture of differences over time: the pairing by seed and objective is what
         // matters, and the DP protocol's algorithms start from their own sub-regions.
@@ -913,7 +1053,8 @@ pub fn to_table(
     out
 }
 
-/// `fbo compare`: prints the table and writes compare.csv beside the trace.
+/// `fbo compare`: prints the table and writes compare.csv beside the trace (pooled runs:
+/// prints only; `--csv` prints CSV).
 pub fn run(opts: &CompareOptions) -> Result<()> {
     let report = compare(opts)?;
     let (baseline, rows) = (&report.baseline, &report.rows);
@@ -925,21 +1066,28 @@ pub fn run(opts: &CompareOptions) -> Result<()> {
             .map(Path::to_path_buf)
             .unwrap_or_default()
     };
-    write_beside(
-        &dir,
-        "compare.csv",
-        to_csv(opts.metric, baseline, rows).as_bytes(),
-    )?;
-    print!(
-        "{}",
-        to_table(
-            opts.metric,
-            baseline,
-            report.higher_is_better,
-            rows,
-            opts.markdown
-        )
-    );
+    // A pooled comparison belongs to no one run: printed only (the caller keeps it).
+    if opts.pool.is_empty() && opts.units.is_none() {
+        write_beside(
+            &dir,
+            "compare.csv",
+            to_csv(opts.metric, baseline, rows).as_bytes(),
+        )?;
+    }
+    if opts.csv {
+        print!("{}", to_csv(opts.metric, baseline, rows));
+    } else {
+        print!(
+            "{}",
+            to_table(
+                opts.metric,
+                baseline,
+                report.higher_is_better,
+                rows,
+                opts.markdown
+            )
+        );
+    }
     if !report.trends.is_empty() {
         write_beside(
             &dir,

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""The PrivTuna report (issue 39), from the runs of scripts/privtuna-results.sh.
+
+Descriptive numbers are computed here (standard library only): per client, the mean over seeds
+of the simple regret (validation accuracy below the client's own best grid point) after T
+queries, then the mean and the 90th percentile over the clients of a group; and the same at
+budgets of cumulative training seconds. Every verdict is `fbo compare`'s: paired over
+(federation, seed, client) units pooled across the group's federations, bootstrap 95% interval
+of the mean difference, Wilcoxon signed-rank p, Holm-adjusted over everything one comparison
+shows. The tail clients of a skew type are those whose regret at the federation's best
+configuration (the first query of "TS from federation best", the same in every seed) is at or
+above its 90th percentile among the skew type's clients.
+"""
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import tomllib
+from collections import defaultdict
+
+T_SHOWN = (5, 10, 20)
+BUDGET_POINTS = (5, 10)  # budgets of B median trainings of the federation's grid
+BASELINES = ("TS", "TS from federation best")
+
+
+def quantile(xs, q):
+    """Linear-interpolation quantile (numpy's default)."""
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    pos = (len(xs) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def mean(xs):
+    return sum(xs) / len(xs) if xs else float("nan")
+
+
+def read_run(path):
+    """algorithm -> (run, agent) -> list of rows (iteration order): (regret, train_s, source)."""
+    out = defaultdict(lambda: defaultdict(list))
+    order = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            a = r["algorithm"]
+            if a not in out:
+                order.append(a)
+            out[a][(int(r["run"]), int(r["agent"]))].append(
+                (int(r["iteration"]), float(r["simple_regret"]), float(r["train_s"] or 0.0))
+            )
+    for a in out:
+        for u in out[a]:
+            out[a][u].sort()
+    return order, out
+
+
+def regret_after(rows, t):
+    """Simple regret after the first t queries."""
+    return rows[min(t, len(rows)) - 1][1]
+
+
+def regret_within(rows, budget):
+    """Simple regret after the queries whose cumulative training seconds fit the budget
+    (the first query always counts: a client has to train once)."""
+    spent, best = 0.0, rows[0][1]
+    for i, (_, reg, secs) in enumerate(rows):
+        spent += secs
+        if i > 0 and spent > budget:
+            break
+        best = reg
+    return best
+
+
+def compare(fbo, inputs, baseline, at, units=None):
+    cmd = [fbo, "compare", inputs[0]]
+    for i in inputs[1:]:
+        cmd += ["--pool", i]
+    cmd += ["--baseline", baseline, "--metric", "simple-regret", "--at",
+            ",".join(str(a) for a in at), "--allow-init-differences", "--csv"]
+    if units:
+        cmd += ["--units", units]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return {(int(r["iteration"]), r["algorithm"]): r for r in csv.DictReader(out.splitlines())}
+
+
+def fmt_cmp(r):
+    if r is None:
+        return "-"
+    d, lo, hi, p = (float(r[k]) for k in ("mean_diff", "ci_low", "ci_high", "p_holm"))
+    # Bold: Holm p < 0.05 and an interval that excludes 0 (Wilcoxon tests a shift of the
+    # median difference; the interval is the mean's, so the two can disagree).
+    star = "**" if p < 0.05 and (hi < 0 or lo > 0) else ""
+    return f"{star}{d:+.4f} [{lo:+.4f}, {hi:+.4f}] p={p:.2g}{star}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fbo", required=True)
+    ap.add_argument("--tables", required=True)
+    ap.add_argument("--runs", required=True)
+    args = ap.parse_args()
+
+    feds = []
+    for name in sorted(os.listdir(args.runs)):
+        trace = os.path.join(args.runs, name, "trace.csv")
+        meta_path = os.path.join(args.tables, name, "table.toml")
+        if not (os.path.isfile(trace) and os.path.isfile(meta_path)):
+            continue
+        with open(meta_path, "rb") as f:
+            meta = tomllib.load(f)
+        order, runs = read_run(trace)
+        # The federation's median training seconds per grid point.
+        secs = [rows[0][2] for rows in runs[order[0]].values()]
+        feds.append({"name": name, "skew": meta["skew"], "level": meta["level"],
+                     "dir": os.path.join(args.runs, name), "order": order, "runs": runs,
+                     "median_s": quantile(secs, 0.5)})
+    if not feds:
+        sys.exit("privtuna_report: no finished run")
+    order = feds[0]["order"]
+
+    # The regret of copying the federation's best, per (federation, agent).
+    copy_regret = {}
+    for f in feds:
+        for (run, agent), rows in f["runs"]["TS from federation best"].items():
+            if run == 0:
+                copy_regret[(f["name"], agent)] = rows[0][1]
+
+    print("<!-- generated by scripts/privtuna-results.sh; do not edit by hand -->")
+    print(f"## Results: real clients (PrivTuna, {len(feds)} federations)\n")
+    n_clients = len(copy_regret)
+    print(f"`configs/privtuna.toml` on every table of `data/privtuna/` ({n_clients} clients); "
+          "T counts every query (1 random initial point + 19 iterations; the references' "
+          "first query is their reference point); 10 seeds. Regret = the client's best "
+          "validation accuracy on its grid minus the best found. Per group: the mean over "
+          "clients and the 90th percentile (p90) over clients of the per-client mean regret; "
+          "paired verdicts over (federation, seed, client) units by `fbo compare` (mean "
+          "difference, lower is better, bootstrap 95% interval, Holm-adjusted Wilcoxon p; "
+          "**bold** where p < 0.05 and the interval excludes 0). Tail clients: those whose regret at the federation's "
+          "best configuration is at or above the 90th percentile of their skew type.\n")
+
+    # What the private algorithm spent: its final epsilon per accountant, by federation size.
+    spent = {}
+    for f in feds:
+        path = os.path.join(f["dir"], "privacy.csv")
+        if not os.path.isfile(path):
+            continue
+        with open(os.path.join(args.tables, f["name"], "table.toml"), "rb") as fh:
+            n = tomllib.load(fh)["parties"]
+        with open(path, newline="") as fh:
+            for r in csv.DictReader(fh):
+                key = (r["algorithm"], n, r["accountant"])
+                it = int(r["iteration"])
+                if key not in spent or it >= spent[key][0]:
+                    spent[key] = (it, float(r["epsilon"]), float(r["delta"]), r["q"])
+    for (alg, n, acc), (it, eps, delta, q) in sorted(spent.items()):
+        print(f"- {alg}, {n} clients: epsilon {eps:.3f} ({acc}) at delta = {delta:.3g} "
+              f"(= N^-1.1) after {it} rounds, sampling rate {q}.")
+    if spent:
+        print()
+
+    groups = defaultdict(list)
+    for f in feds:
+        groups[(f["skew"], None)].append(f)
+        groups[(f["skew"], f["level"])].append(f)
+
+    for (skew, level), fs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        inputs = [f["dir"] for f in fs]
+        title = f"{skew} skew" + (f", level {level}" if level else " (all levels)")
+        copies = [copy_regret[(f["name"], a)] for f in fs
+                  for a in sorted({u[1] for u in f["runs"][order[0]]})]
+        print(f"### {title}: {len(fs)} federations, {len(copies)} clients\n")
+        print(f"Regret of copying the federation's best: median {quantile(copies, 0.5):.4f}, "
+              f"p90 {quantile(copies, 0.9):.4f}, max {max(copies):.4f}.\n")
+        header = ["algorithm"]
+        for t in T_SHOWN:
+            header += [f"T={t} mean", f"T={t} p90"]
+        header += [f"{b}x median train s: mean" for b in BUDGET_POINTS]
+        header += ["train s at T=20"]
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for a in order:
+            per_client = defaultdict(lambda: defaultdict(list))
+            costs = []
+            for f in fs:
+                for (run, agent), rows in f["runs"][a].items():
+                    key = (f["name"], agent)
+                    for t in T_SHOWN:
+                        per_client[("T", t)][key].append(regret_after(rows, t))
+                    for b in BUDGET_POINTS:
+                        per_client[("B", b)][key].append(regret_within(rows, b * f["median_s"]))
+                    costs.append(sum(r[2] for r in rows[:20]))
+            cells = [a]
+            for t in T_SHOWN:
+                m = [mean(v) for v in per_client[("T", t)].values()]
+                cells += [f"{mean(m):.4f}", f"{quantile(m, 0.9):.4f}"]
+            for b in BUDGET_POINTS:
+                m = [mean(v) for v in per_client[("B", b)].values()]
+                cells.append(f"{mean(m):.4f}")
+            cells.append(f"{mean(costs):.0f}")
+            print("| " + " | ".join(cells) + " |")
+        print()
+        if level is not None:
+            continue
+        # Tail clients of this skew type, as --units lines.
+        cut = quantile(copies, 0.9)
+        tail_path = os.path.join(args.runs, f"tail-{skew}.csv")
+        n_tail = 0
+        with open(tail_path, "w") as out:
+            out.write("input,agent\n")
+            for f in fs:
+                for (name, agent), reg in copy_regret.items():
+                    if name == f["name"] and reg >= cut:
+                        out.write(f"{f['dir']},{agent}\n")
+                        n_tail += 1
+        at = [t - 1 for t in T_SHOWN]
+        print(f"Paired verdicts, {skew} skew (all clients, then the {n_tail} tail clients; "
+              "difference = algorithm - baseline in regret):\n")
+        print("| algorithm | T | vs TS | vs TS from federation best | tail: vs TS | tail: vs TS from federation best |")
+        print("|---|---|---|---|---|---|")
+        res = {}
+        for b in BASELINES:
+            res[(b, False)] = compare(args.fbo, inputs, b, at)
+            res[(b, True)] = compare(args.fbo, inputs, b, at, tail_path)
+        for a in order:
+            for t in T_SHOWN:
+                cells = [a, str(t)]
+                for tail in (False, True):
+                    for b in BASELINES:
+                        cells.append(fmt_cmp(res[(b, tail)].get((t - 1, a))))
+                print("| " + " | ".join(cells) + " |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
