@@ -72,8 +72,10 @@ pub struct Site {
 }
 
 /// Reads the four sites (each `PATH` or `PATH.gz`, checked against its sha256); a site whose
-/// file is absent is kept as not present (at least one must be). Returns them and the sha256
-/// of the first present site's data.
+/// file is absent is kept as not present: a hospital's machine holds its own file only, and a
+/// federation's server none (its agents evaluate at their sites). Evaluating an absent site
+/// is refused then (`objective::model`). Returns them and the sha256 of the first present
+/// site's data (empty if none is).
 pub fn read(dir: &Path) -> Result<(Vec<Site>, String)> {
     let mut sites = Vec::new();
     let mut first_sha = String::new();
@@ -133,16 +135,6 @@ pub fn read(dir: &Path) -> Result<(Vec<Site>, String)> {
             labels,
             present: true,
         });
-    }
-    if first_sha.is_empty() {
-        return Err(FboError::spec(
-            dir,
-            "",
-            format!(
-                "holds none of the hospitals' files ({}, each possibly .gz)",
-                SITES.map(|s| s.0).join(", ")
-            ),
-        ));
     }
     Ok((sites, first_sha))
 }

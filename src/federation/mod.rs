@@ -46,10 +46,12 @@ pub fn load_spec(path: &Path) -> Result<Spec> {
     Ok(spec)
 }
 
-/// The fingerprint of a spec that nodes exchange: the same for the same experiment
-/// (spec text with paths made portable, runs), whatever the folder each node keeps it in.
+/// The fingerprint of a spec that nodes exchange: the same for the same experiment (the
+/// spec's settings as written, runs), whatever the folder each node keeps it in. Paths are
+/// taken as written, not resolved: each site's `data` is its own (a hospital's own patients)
+/// and the server may hold none.
 pub fn fingerprint(spec: &Spec) -> String {
-    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    let canonical = crate::spec::portable::as_written(&spec.source);
     let digest = Sha256::digest(runner::parts_fingerprint(spec, &canonical).as_bytes());
     digest[..8].iter().map(|b| format!("{b:02x}")).collect()
 }

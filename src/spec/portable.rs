@@ -93,6 +93,15 @@ pub fn canonical(source: &str, spec_path: &Path) -> String {
     toml::to_string(&table).unwrap_or_else(|_| source.to_string())
 }
 
+/// The spec's settings without its comments and layout, path values as written (relative to
+/// wherever the spec is kept): what two copies of one experiment on different machines share.
+pub fn as_written(source: &str) -> String {
+    match source.parse::<toml::Table>() {
+        Ok(table) => toml::to_string(&table).unwrap_or_else(|_| source.to_string()),
+        Err(_) => source.to_string(),
+    }
+}
+
 /// The spec text to write into `dest_dir`: as written, with each path value replaced by the
 /// same file seen from `dest_dir`, so `fbo run dest_dir/spec.toml` runs the same experiment.
 /// Comments are kept where the value can be replaced in place.
