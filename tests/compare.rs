@@ -289,3 +289,90 @@ fn compare_says_which_direction_is_better() {
         assert!(text.contains(want), "{direction}: {text}");
     }
 }
+
+/// Runs of one spec on several objectives pool into one paired comparison (units become
+/// (input, run, agent)); `--units` keeps the listed (input, agent) units only; runs of
+/// different algorithms do not pool.
+#[test]
+fn pooled_runs_and_chosen_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    fs::create_dir_all(&a).unwrap();
+    fs::create_dir_all(&b).unwrap();
+    tiny_trace(&a);
+    let text = fs::read_to_string(tiny_trace(&b)).unwrap();
+    // b's B is 0.2 better at iteration 1 in every unit: B - A = (0.1, 0.3, -0.1).
+    let shifted: String = text
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            if f[0] == "B" && f[3] == "1" {
+                let v: f64 = f[10].parse::<f64>().unwrap() + 0.2;
+                let mut g: Vec<String> = f.iter().map(|s| s.to_string()).collect();
+                for k in [7, 8, 9, 10, 11] {
+                    g[k] = format!("{v}");
+                }
+                g[12] = format!("{}", 1.0 - v);
+                g.join(",")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    fs::write(b.join("trace.csv"), shifted).unwrap();
+    let (sa, sb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let row = |args: &[&str]| -> Vec<String> {
+        let o = fbo_output([&["compare", sa, "--at", "1", "--csv"][..], args].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = String::from_utf8(o.stdout).unwrap();
+        out.lines()
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .map(String::from)
+            .collect()
+    };
+    // Pooled: (-0.1, 0.1, -0.3, 0.1, 0.3, -0.1): n 6, mean 0.
+    let r = row(&["--pool", sb]);
+    assert_eq!((r[2].as_str(), r[4].as_str()), ("B", "6"));
+    assert!(r[5].parse::<f64>().unwrap().abs() < 1e-12, "{r:?}");
+    // Only b's agent 0: n 3, mean 0.1.
+    let units = write(dir.path(), "units.csv", &format!("input,agent\n{sb},0\n"));
+    let r = row(&["--pool", sb, "--units", units.to_str().unwrap()]);
+    assert_eq!(r[4], "3");
+    assert!((r[5].parse::<f64>().unwrap() - 0.1).abs() < 1e-12, "{r:?}");
+    // Nothing listed, or other algorithms: refused with the reason.
+    let none = write(dir.path(), "none.csv", "input,agent\nelsewhere,0\n");
+    let o = fbo_output([
+        "compare",
+        sa,
+        "--pool",
+        sb,
+        "--units",
+        none.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no unit of the inputs is listed"),
+        "{}",
+        stderr(&o)
+    );
+    let c = dir.path().join("c");
+    fs::create_dir_all(&c).unwrap();
+    fs::write(
+        c.join("trace.csv"),
+        fs::read_to_string(a.join("trace.csv"))
+            .unwrap()
+            .replace("\nB,", "\nC,"),
+    )
+    .unwrap();
+    let o = fbo_output(["compare", sa, "--pool", c.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("the algorithms or iterations differ"),
+        "{}",
+        stderr(&o)
+    );
+}
