@@ -93,17 +93,25 @@ impl Axis {
     }
 }
 
-/// The points every client of the federation ran, sorted by (batch size, learning rate,
-/// momentum), and how many points some client lacks.
-fn common_points(fed: &Federation) -> (Vec<[f64; 3]>, usize) {
+/// The points every client of the federation ran with a finite metric and duration, sorted
+/// by (batch size, learning rate, momentum), and how many points some client lacks (not run,
+/// or diverged to NaN).
+fn common_points(fed: &Federation, metric: Metric) -> (Vec<[f64; 3]>, usize) {
     let keys = |c: &privtuna::ClientGrid| -> BTreeSet<[u64; 3]> {
+        c.rows
+            .iter()
+            .filter(|r| metric.of(r).is_finite() && r.duration.is_finite())
+            .map(|r| r.key().map(f64::to_bits))
+            .collect()
+    };
+    let all_keys = |c: &privtuna::ClientGrid| -> BTreeSet<[u64; 3]> {
         c.rows.iter().map(|r| r.key().map(f64::to_bits)).collect()
     };
     let mut all: BTreeSet<[u64; 3]> = BTreeSet::new();
     let mut common: Option<BTreeSet<[u64; 3]>> = None;
     for c in &fed.clients {
         let k = keys(c);
-        all.extend(k.iter().copied());
+        all.extend(all_keys(c));
         common = Some(match common {
             None => k,
             Some(s) => s.intersection(&k).copied().collect(),
@@ -156,7 +164,7 @@ fn toml_str(s: &str) -> String {
 /// The table folder's files for one federation: table.toml, table.csv.gz, fedavg.csv.gz.
 fn write_federation(fed: &Federation, source: &Path, opts: &ImportOptions) -> Result<String> {
     let base = &layout_root(&fed.folder, source);
-    let (points, dropped) = common_points(fed);
+    let (points, dropped) = common_points(fed, opts.metric);
     let col = |k: usize| points.iter().map(|p| p[k]).collect::<Vec<f64>>();
     let axes = [
         Axis::new("client_lr", true, &col(0)),
@@ -203,7 +211,7 @@ fn write_federation(fed: &Federation, source: &Path, opts: &ImportOptions) -> Re
          # ln batch_size, each scaled to [0, 1] over the grid.\n\
          dataset = {}\nskew = {}\nlevel = {}\nparties = {}\nclients = [{}]\nmissing_clients = [{}]\n\
          metric = \"{}\"\ndirection = \"{}\"\nagents = {}\npoints_per_agent = {}\n\
-         points_dropped = {dropped}  # grid points some client did not run\n\
+         points_dropped = {dropped}  # grid points some client did not run, or ran to a NaN\n\
          source = [\n  {}\n]\n",
         toml_str(&fed.dataset),
         toml_str(&fed.skew),
@@ -325,7 +333,7 @@ fn write_federation(fed: &Federation, source: &Path, opts: &ImportOptions) -> Re
             )
         },
         if dropped > 0 {
-            format!(" ({dropped} points not run by every client left out)")
+            format!(" ({dropped} points not run by every client, or NaN, left out)")
         } else {
             String::new()
         },
@@ -356,7 +364,7 @@ pub fn privtuna(opts: &ImportOptions) -> Result<()> {
         }
     }
     for f in &found.federations {
-        if common_points(f).0.is_empty() {
+        if common_points(f, opts.metric).0.is_empty() {
             return Err(FboError::spec(
                 &f.folder,
                 "",

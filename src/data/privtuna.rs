@@ -38,6 +38,8 @@ pub struct GridRow {
     /// Training seconds of the point (the `duration` column).
     pub duration: f64,
 }
+// val_accuracy, val_loss and duration may be NaN or infinite (a diverged run); the
+// hyperparameters are finite.
 
 impl GridRow {
     /// The hyperparameters, the key that identifies the point across clients.
@@ -201,31 +203,35 @@ pub fn read_client(path: &Path, client: usize) -> Result<ClientGrid> {
                 header.len()
             )));
         }
-        let num = |c: usize| -> Result<f64> {
+        // A measurement may be NaN or infinite (a diverged run: the importer leaves that
+        // point out); a hyperparameter may not, and text that is no number is malformed.
+        let num = |c: usize, finite: bool| -> Result<f64> {
             match f[idx[c]].parse::<f64>() {
-                Ok(v) if v.is_finite() => Ok(v),
+                Ok(v) if v.is_finite() || !finite => Ok(v),
                 _ => Err(err(format!(
-                    "column {}: {:?} is not a finite number",
-                    GRID_COLUMNS[c], f[idx[c]]
+                    "column {}: {:?} is not a {}number",
+                    GRID_COLUMNS[c],
+                    f[idx[c]],
+                    if finite { "finite " } else { "" }
                 ))),
             }
         };
         let row = GridRow {
             line: ln,
-            duration: num(0)?,
-            val_loss: num(1)?,
-            val_accuracy: num(2)?,
-            batch_size: num(3)?,
-            client_lr: num(4)?,
-            client_momentum: num(5)?,
+            duration: num(0, false)?,
+            val_loss: num(1, false)?,
+            val_accuracy: num(2, false)?,
+            batch_size: num(3, true)?,
+            client_lr: num(4, true)?,
+            client_momentum: num(5, true)?,
         };
-        if !(0.0..=1.0).contains(&row.val_accuracy) {
+        if row.val_accuracy.is_finite() && !(0.0..=1.0).contains(&row.val_accuracy) {
             return Err(err(format!(
                 "column val_accuracy: {} is not in [0, 1]",
                 row.val_accuracy
             )));
         }
-        if row.duration < 0.0 {
+        if row.duration.is_finite() && row.duration < 0.0 {
             return Err(err(format!(
                 "column duration: {} seconds is negative",
                 row.duration
