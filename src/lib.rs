@@ -12,6 +12,7 @@ pub mod cli;
 pub mod compare;
 pub mod count;
 pub mod data;
+pub mod design;
 pub mod error;
 pub mod evaluate;
 pub mod fastmath;

@@ -5,6 +5,7 @@
 
 use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{self, Algorithm, InitArea, Query, RunContext, Source};
+use crate::design::{DesignKind, snap};
 use crate::error::Result;
 use crate::objective::{Landscape, Point, Region, Request, Space};
 use crate::output::TraceRow;
@@ -145,26 +146,38 @@ pub(crate) fn initial_queries(
             None => INIT.to_string(),
             Some(_) => format!("{INIT} {label}"),
         };
-        let picks: Vec<Point> = match (alg.init_area(agent), space.grid()) {
-            (Some(InitArea::Points(c)), Some(grid)) => sample_indices(&mut rng, c.len(), n_init)
-                .into_iter()
-                .map(|i| grid.at(c[i]))
-                .collect(),
-            (None, Some(grid)) => sample_indices(&mut rng, grid.len(), n_init)
-                .into_iter()
-                .map(|i| grid.at(i))
-                .collect(),
-            (Some(InitArea::Region(r)), _) => (0..n_init)
-                .map(|_| space.point(r.sample(&mut rng)))
-                .collect(),
-            (None, None) => {
-                let unit = Region::unit(space.dim());
-                (0..n_init)
-                    .map(|_| space.point(unit.sample(&mut rng)))
-                    .collect()
-            }
-            (Some(InitArea::Points(_)), None) => {
-                unreachable!("grid candidates on a box")
+        let design = &spec.initial_design;
+        let picks: Vec<Point> = if let Some(given) = &design.given {
+            // Checked before the run (algorithm::check): every target has its points.
+            given
+                .points(space, run, agent)
+                .expect("given initial points checked before the run")
+        } else if design.kind != DesignKind::Random {
+            designed(spec, alg.init_area(agent), space, run, agent)
+        } else {
+            match (alg.init_area(agent), space.grid()) {
+                (Some(InitArea::Points(c)), Some(grid)) => {
+                    sample_indices(&mut rng, c.len(), n_init)
+                        .into_iter()
+                        .map(|i| grid.at(c[i]))
+                        .collect()
+                }
+                (None, Some(grid)) => sample_indices(&mut rng, grid.len(), n_init)
+                    .into_iter()
+                    .map(|i| grid.at(i))
+                    .collect(),
+                (Some(InitArea::Region(r)), _) => (0..n_init)
+                    .map(|_| space.point(r.sample(&mut rng)))
+                    .collect(),
+                (None, None) => {
+                    let unit = Region::unit(space.dim());
+                    (0..n_init)
+                        .map(|_| space.point(unit.sample(&mut rng)))
+                        .collect()
+                }
+                (Some(InitArea::Points(_)), None) => {
+                    unreachable!("grid candidates on a box")
+                }
             }
         };
         // A reference's start takes the last random point's place (same iteration, its
@@ -189,6 +202,59 @@ pub(crate) fn initial_queries(
         }
     }
     init
+}
+
+/// Agent `agent`'s initial points from the spec's design (Latin hypercube or Sobol; one
+/// design shared out across the agents, block by block, if `across_agents`), mapped into its
+/// algorithm's area: a sub-region's box, or the nearest free points of a list or a grid.
+fn designed(
+    spec: &Spec,
+    area: Option<InitArea<'_>>,
+    space: &Space,
+    run: usize,
+    agent: usize,
+) -> Vec<Point> {
+    let d = space.dim();
+    let n = spec.initial_points;
+    let (block, mut rng) = if spec.initial_design.across_agents {
+        // One stream per run for the shared design: every agent draws the same design.
+        let all = spec.total_agents();
+        (
+            (agent, all),
+            stream(spec.seed, run as u64, u64::MAX, Purpose::Init),
+        )
+    } else {
+        (
+            (0, 1),
+            stream(spec.seed, run as u64, agent as u64, Purpose::Init),
+        )
+    };
+    let unit = crate::design::unit_design(spec.initial_design.kind, n, d, block, &mut rng)
+        .expect("design sizes checked before the run");
+    let rows = |c: &[usize], grid: &crate::objective::space::Domain| -> Vec<Point> {
+        let cands: Vec<Vec<f64>> = c.iter().map(|&i| grid.point(i).to_vec()).collect();
+        snap(&unit, &cands)
+            .into_iter()
+            .map(|k| grid.at(c[k]))
+            .collect()
+    };
+    match (area, space.grid()) {
+        (Some(InitArea::Points(c)), Some(grid)) => rows(c, grid),
+        (None, Some(grid)) => rows(&(0..grid.len()).collect::<Vec<_>>(), grid),
+        (Some(InitArea::Region(r)), _) => unit
+            .iter()
+            .map(|u| {
+                space.point(
+                    u.iter()
+                        .enumerate()
+                        .map(|(k, v)| r.lo[k] + (r.hi[k] - r.lo[k]) * v)
+                        .collect(),
+                )
+            })
+            .collect(),
+        (None, None) => unit.into_iter().map(|u| space.point(u)).collect(),
+        (Some(InitArea::Points(_)), None) => unreachable!("grid candidates on a box"),
+    }
 }
 
 /// Evaluates batches of queries: the noiseless values (trained now, memoised or journaled),

@@ -158,6 +158,7 @@ pub trait Federated: Send {
 /// (and by `fbo validate`).
 pub fn check(spec: &crate::spec::Spec, space: &crate::objective::Space) -> Result<()> {
     single::check(spec, space)?;
+    check_design(spec, space)?;
     for alg in &spec.algorithms {
         if alg.kind == AlgorithmKind::DpFtsDe {
             dp_fts_de::check(spec, alg, space)?;
@@ -205,4 +206,43 @@ pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
         AlgorithmKind::FedGp => Box::new(fedgp::FedGp::new(ctx)),
         AlgorithmKind::Fmtbo => Box::new(fmtbo::Fmtbo::new(ctx)),
     })
+}
+
+/// The initial design fits the objective: given points name its hyperparameters, lie in its
+/// space (on its grid) and cover every agent that acts in every run; a Sobol design fits the
+/// sequence's dimensions and length.
+fn check_design(spec: &crate::spec::Spec, space: &crate::objective::Space) -> Result<()> {
+    use crate::design::DesignKind;
+    let design = &spec.initial_design;
+    if let Some(given) = &design.given {
+        let every = spec.algorithms.iter().any(|a| a.kind.every_agent_acts());
+        let agents: Vec<usize> = if every {
+            (0..spec.total_agents()).collect()
+        } else {
+            spec.targets().to_vec()
+        };
+        for run in 0..spec.runs {
+            for &a in &agents {
+                given.points(space, run, a)?;
+            }
+        }
+    }
+    if design.kind == DesignKind::Sobol {
+        let count = if design.across_agents {
+            spec.total_agents()
+        } else {
+            1
+        };
+        let (d, n) = (space.dim(), spec.initial_points * count);
+        if d > 256 || n > 1 << 16 {
+            return Err(crate::error::FboError::spec(
+                &spec.path,
+                "initial_design",
+                format!(
+                    "a Sobol design supports up to 256 dimensions and 65536 points, here {d} dimensions and {n} points; use \"lhs\""
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -42,6 +42,8 @@ pub struct Spec {
     pub runs: usize,
     pub iterations: usize,
     pub initial_points: usize,
+    /// Where the initial points come from (random, a design, a file).
+    pub initial_design: crate::design::InitialDesign,
     pub algorithms: Vec<AlgorithmSpec>,
     pub objective: ObjectiveSpec,
     pub surrogate: SurrogateSpec,
@@ -108,6 +110,9 @@ struct RawSpec {
     runs: Option<i64>,
     iterations: Option<i64>,
     initial_points: Option<i64>,
+    initial_design: Option<String>,
+    initial_design_across_agents: Option<bool>,
+    initial_points_file: Option<String>,
     #[serde(default)]
     algorithm: Vec<RawAlgorithm>,
     objective: Option<RawObjective>,
@@ -453,6 +458,59 @@ impl Spec {
                 _ => (0..total_agents).collect(),
             },
         };
+        // The initial design: a file of points fixes their number; a design kind how they
+        // are drawn.
+        let mut initial_points = initial_points;
+        let given = match raw.initial_points_file.as_deref() {
+            None => None,
+            Some(rel) => {
+                let file = path.parent().unwrap_or(Path::new(".")).join(rel);
+                let (g, n) = crate::design::GivenPoints::read(&file, total_agents)
+                    .map_err(|e| c.err("initial_points_file", e.to_string()))?;
+                if raw.initial_points.is_some() && n != initial_points {
+                    return Err(c.err(
+                        "initial_points",
+                        format!(
+                            "is {initial_points} but {} gives {n} points per agent; leave it out or make them agree",
+                            file.display()
+                        ),
+                    ));
+                }
+                initial_points = n;
+                Some(std::sync::Arc::new(g))
+            }
+        };
+        let kind = match raw.initial_design.as_deref() {
+            None => crate::design::DesignKind::Random,
+            Some(_) if given.is_some() => {
+                return Err(c.err(
+                    "initial_design",
+                    "does not go with initial_points_file: the file gives the points",
+                ));
+            }
+            Some(s) => crate::design::DesignKind::parse(s).ok_or_else(|| {
+                c.err(
+                    "initial_design",
+                    format!(
+                        "unknown design \"{s}\"; allowed: {:?}",
+                        crate::design::DesignKind::NAMES
+                    ),
+                )
+            })?,
+        };
+        if raw.initial_design_across_agents == Some(true)
+            && kind == crate::design::DesignKind::Random
+        {
+            return Err(c.err(
+                "initial_design_across_agents",
+                "applies to initial_design = \"lhs\" or \"sobol\" (random points have no design to share out)",
+            ));
+        }
+        let initial_design = crate::design::InitialDesign {
+            kind,
+            across_agents: raw.initial_design_across_agents.unwrap_or(false),
+            given,
+        };
         // Initial points are drawn without replacement.
         if let Some(size) = objective.domain_size()
             && initial_points > size
@@ -779,6 +837,7 @@ impl Spec {
             runs,
             iterations,
             initial_points,
+            initial_design,
             algorithms,
             objective,
             surrogate,

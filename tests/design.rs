@@ -1,0 +1,189 @@
+//! Initial designs (issue 40 item 3): a Latin hypercube shared out across agents is one Latin
+//! hypercube; Sobol points on a table are distinct grid points; given points are used exactly,
+//! per run where the file says, and bad files are refused with file, line and key.
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const BOX: &str = r#"
+name = "d"
+seed = 1
+runs = 2
+iterations = 2
+[objective]
+kind = "function"
+function = "branin"
+[federation]
+agents = 3
+[[algorithm]]
+kind = "ts"
+[[algorithm]]
+kind = "random"
+"#;
+
+/// (algorithm, run, agent) -> the initial points' columns `cols` as written.
+fn initial(out: &Path, cols: &[&str]) -> BTreeMap<(String, String, String), Vec<Vec<String>>> {
+    let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let at = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let mut m: BTreeMap<_, Vec<Vec<String>>> = BTreeMap::new();
+    for l in text.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[at("iteration")].parse::<i64>().unwrap() > 0 {
+            continue;
+        }
+        m.entry((f[0].to_string(), f[1].to_string(), f[2].to_string()))
+            .or_default()
+            .push(cols.iter().map(|c| f[at(c)].to_string()).collect());
+    }
+    m
+}
+
+#[test]
+fn a_latin_hypercube_across_agents_is_one_latin_hypercube() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "s.toml",
+        &BOX.replace(
+            "iterations = 2\n",
+            "iterations = 2\ninitial_points = 4\ninitial_design = \"lhs\"\ninitial_design_across_agents = true\n",
+        ),
+    );
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let init = initial(&out, &["u0", "u1"]);
+    for run in ["0", "1"] {
+        for k in 0..2 {
+            let mut strata: Vec<usize> = (0..3)
+                .flat_map(|a| init[&("TS".into(), run.into(), a.to_string())].clone())
+                .map(|p| (p[k].parse::<f64>().unwrap() * 12.0) as usize)
+                .collect();
+            strata.sort();
+            assert_eq!(strata, (0..12).collect::<Vec<_>>(), "run {run} u{k}");
+        }
+        for a in 0..3 {
+            let key = |alg: &str| (alg.to_string(), run.to_string(), a.to_string());
+            assert_eq!(
+                init[&key("TS")],
+                init[&key("Random")],
+                "shared by the algorithms"
+            );
+        }
+    }
+    assert_ne!(
+        init[&("TS".into(), "0".into(), "0".into())],
+        init[&("TS".into(), "1".into(), "0".into())]
+    );
+}
+
+#[test]
+fn sobol_points_on_a_table_are_distinct_grid_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let table =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("data/privtuna/mnist-label-1.0-10/table.toml");
+    let spec = write(
+        dir.path(),
+        "s.toml",
+        &format!(
+            "name = \"t\"\nseed = 2\nruns = 1\niterations = 1\ninitial_points = 8\ninitial_design = \"sobol\"\n\
+             [objective]\nkind = \"table\"\ntable = \"{}\"\n[[algorithm]]\nkind = \"ts\"\n",
+            table.display()
+        ),
+    );
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    for (key, pts) in initial(&out, &["x_index"]) {
+        let mut idx: Vec<&String> = pts.iter().map(|p| &p[0]).collect();
+        idx.sort();
+        idx.dedup();
+        assert_eq!(idx.len(), 8, "{key:?}: {pts:?}");
+    }
+}
+
+#[test]
+fn given_points_are_used_exactly_and_bad_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "pts.csv",
+        "agent,run,x1,x2\n0,0,0,0\n0,0,1,2\n1,0,3,4\n1,0,5,6\n2,0,-5,15\n2,0,10,0\n\
+         0,1,2,2\n0,1,7,7\n1,1,3,3\n1,1,4,4\n2,1,9,9\n2,1,8,8\n",
+    );
+    let spec = write(
+        dir.path(),
+        "s.toml",
+        &BOX.replace(
+            "iterations = 2\n",
+            "iterations = 2\ninitial_points_file = \"pts.csv\"\n",
+        ),
+    );
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let init = initial(&out, &["x1", "x2"]);
+    let want = |v: &[(i32, i32)]| -> Vec<Vec<String>> {
+        v.iter()
+            .map(|(a, b)| vec![a.to_string(), b.to_string()])
+            .collect()
+    };
+    assert_eq!(
+        init[&("TS".into(), "0".into(), "2".into())],
+        want(&[(-5, 15), (10, 0)])
+    );
+    assert_eq!(
+        init[&("Random".into(), "1".into(), "0".into())],
+        want(&[(2, 2), (7, 7)])
+    );
+
+    for (csv, key, msg) in [
+        ("agent,x1,x2\n0,0,0\n1,0,0\n", "", "no points for agent 2"),
+        (
+            "agent,x1,x2\n0,0,0\n1,0,0\n2,0,0\n2,1,1\n",
+            "",
+            "every agent starts from the same number",
+        ),
+        (
+            "agent,x1,x2\n0,0,0\n1,0,0\n2,0,99\n",
+            "line 4",
+            "x2 = 99 is outside its range",
+        ),
+        ("agent,x1\n0,0\n1,0\n2,0\n", "x2", "missing column"),
+        (
+            "agent,x1,x2\n7,0,0\n",
+            "line 2",
+            "agent must be one of the objective's agents 0..2",
+        ),
+    ] {
+        write(dir.path(), "bad.csv", csv);
+        let spec = write(
+            dir.path(),
+            "bad.toml",
+            &BOX.replace(
+                "iterations = 2\n",
+                "iterations = 2\ninitial_points_file = \"bad.csv\"\n",
+            ),
+        );
+        let o = validate(&spec);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("bad.csv") && err.contains(key) && err.contains(msg),
+            "{msg}: {err}"
+        );
+    }
+    let spec = write(
+        dir.path(),
+        "bad.toml",
+        &BOX.replace(
+            "iterations = 2\n",
+            "iterations = 2\ninitial_points = 3\ninitial_points_file = \"pts.csv\"\n",
+        ),
+    );
+    let err = stderr(&validate(&spec));
+    assert!(
+        err.contains("initial_points") && err.contains("gives 2 points per agent"),
+        "{err}"
+    );
+}
