@@ -428,6 +428,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             initial: GpHyper::isotropic(Kernel::Se, 0.03, 1.0, 0.01),
             normalize_y: true,
             sampler: crate::surrogate::own::OwnSampler::Rff,
+            known_noise: Vec::new(),
         };
         let mut times = Vec::new();
         for (rep, land) in lands.iter().enumerate() {

@@ -386,3 +386,45 @@ fn estimates_count_fedgp_rounds_and_a_large_sweep_says_it_is_being_checked() {
         common::stderr(&o)
     );
 }
+
+/// `surrogate.own.noise_variance_known`: a variance, one per agent, or the objective's own
+/// simulated noise; each misuse named with its key.
+#[test]
+fn known_noise_is_checked_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "name = \"k\"\nseed = 1\nruns = 1\niterations = 3\ninitial_points = 2\n\
+                [objective]\nkind = \"function\"\nfunction = \"branin\"\nNOISE\n\
+                [federation]\nagents = 2\n[surrogate.own]\nKNOWN\n[[algorithm]]\nkind = \"ei\"\n";
+    let spec = |noise: &str, known: &str| {
+        write(
+            dir.path(),
+            "k.toml",
+            &base.replace("NOISE", noise).replace("KNOWN", known),
+        )
+    };
+    for (noise, known, want) in [
+        (
+            "",
+            "noise_variance_known = \"objective\"",
+            "objective.noise_var, which is 0 here",
+        ),
+        (
+            "",
+            "noise_variance_known = [1.0]",
+            "one variance per agent (2), got 1",
+        ),
+        ("", "noise_variance_known = -1.0", "must be a variance > 0"),
+    ] {
+        let o = validate(&spec(noise, known));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("surrogate.own.noise_variance_known") && err.contains(want),
+            "{err}"
+        );
+    }
+    let s = spec("noise_var = 0.5", "noise_variance_known = \"objective\"");
+    fbo_ok("run", &s, &dir.path().join("o"), &["--no-timing"]);
+    let s = spec("", "noise_variance_known = [0.01, 2]");
+    fbo_ok("run", &s, &dir.path().join("p"), &["--no-timing"]);
+}

@@ -67,7 +67,7 @@ impl Learner {
             search,
             points: Vec::new(),
             ys: Vec::new(),
-            model: OwnModel::new(settings),
+            model: OwnModel::for_agent(settings, agent),
             sample_rng: stream(seed, run as u64, agent as u64, Purpose::OwnSample),
             fit_rng: stream(seed, run as u64, agent as u64, Purpose::HyperFit),
             acq_rng: stream(seed, run as u64, agent as u64, Purpose::Acquisition),

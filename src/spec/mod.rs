@@ -99,6 +99,51 @@ pub struct OutputSpec {
     pub timing: bool,
 }
 
+/// `surrogate.own.noise_variance_known`: a variance > 0, a list of one per agent, or
+/// "objective" (the simulated noise `objective.noise_var`, which must then be > 0).
+fn known_noise(
+    c: &Check,
+    v: Option<&toml::Value>,
+    objective: &ObjectiveSpec,
+    agents: usize,
+) -> Result<Vec<f64>> {
+    let key = "surrogate.own.noise_variance_known";
+    let one = |x: &toml::Value| -> Result<f64> {
+        match x.as_float().or_else(|| x.as_integer().map(|i| i as f64)) {
+            Some(f) if f.is_finite() && f > 0.0 => Ok(f),
+            _ => Err(c.err(
+                key,
+                format!("must be a variance > 0 on the objective's scale, got {x}"),
+            )),
+        }
+    };
+    Ok(match v {
+        None => Vec::new(),
+        Some(toml::Value::String(s)) if s == "objective" => {
+            if objective.noise_var <= 0.0 {
+                return Err(c.err(
+                    key,
+                    "\"objective\" takes objective.noise_var, which is 0 here (a noiseless or measured objective): give the variance",
+                ));
+            }
+            vec![objective.noise_var]
+        }
+        Some(toml::Value::Array(list)) => {
+            if list.len() != agents {
+                return Err(c.err(
+                    key,
+                    format!(
+                        "a list needs one variance per agent ({agents}), got {}",
+                        list.len()
+                    ),
+                ));
+            }
+            list.iter().map(one).collect::<Result<_>>()?
+        }
+        Some(x) => vec![one(x)?],
+    })
+}
+
 // ---------------------------------------------------------------------------------------
 // Raw TOML
 
@@ -171,6 +216,7 @@ struct RawOwn {
     length_scale_bounds: Option<Vec<f64>>,
     signal_variance_bounds: Option<Vec<f64>>,
     noise_variance_bounds: Option<Vec<f64>>,
+    noise_variance_known: Option<toml::Value>,
 }
 
 #[derive(Deserialize, Default)]
@@ -637,6 +683,12 @@ impl Spec {
                 "surrogate.own.sample",
                 ro.sample.as_deref(),
                 OwnSampler::Pathwise,
+            )?,
+            known_noise: known_noise(
+                &c,
+                ro.noise_variance_known.as_ref(),
+                &objective,
+                total_agents,
             )?,
         };
         let surrogate = SurrogateSpec {

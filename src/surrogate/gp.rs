@@ -608,7 +608,13 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
         initial.push(
             (0..p + 2)
                 .map(|i| {
-                    let q = ((l[i] - lb[i].0) / (lb[i].1 - lb[i].0)).clamp(1e-6, 1.0 - 1e-6);
+                    // A fixed coordinate (lo = hi: a known noise) has no position to keep.
+                    let width = lb[i].1 - lb[i].0;
+                    let q = if width > 0.0 {
+                        ((l[i] - lb[i].0) / width).clamp(1e-6, 1.0 - 1e-6)
+                    } else {
+                        0.5
+                    };
                     logit(q)
                 })
                 .collect(),

@@ -59,6 +59,10 @@ pub struct OwnSettings {
     /// positive affine map, so the choice only changes what the zero-mean prior means).
     pub normalize_y: bool,
     pub sampler: OwnSampler,
+    /// The observations' noise variance on the objective's scale when the user knows it
+    /// (`surrogate.own.noise_variance_known`): one value for every agent, or one per agent;
+    /// empty: the noise is fitted. Fixed in every fit, rescaled as the outputs are.
+    pub known_noise: Vec<f64>,
 }
 
 /// A sampled function f(x) = phi(x)^T w with its own features, plus the kernel update of a
@@ -102,6 +106,8 @@ pub struct OwnModel {
     settings: OwnSettings,
     hyper: GpHyper,
     fitted_at: usize,
+    /// This agent's known noise variance (objective scale), if any.
+    known_noise: Option<f64>,
 }
 
 impl OwnModel {
@@ -111,7 +117,33 @@ impl OwnModel {
             settings,
             hyper,
             fitted_at: 0,
+            known_noise: None,
         }
+    }
+
+    /// The model of agent `agent`: its known noise variance, if the settings give one.
+    pub fn for_agent(settings: OwnSettings, agent: usize) -> Self {
+        let known = match settings.known_noise.len() {
+            0 => None,
+            1 => Some(settings.known_noise[0]),
+            _ => settings.known_noise.get(agent).copied(),
+        };
+        OwnModel {
+            known_noise: known,
+            ..OwnModel::new(settings)
+        }
+    }
+
+    /// A known noise variance on the scale the model fits (the outputs standardised by their
+    /// s.d. when normalize_y is on), kept inside (1e-9, 1e6).
+    fn known_on_model_scale(&self, y: &[f64]) -> Option<f64> {
+        let v = self.known_noise?;
+        let scale = if self.settings.normalize_y && !y.is_empty() {
+            crate::surrogate::gp::standardization(y).1
+        } else {
+            1.0
+        };
+        Some((v / (scale * scale)).clamp(1e-9, 1e6))
     }
 
     pub fn hyper(&self) -> &GpHyper {
@@ -129,6 +161,7 @@ impl OwnModel {
             settings: self.settings.clone(),
             hyper,
             fitted_at: self.fitted_at,
+            known_noise: self.known_noise,
         }
     }
 
@@ -149,15 +182,17 @@ impl OwnModel {
         }
         let yv = self.targets(y);
         let warm = (self.fitted_at > 0).then_some(&self.hyper);
-        if let Some(h) = fit_hyperparameters(
-            x,
-            yv.view(),
-            &self.settings.model,
-            self.settings.fit,
-            warm,
-            rng,
-        ) {
+        // A known noise is one point of the noise's range: the fit finds the rest around it.
+        let known = self.known_on_model_scale(y);
+        let mut model = self.settings.model;
+        if let Some(v) = known {
+            model.bounds.noise_var = (v, v);
+        }
+        if let Some(h) = fit_hyperparameters(x, yv.view(), &model, self.settings.fit, warm, rng) {
             self.hyper = h;
+        }
+        if let Some(v) = known {
+            self.hyper.noise_var = v;
         }
         self.fitted_at = n;
         true
@@ -284,12 +319,42 @@ mod tests {
             initial: h,
             normalize_y: false,
             sampler,
+            known_noise: Vec::new(),
         })
     }
 
     fn data() -> (Array2<f64>, Vec<f64>) {
         let x = ndarray::array![[0.1], [0.35], [0.5], [0.8]];
         (x, vec![0.4, -0.9, 0.2, 1.3])
+    }
+
+    /// A known noise variance is the fit's noise, on the standardised scale: v / var(y); the
+    /// other hyperparameters are fitted around it. Per agent where a list gives it.
+    #[test]
+    fn a_known_noise_is_fixed_in_every_fit() {
+        let (x, y) = data();
+        let mean = y.iter().sum::<f64>() / 4.0;
+        let var = y.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / 4.0;
+        for (known, agent, want) in [
+            (vec![0.3], 2, 0.3 / var),
+            (vec![0.1, 0.2, 0.05], 1, 0.2 / var),
+        ] {
+            let mut settings = model(OwnSampler::Rff, 0.01, 50, Kernel::Se)
+                .settings()
+                .clone();
+            settings.normalize_y = true;
+            settings.refit_every = Some(1);
+            settings.known_noise = known;
+            let mut m = OwnModel::for_agent(settings, agent);
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+            assert!(m.maybe_refit(x.view(), &y, &mut rng));
+            assert!(
+                (m.hyper().noise_var - want).abs() < 1e-12,
+                "{}",
+                m.hyper().noise_var
+            );
+            assert!(m.hyper().length_scales.iter().all(|l| l.is_finite()));
+        }
     }
 
     /// With almost no noise a pathwise sample passes through the data whatever its features
