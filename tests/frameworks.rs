@@ -274,3 +274,21 @@ fn noisy_consensus_accounts_the_gaussian_mechanism_on_its_candidates() {
     };
     assert_ne!(queries("Consensus TS"), queries("Consensus TS z=2"));
 }
+
+/// CGP-UCB's sharing group: all others by default, or random groups of k each round (the
+/// peer's choice); a group of one shares nothing and is refused.
+#[test]
+fn cgp_shares_in_groups_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"g\"\nseed = 3\nruns = 1\niterations = 3\ninitial_points = 3\n\
+                [objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 5\n\
+                [[algorithm]]\nkind = \"cgp\"\n[[algorithm]]\nkind = \"cgp\"\ngroup = GROUP\n";
+    let spec = write(dir.path(), "g.toml", &text.replace("GROUP", "2"));
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    assert!(trace.lines().any(|l| l.starts_with("CGP-UCB groups of 2,")));
+    let spec = write(dir.path(), "g.toml", &text.replace("GROUP", "1"));
+    let err = stderr(&validate(&spec));
+    assert!(err.contains("algorithm[1].group"), "{err}");
+}

@@ -160,11 +160,33 @@ pub struct Cgp {
     eta: f64,
     samples: usize,
     beta: Option<f64>,
+    group: Option<usize>,
+    /// Draws each round's sharing groups (`group`).
+    group_rng: Rng,
+}
+
+/// Each agent's group for one round: a seeded shuffle of the n agents cut into consecutive
+/// groups of k (the last may be smaller).
+pub fn groups(n: usize, k: usize, rng: &mut Rng) -> Vec<usize> {
+    use rand::seq::SliceRandom;
+    let mut order: Vec<usize> = (0..n).collect();
+    order.shuffle(rng);
+    let mut of = vec![0; n];
+    for (pos, &a) in order.iter().enumerate() {
+        of[a] = pos / k;
+    }
+    of
 }
 
 impl Cgp {
     pub fn new(ctx: &RunContext) -> Self {
-        let Framework::Cgp { eta, samples, beta } = ctx.algorithm.framework else {
+        let Framework::Cgp {
+            eta,
+            samples,
+            beta,
+            group,
+        } = ctx.algorithm.framework
+        else {
             unreachable!("cgp specs carry cgp settings")
         };
         let n = ctx.landscape.agents();
@@ -179,6 +201,8 @@ impl Cgp {
             eta,
             samples,
             beta,
+            group,
+            group_rng: stream(ctx.seed(), ctx.run as u64, u64::MAX, Purpose::Framework),
         }
     }
 }
@@ -259,6 +283,11 @@ impl Algorithm for Cgp {
             .map(|o| (o.design.clone(), o.lcb_raw))
             .collect();
         let (samples, beta) = (self.samples, self.beta);
+        let n = self.agents.len();
+        let group_of = match self.group {
+            Some(k) => groups(n, k, &mut self.group_rng),
+            None => vec![0; n],
+        };
         self.agents
             .par_iter_mut()
             .zip(offers)
@@ -268,7 +297,9 @@ impl Algorithm for Cgp {
                 let borrowed: Vec<&Point> = shared
                     .iter()
                     .enumerate()
-                    .filter(|(j, (_, lcb))| *j != k && *lcb > own.delta_raw)
+                    .filter(|(j, (_, lcb))| {
+                        *j != k && group_of[*j] == group_of[k] && *lcb > own.delta_raw
+                    })
                     .map(|(_, (p, _))| p)
                     .collect();
                 let beta = a.learner.ucb_beta(beta);
@@ -350,6 +381,21 @@ impl Algorithm for Cgp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sharing_groups_cut_a_shuffle_into_groups_of_k() {
+        let mut rng = stream(7, 0, u64::MAX, Purpose::Framework);
+        let g = groups(10, 4, &mut rng);
+        let mut sizes = [0; 3];
+        for &x in &g {
+            sizes[x] += 1;
+        }
+        assert_eq!(sizes, [4, 4, 2]);
+        // A new draw every round, the same for the same stream.
+        let again = groups(10, 4, &mut stream(7, 0, u64::MAX, Purpose::Framework));
+        assert_eq!(g, again);
+        assert_ne!(g, groups(10, 4, &mut rng));
+    }
     use crate::acquisition::normal_cdf;
     use crate::surrogate::gp::{GpHyper, Kernel};
 

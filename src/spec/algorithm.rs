@@ -216,6 +216,7 @@ pub(super) struct RawAlgorithm {
     gamma: Option<f64>,
     fraction: Option<f64>,
     shared_points: Option<i64>,
+    group: Option<i64>,
 }
 
 /// What an algorithm's table falls back on: the spec's own settings.
@@ -300,6 +301,7 @@ pub(super) fn check_algorithms(
                 gamma: ra.gamma,
                 fraction: ra.fraction,
                 shared_points: ra.shared_points,
+                group: ra.group,
             },
             &key,
         )?;

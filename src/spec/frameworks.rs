@@ -60,6 +60,10 @@ pub enum Framework {
         samples: usize,
         /// The agent's UCB beta (`CGP_BETA` unless set); None for Srinivas et al.'s schedule.
         beta: Option<f64>,
+        /// Who shares with whom each round: None, every agent with all others (as the paper
+        /// states eq. 7); Some(k), random groups of k drawn anew every round (GUIDE-FBO's
+        /// CGP-UCB), each agent borrowing from its own group only.
+        group: Option<usize>,
     },
     DesignDensity {
         density: Density,
@@ -116,7 +120,8 @@ impl Framework {
                 },
                 noise.map(|z| format!(" z={z}")).unwrap_or_default()
             ),
-            Framework::Cgp { .. } => "CGP-UCB".into(),
+            Framework::Cgp { group: None, .. } => "CGP-UCB".into(),
+            Framework::Cgp { group: Some(k), .. } => format!("CGP-UCB groups of {k}"),
             Framework::DesignDensity { density, .. } => match density {
                 Density::Incumbent => "Design density".into(),
                 Density::Thompson { samples } => format!("Design density TS x{samples}"),
@@ -165,6 +170,7 @@ pub(super) struct RawFramework {
     pub gamma: Option<f64>,
     pub fraction: Option<f64>,
     pub shared_points: Option<i64>,
+    pub group: Option<i64>,
 }
 
 /// The framework keys each kind takes (beta and samples are also read by ucb and rgpe,
@@ -172,7 +178,7 @@ pub(super) struct RawFramework {
 pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "consensus" => &["acquisition", "schedule", "noise", "beta"],
-        "cgp" => &["eta", "samples", "beta"],
+        "cgp" => &["eta", "samples", "beta", "group"],
         "design-density" => &["density", "width", "samples", "beta"],
         "fedgp" => &["acquisition", "rounds", "local_steps", "step_size", "beta"],
         "fmtbo" => &["gamma", "fraction", "shared_points"],
@@ -201,6 +207,7 @@ impl RawFramework {
         note("gamma", self.gamma.is_some());
         note("fraction", self.fraction.is_some());
         note("shared_points", self.shared_points.is_some());
+        note("group", self.group.is_some());
         s
     }
 }
@@ -293,6 +300,10 @@ pub(super) fn parse(
             // GUIDE-FBO's CGP-UCB setting (UCB beta 4); Srinivas et al.'s schedule explores
             // far more and lost to it on Rosenbrock-4 (docs/algorithms.md).
             beta: Some(beta.unwrap_or(CGP_BETA)),
+            group: match raw.group {
+                None => None,
+                Some(_) => Some(c.int(&key("group"), raw.group, 4, 2, 100_000)?),
+            },
         },
         "design-density" => Framework::DesignDensity {
             density: match raw.density.as_deref() {
