@@ -75,9 +75,13 @@ pub enum Framework {
     },
     FedGp {
         decide: Decide,
+        /// FedAvg rounds per iteration (the most, with `tolerance`).
         rounds: usize,
         local_steps: usize,
         step_size: f64,
+        /// Stop an iteration's rounds once the federated log likelihood per observation
+        /// improves by less than this; None: always `rounds`.
+        tolerance: Option<f64>,
     },
     Fmtbo {
         /// Weight of the global model's EI (1 - gamma: the local model's).
@@ -165,6 +169,7 @@ pub(super) struct RawFramework {
     pub density: Option<String>,
     pub width: Option<f64>,
     pub rounds: Option<i64>,
+    pub tolerance: Option<f64>,
     pub local_steps: Option<i64>,
     pub step_size: Option<f64>,
     pub gamma: Option<f64>,
@@ -180,7 +185,14 @@ pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
         "consensus" => &["acquisition", "schedule", "noise", "beta"],
         "cgp" => &["eta", "samples", "beta", "group"],
         "design-density" => &["density", "width", "samples", "beta"],
-        "fedgp" => &["acquisition", "rounds", "local_steps", "step_size", "beta"],
+        "fedgp" => &[
+            "acquisition",
+            "rounds",
+            "local_steps",
+            "step_size",
+            "beta",
+            "tolerance",
+        ],
         "fmtbo" => &["gamma", "fraction", "shared_points"],
         _ => &[],
     }
@@ -202,6 +214,7 @@ impl RawFramework {
         note("density", self.density.is_some());
         note("width", self.width.is_some());
         note("rounds", self.rounds.is_some());
+        note("tolerance", self.tolerance.is_some());
         note("local_steps", self.local_steps.is_some());
         note("step_size", self.step_size.is_some());
         note("gamma", self.gamma.is_some());
@@ -333,6 +346,10 @@ pub(super) fn parse(
             rounds: c.int(&key("rounds"), raw.rounds, 10, 1, 10_000)?,
             local_steps: c.int(&key("local_steps"), raw.local_steps, 5, 1, 10_000)?,
             step_size: real("step_size", raw.step_size, 0.05, 0.0, 10.0, true)?,
+            tolerance: match raw.tolerance {
+                None => None,
+                Some(t) => Some(real("tolerance", Some(t), 0.0, 0.0, 1e3, true)?),
+            },
         },
         "fmtbo" => Framework::Fmtbo {
             gamma: real("gamma", raw.gamma, 0.5, 0.0, 1.0, false)?,
