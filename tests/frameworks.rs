@@ -292,3 +292,35 @@ fn cgp_shares_in_groups_when_asked() {
     let err = stderr(&validate(&spec));
     assert!(err.contains("algorithm[1].group"), "{err}");
 }
+
+/// FMTBO's global model: the averaged length scales as they are (default) or a refit of the
+/// agent's own likelihood started from them (the peer's); the two choose differently.
+#[test]
+fn fmtbo_refits_its_global_model_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"f\"\nseed = 3\nruns = 1\niterations = 4\ninitial_points = 4\n\
+                [objective]\nkind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.3\n\
+                [federation]\nagents = 4\n\
+                [[algorithm]]\nkind = \"fmtbo\"\n[[algorithm]]\nkind = \"fmtbo\"\nglobal = \"GLOBAL\"\n";
+    let spec = write(dir.path(), "f.toml", &text.replace("GLOBAL", "refit"));
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let queries = |label: &str| -> Vec<String> {
+        trace
+            .lines()
+            .filter(|l| l.starts_with(&format!("{label},")) && !l.contains(",init,"))
+            .map(|l| l.split(',').skip(4).take(3).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    let (avg, refit) = (queries("FMTBO"), queries("FMTBO refit"));
+    assert_eq!(avg.len(), 16);
+    assert_eq!(refit.len(), 16);
+    assert_ne!(avg, refit);
+    let spec = write(dir.path(), "f.toml", &text.replace("GLOBAL", "mean"));
+    let err = stderr(&validate(&spec));
+    assert!(
+        err.contains("algorithm[1].global") && err.contains("\"average\", \"refit\""),
+        "{err}"
+    );
+}

@@ -58,6 +58,28 @@ pub fn average_length_scales(hypers: &[&GpHyper], dim: usize) -> Vec<f64> {
         .collect()
 }
 
+/// The agent's own likelihood maximised from `start` alone (one local L-BFGS run, no random
+/// starts): the global model's hyperparameters stay near the averaged ones where the agent's
+/// data allow. `start` itself where the fit fails.
+fn refit_from(a: &Learner, start: GpHyper) -> GpHyper {
+    let model = a.settings().model;
+    let budget = crate::surrogate::gp::FitBudget {
+        starts: 0,
+        restarts: 0,
+    };
+    // No random starts are drawn: the stream is never read.
+    let mut unused = stream(0, 0, 0, Purpose::HyperFit);
+    crate::surrogate::gp::fit_hyperparameters(
+        a.inputs().view(),
+        a.scaled_ys().view(),
+        &model,
+        budget,
+        Some(&start),
+        &mut unused,
+    )
+    .unwrap_or(start)
+}
+
 pub struct Fmtbo {
     agents: Vec<Learner>,
     targets: Vec<usize>,
@@ -65,6 +87,7 @@ pub struct Fmtbo {
     fraction: f64,
     /// The shared ranking set, one row per point (unit coordinates).
     shared: Array2<f64>,
+    refit: bool,
 }
 
 impl Fmtbo {
@@ -73,6 +96,7 @@ impl Fmtbo {
             gamma,
             fraction,
             shared_points,
+            refit,
         } = ctx.algorithm.framework
         else {
             unreachable!("fmtbo specs carry fmtbo settings")
@@ -93,6 +117,7 @@ impl Fmtbo {
             gamma,
             fraction,
             shared,
+            refit,
         }
     }
 }
@@ -131,12 +156,13 @@ impl Algorithm for Fmtbo {
                 }
             })
             .collect();
-        let gamma = self.gamma;
+        let (gamma, refit) = (self.gamma, self.refit);
         self.agents
             .par_iter_mut()
             .zip(locals)
             .zip(globals)
             .map(|((a, (local, _)), global)| {
+                let global = if refit { refit_from(a, global) } else { global };
                 let pl = a.posterior(&local)?;
                 let pg = a.posterior(&global)?;
                 let y = a.scaled_ys();

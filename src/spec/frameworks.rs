@@ -91,6 +91,9 @@ pub enum Framework {
         fraction: f64,
         /// Size of the shared point set the rankings are taken on.
         shared_points: usize,
+        /// The global GP: the averaged length scales as they are (false), or a refit of the
+        /// agent's own likelihood started from them (true; the peer implementation's).
+        refit: bool,
     },
 }
 
@@ -131,7 +134,8 @@ impl Framework {
                 Density::Thompson { samples } => format!("Design density TS x{samples}"),
             },
             Framework::FedGp { decide, .. } => format!("FedGP {}", decide.name()),
-            Framework::Fmtbo { .. } => "FMTBO".into(),
+            Framework::Fmtbo { refit: false, .. } => "FMTBO".into(),
+            Framework::Fmtbo { refit: true, .. } => "FMTBO refit".into(),
         }
     }
 }
@@ -170,6 +174,7 @@ pub(super) struct RawFramework {
     pub width: Option<f64>,
     pub rounds: Option<i64>,
     pub tolerance: Option<f64>,
+    pub global: Option<String>,
     pub local_steps: Option<i64>,
     pub step_size: Option<f64>,
     pub gamma: Option<f64>,
@@ -193,7 +198,7 @@ pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
             "beta",
             "tolerance",
         ],
-        "fmtbo" => &["gamma", "fraction", "shared_points"],
+        "fmtbo" => &["gamma", "fraction", "shared_points", "global"],
         _ => &[],
     }
 }
@@ -215,6 +220,7 @@ impl RawFramework {
         note("width", self.width.is_some());
         note("rounds", self.rounds.is_some());
         note("tolerance", self.tolerance.is_some());
+        note("global", self.global.is_some());
         note("local_steps", self.local_steps.is_some());
         note("step_size", self.step_size.is_some());
         note("gamma", self.gamma.is_some());
@@ -355,6 +361,16 @@ pub(super) fn parse(
             gamma: real("gamma", raw.gamma, 0.5, 0.0, 1.0, false)?,
             fraction: real("fraction", raw.fraction, 0.8, 0.0, 1.0, true)?,
             shared_points: c.int(&key("shared_points"), raw.shared_points, 20, 2, 10_000)?,
+            refit: match raw.global.as_deref() {
+                None | Some("average") => false,
+                Some("refit") => true,
+                Some(o) => {
+                    return Err(c.err(
+                        &key("global"),
+                        format!("unknown global model \"{o}\"; allowed: \"average\", \"refit\""),
+                    ));
+                }
+            },
         },
         _ => Framework::None,
     })
