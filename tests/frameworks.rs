@@ -324,3 +324,29 @@ fn fmtbo_refits_its_global_model_when_asked() {
         "{err}"
     );
 }
+
+/// The density's power: beta / t (piBO's decay, the default) or beta / T throughout (the
+/// peer's), labelled apart; a bad value is named.
+#[test]
+fn the_density_power_is_a_parameter() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"p\"\nseed = 5\nruns = 1\niterations = 3\ninitial_points = 3\n\
+                [objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 3\n\
+                [[algorithm]]\nkind = \"design-density\"\n\
+                [[algorithm]]\nkind = \"design-density\"\npower = \"POWER\"\n";
+    let spec = write(dir.path(), "p.toml", &text.replace("POWER", "beta/T"));
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    assert!(
+        trace
+            .lines()
+            .any(|l| l.starts_with("Design density beta/T,"))
+    );
+    let spec = write(dir.path(), "p.toml", &text.replace("POWER", "beta"));
+    let err = stderr(&validate(&spec));
+    assert!(
+        err.contains("algorithm[1].power") && err.contains("\"beta/T\""),
+        "{err}"
+    );
+}

@@ -65,6 +65,8 @@ pub struct DesignDensity {
     density: Density,
     width: f64,
     beta: f64,
+    constant_power: bool,
+    iterations: usize,
 }
 
 impl DesignDensity {
@@ -73,6 +75,7 @@ impl DesignDensity {
             density,
             width,
             beta,
+            constant_power,
         } = ctx.algorithm.framework
         else {
             unreachable!("design-density specs carry its settings")
@@ -85,6 +88,8 @@ impl DesignDensity {
             width,
             // piBO's recommendation: beta = budget / 10.
             beta: beta.unwrap_or(ctx.spec.iterations as f64 / 10.0),
+            constant_power,
+            iterations: ctx.spec.iterations,
         }
     }
 }
@@ -120,7 +125,12 @@ impl Algorithm for DesignDensity {
             .par_iter_mut()
             .map(|a| centres(a, density))
             .collect::<Result<_>>()?;
-        let (width, power) = (self.width, self.beta / t as f64);
+        let over = if self.constant_power {
+            self.iterations
+        } else {
+            t
+        };
+        let (width, power) = (self.width, self.beta / over as f64);
         self.agents
             .par_iter_mut()
             .enumerate()

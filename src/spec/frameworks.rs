@@ -72,6 +72,9 @@ pub enum Framework {
         /// The density's power is beta / t (piBO's decay); None: iterations / 10 (piBO's
         /// recommendation).
         beta: Option<f64>,
+        /// The power held at beta / T (T = iterations) instead of decaying as beta / t (the
+        /// peer's choice: the others' beliefs weigh the same throughout).
+        constant_power: bool,
     },
     FedGp {
         decide: Decide,
@@ -129,10 +132,21 @@ impl Framework {
             ),
             Framework::Cgp { group: None, .. } => "CGP-UCB".into(),
             Framework::Cgp { group: Some(k), .. } => format!("CGP-UCB groups of {k}"),
-            Framework::DesignDensity { density, .. } => match density {
-                Density::Incumbent => "Design density".into(),
-                Density::Thompson { samples } => format!("Design density TS x{samples}"),
-            },
+            Framework::DesignDensity {
+                density,
+                constant_power,
+                ..
+            } => {
+                let base = match density {
+                    Density::Incumbent => "Design density".to_string(),
+                    Density::Thompson { samples } => format!("Design density TS x{samples}"),
+                };
+                if *constant_power {
+                    format!("{base} beta/T")
+                } else {
+                    base
+                }
+            }
             Framework::FedGp { decide, .. } => format!("FedGP {}", decide.name()),
             Framework::Fmtbo { refit: false, .. } => "FMTBO".into(),
             Framework::Fmtbo { refit: true, .. } => "FMTBO refit".into(),
@@ -175,6 +189,7 @@ pub(super) struct RawFramework {
     pub rounds: Option<i64>,
     pub tolerance: Option<f64>,
     pub global: Option<String>,
+    pub power: Option<String>,
     pub local_steps: Option<i64>,
     pub step_size: Option<f64>,
     pub gamma: Option<f64>,
@@ -189,7 +204,7 @@ pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "consensus" => &["acquisition", "schedule", "noise", "beta"],
         "cgp" => &["eta", "samples", "beta", "group"],
-        "design-density" => &["density", "width", "samples", "beta"],
+        "design-density" => &["density", "width", "samples", "beta", "power"],
         "fedgp" => &[
             "acquisition",
             "rounds",
@@ -221,6 +236,7 @@ impl RawFramework {
         note("rounds", self.rounds.is_some());
         note("tolerance", self.tolerance.is_some());
         note("global", self.global.is_some());
+        note("power", self.power.is_some());
         note("local_steps", self.local_steps.is_some());
         note("step_size", self.step_size.is_some());
         note("gamma", self.gamma.is_some());
@@ -346,6 +362,18 @@ pub(super) fn parse(
             },
             width: real("width", raw.width, 0.1, 0.0, 10.0, true)?,
             beta,
+            constant_power: match raw.power.as_deref() {
+                None | Some("beta/t") => false,
+                Some("beta/T") => true,
+                Some(o) => {
+                    return Err(c.err(
+                        &key("power"),
+                        format!(
+                            "unknown power \"{o}\"; allowed: \"beta/t\" (decaying), \"beta/T\" (constant)"
+                        ),
+                    ));
+                }
+            },
         },
         "fedgp" => Framework::FedGp {
             decide: decide()?,
