@@ -23,8 +23,6 @@ pub enum DesignKind {
 }
 
 impl DesignKind {
-    pub const NAMES: &'static [&'static str] = &["random", "lhs", "sobol"];
-
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "random" => Some(DesignKind::Random),

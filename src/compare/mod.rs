@@ -231,12 +231,17 @@ pub fn compare(opts: &CompareOptions) -> Result<Report> {
             ),
         ));
     }
-    let base = baseline_index(&t, opts, &path)?;
-    let mut rows = compare_trace(&t, base, opts, &path)?;
+    report(&t, opts, &path, opts.allow_init_differences)
+}
+
+/// Every series of `t` against its baseline, Holm-adjusted over them all, as a report.
+fn report(t: &Trace, opts: &CompareOptions, path: &Path, allow_init: bool) -> Result<Report> {
+    let base = baseline_index(t, opts, path)?;
+    let mut rows = compare_trace(t, base, opts, path, allow_init)?;
     adjust(&mut rows);
     Ok(Report {
         baseline: t.algorithms[base].clone(),
-        higher_is_better: higher_is_better(&t, opts.metric),
+        higher_is_better: higher_is_better(t, opts.metric),
         rows,
         trends: Vec::new(),
     })
@@ -335,29 +340,8 @@ fn compare_pooled(opts: &CompareOptions) -> Result<Report> {
             "no unit of the inputs is listed: each line is an input exactly as given to compare, and an agent",
         ));
     }
-    let base = baseline_index(&t, opts, &first)?;
     // Pairing was checked input by input above.
-    let opts_pooled = CompareOptions {
-        input: opts.input.clone(),
-        pool: Vec::new(),
-        units: None,
-        baseline: opts.baseline.clone(),
-        at: opts.at.clone(),
-        metric: opts.metric,
-        resamples: opts.resamples,
-        markdown: opts.markdown,
-        csv: opts.csv,
-        accountant: opts.accountant,
-        allow_init_differences: true,
-    };
-    let mut rows = compare_trace(&t, base, &opts_pooled, &first)?;
-    adjust(&mut rows);
-    Ok(Report {
-        baseline: t.algorithms[base].clone(),
-        higher_is_better: higher_is_better(&t, opts.metric),
-        rows,
-        trends: Vec::new(),
-    })
+    report(&t, opts, &first, true)
 }
 
 fn baseline_index(t: &Trace, opts: &CompareOptions, path: &Path) -> Result<usize> {
@@ -500,10 +484,11 @@ fn compare_trace(
     base: usize,
     opts: &CompareOptions,
     path: &Path,
+    allow_init: bool,
 ) -> Result<Vec<Comparison>> {
     let at = iterations_at(t, opts, path)?;
     let others: Vec<usize> = (0..t.algorithms.len()).filter(|&a| a != base).collect();
-    check_paired(t, base, &others, &at, opts.allow_init_differences, path)?;
+    check_paired(t, base, &others, &at, allow_init, path)?;
     let mut rows = Vec::new();
     for &it in &at {
         for &a in &others {
@@ -684,7 +669,13 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
         }
         let base_in_kept = kept.iter().position(|&i| i == base).expect("base kept");
         if kept.len() > 1 {
-            rows.extend(compare_trace(&t, base_in_kept, opts, &sweep_path)?);
+            rows.extend(compare_trace(
+                &t,
+                base_in_kept,
+                opts,
+                &sweep_path,
+                opts.allow_init_differences,
+            )?);
         }
         // Trend over the points where this algorithm has an epsilon.
         let it = opts.at.last().copied().unwrap_or(t.last_iteration);
@@ -846,7 +837,7 @@ pub fn difference_curves(
         // matters, and the DP protocol's algorithms start from their own sub-regions.
         allow_init_differences: true,
     };
-    let rows = compare_trace(&t, base, &opts, trace)?;
+    let rows = compare_trace(&t, base, &opts, trace, opts.allow_init_differences)?;
     let mut curves: Vec<Curve> = Vec::new();
     for r in rows {
         match curves.iter_mut().find(|c| c.0 == r.algorithm) {

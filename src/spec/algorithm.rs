@@ -167,7 +167,13 @@ pub enum Start {
 }
 
 impl Start {
-    pub const NAMES: &'static [&'static str] = &["federation-best", "mean-of-bests"];
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "federation-best" => Some(Start::FederationBest),
+            "mean-of-bests" => Some(Start::MeanOfBests),
+            _ => None,
+        }
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -389,20 +395,17 @@ pub(super) fn check_algorithms(
                 ));
             }
         };
-        let start = match ra.start.as_deref() {
-            None => None,
-            Some(_) if kind != AlgorithmKind::Ts => {
-                return Err(c.err(&key("start"), "applies only to kind = \"ts\""));
-            }
-            Some("federation-best") => Some(Start::FederationBest),
-            Some("mean-of-bests") => Some(Start::MeanOfBests),
-            Some(o) => {
-                return Err(c.err(
-                    &key("start"),
-                    format!("unknown start \"{o}\"; allowed: {:?}", Start::NAMES),
-                ));
-            }
-        };
+        if ra.start.is_some() && kind != AlgorithmKind::Ts {
+            return Err(c.err(&key("start"), "applies only to kind = \"ts\""));
+        }
+        let start = c.choice(
+            &key("start"),
+            ra.start.as_deref(),
+            None,
+            "start",
+            "\"federation-best\", \"mean-of-bests\"",
+            |s| Start::parse(s).map(Some),
+        )?;
         let samples = c.int(&key("samples"), ra.samples, 100, 1, 100_000)?;
         let bandwidth = ra.bandwidth.unwrap_or(0.1);
         if !(bandwidth > 0.0 && bandwidth <= 10.0) {

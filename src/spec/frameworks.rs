@@ -362,18 +362,18 @@ pub(super) fn parse(
             },
             width: real("width", raw.width, 0.1, 0.0, 10.0, true)?,
             beta,
-            constant_power: match raw.power.as_deref() {
-                None | Some("beta/t") => false,
-                Some("beta/T") => true,
-                Some(o) => {
-                    return Err(c.err(
-                        &key("power"),
-                        format!(
-                            "unknown power \"{o}\"; allowed: \"beta/t\" (decaying), \"beta/T\" (constant)"
-                        ),
-                    ));
-                }
-            },
+            constant_power: c.choice(
+                &key("power"),
+                raw.power.as_deref(),
+                false,
+                "power",
+                "\"beta/t\" (decaying), \"beta/T\" (constant)",
+                |s| match s {
+                    "beta/t" => Some(false),
+                    "beta/T" => Some(true),
+                    _ => None,
+                },
+            )?,
         },
         "fedgp" => Framework::FedGp {
             decide: decide()?,
@@ -389,16 +389,18 @@ pub(super) fn parse(
             gamma: real("gamma", raw.gamma, 0.5, 0.0, 1.0, false)?,
             fraction: real("fraction", raw.fraction, 0.8, 0.0, 1.0, true)?,
             shared_points: c.int(&key("shared_points"), raw.shared_points, 20, 2, 10_000)?,
-            refit: match raw.global.as_deref() {
-                None | Some("average") => false,
-                Some("refit") => true,
-                Some(o) => {
-                    return Err(c.err(
-                        &key("global"),
-                        format!("unknown global model \"{o}\"; allowed: \"average\", \"refit\""),
-                    ));
-                }
-            },
+            refit: c.choice(
+                &key("global"),
+                raw.global.as_deref(),
+                false,
+                "global model",
+                "\"average\", \"refit\"",
+                |s| match s {
+                    "average" => Some(false),
+                    "refit" => Some(true),
+                    _ => None,
+                },
+            )?,
         },
         _ => Framework::None,
     })

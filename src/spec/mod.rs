@@ -534,15 +534,14 @@ impl Spec {
                     "does not go with initial_points_file: the file gives the points",
                 ));
             }
-            Some(s) => crate::design::DesignKind::parse(s).ok_or_else(|| {
-                c.err(
-                    "initial_design",
-                    format!(
-                        "unknown design \"{s}\"; allowed: {:?}",
-                        crate::design::DesignKind::NAMES
-                    ),
-                )
-            })?,
+            v => c.choice(
+                "initial_design",
+                v,
+                crate::design::DesignKind::Random,
+                "design",
+                "\"random\", \"lhs\", \"sobol\"",
+                crate::design::DesignKind::parse,
+            )?,
         };
         if raw.initial_design_across_agents == Some(true)
             && kind == crate::design::DesignKind::Random
