@@ -105,37 +105,11 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
 /// Drives `rounds` rounds of every unfinished unit (then stops, as a killed server would),
 /// with fresh sites resumed from their journals; true if every unit finished.
 fn drive(spec: &Path, out: &Path, state: &Path, rounds: usize) -> bool {
-    let mut fed = Federation::open(spec, out, false).unwrap();
-    let n = 12;
-    let mut sites: Vec<Site> = (0..n)
+    let fed = Federation::open(spec, out, false).unwrap();
+    let mut sites: Vec<Site> = (0..12)
         .map(|a| Site::open(spec, a, Some(&state.join(format!("agent{a}")))).unwrap())
         .collect();
-    let mut left = rounds;
-    for unit in fed.units().to_vec() {
-        let mut server = fed.server(unit).unwrap();
-        while !server.finished() {
-            let ins = server.instruction().unwrap();
-            if left == 0 {
-                // Killed after the agents answered, before the server kept their replies:
-                // the resumed agents answer this round again from their journals.
-                for a in server.agents().to_vec() {
-                    sites[a].step(&ins).unwrap();
-                }
-                return false;
-            }
-            left -= 1;
-            let replies = server
-                .agents()
-                .to_vec()
-                .into_iter()
-                .map(|a| sites[a].step(&ins).unwrap())
-                .collect();
-            server.receive(replies).unwrap();
-        }
-        fed.save(&server).unwrap();
-    }
-    fed.finish().unwrap();
-    true
+    federate(fed, &mut sites, Some(rounds))
 }
 
 #[test]

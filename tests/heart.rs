@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use fbo::data::heart;
-use fbo::federation::{self, Federation, Site};
+use fbo::federation::{Federation, Site};
 use std::path::Path;
 
 #[test]
@@ -144,26 +144,11 @@ fn hospitals_with_their_own_files_federate_to_the_simulations_bytes() {
         .map(|a| machine(&format!("site{a}"), &[heart::SITES[a].0]))
         .collect();
     let out = dir.path().join("fed-out");
-    let mut fed = Federation::open(&server_spec, &out, false).unwrap();
+    let fed = Federation::open(&server_spec, &out, false).unwrap();
     let mut sites: Vec<Site> = (0..4)
         .map(|a| Site::open(&site_specs[a], a, None).unwrap())
         .collect();
-    for unit in fed.units().to_vec() {
-        let mut server = fed.server(unit).unwrap();
-        while !server.finished() {
-            let ins = server.instruction().unwrap();
-            let replies = server
-                .agents()
-                .to_vec()
-                .into_iter()
-                .map(|a| sites[a].step(&ins).unwrap())
-                .collect();
-            server.receive(replies).unwrap();
-        }
-        fed.save(&server).unwrap();
-    }
-    fed.finish().unwrap();
+    assert!(federate(fed, &mut sites, None));
     let strip = |p: &Path| std::fs::read_to_string(p.join("trace.csv")).unwrap();
     assert_eq!(strip(&sim), strip(&out));
-    let _ = federation::NOTES;
 }

@@ -79,18 +79,23 @@ fn toy_layout(root: &Path) -> PathBuf {
     parties
 }
 
+/// `fbo import privtuna SOURCE --out OUT`, its output collected.
+fn import(source: &Path, out: &Path) -> std::process::Output {
+    fbo_output([
+        "import".as_ref(),
+        "privtuna".as_ref(),
+        source.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ])
+}
+
 #[test]
 fn a_federation_of_the_layout_imports_and_runs() {
     let dir = tempfile::tempdir().unwrap();
     let parties = toy_layout(dir.path());
     let out = dir.path().join("tables");
-    let o = fbo_output([
-        "import".as_ref(),
-        "privtuna".as_ref(),
-        parties.as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-    ]);
+    let o = import(&parties, &out);
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     for want in [
@@ -178,13 +183,7 @@ fn a_malformed_grid_is_refused_with_file_and_line_and_nothing_written() {
         .collect();
     std::fs::write(&bad, broken.join("\n")).unwrap();
     let out = dir.path().join("tables");
-    let o = fbo_output([
-        "import".as_ref(),
-        "privtuna".as_ref(),
-        parties.as_os_str(),
-        "--out".as_ref(),
-        out.as_os_str(),
-    ]);
+    let o = import(&parties, &out);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -201,13 +200,7 @@ fn a_malformed_grid_is_refused_with_file_and_line_and_nothing_written() {
 fn committed_tables_are_the_importers_output() {
     let dir = tempfile::tempdir().unwrap();
     let src = raw_data("privtuna/non-IID_res/label_skew/CIFAR10_non-IID_label_skew/10_parties");
-    let o = fbo_output([
-        "import".as_ref(),
-        "privtuna".as_ref(),
-        src.as_os_str(),
-        "--out".as_ref(),
-        dir.path().as_os_str(),
-    ]);
+    let o = import(&src, dir.path());
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(

@@ -229,3 +229,39 @@ pub fn raw_data(sub: &str) -> PathBuf {
 pub fn landmine_csv() -> PathBuf {
     raw_data("landmine/landmine.csv.gz")
 }
+
+/// Drives every unfinished unit of a federation in one process, each round's instruction to
+/// the sites of the agents it names and their replies back, for at most `rounds` rounds
+/// (None: to the end, then the merge). When the rounds run out the sites answer the pending
+/// round once more without the server keeping the replies (a server killed after the agents
+/// answered) and false is returned; true once every unit is merged.
+pub fn federate(
+    mut fed: fbo::federation::Federation,
+    sites: &mut [fbo::federation::Site],
+    rounds: Option<usize>,
+) -> bool {
+    let mut left = rounds;
+    for unit in fed.units().to_vec() {
+        let mut server = fed.server(unit).unwrap();
+        while !server.finished() {
+            let ins = server.instruction().unwrap();
+            if left == Some(0) {
+                for a in server.agents().to_vec() {
+                    sites[a].step(&ins).unwrap();
+                }
+                return false;
+            }
+            left = left.map(|l| l - 1);
+            let replies = server
+                .agents()
+                .to_vec()
+                .into_iter()
+                .map(|a| sites[a].step(&ins).unwrap())
+                .collect();
+            server.receive(replies).unwrap();
+        }
+        fed.save(&server).unwrap();
+    }
+    fed.finish().unwrap();
+    true
+}
