@@ -307,6 +307,30 @@ impl Function {
     }
 }
 
+/// How far each agent's version of a function departs from it: `shift` scales the optimum's
+/// move (up to shift / 4 of the box's width per coordinate), `rotation` the rotation angles
+/// (up to rotation x pi). `objective.heterogeneity = h` sets both to h.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Heterogeneity {
+    pub shift: f64,
+    pub rotation: f64,
+}
+
+impl Heterogeneity {
+    /// Both at h.
+    pub fn both(h: f64) -> Self {
+        Heterogeneity {
+            shift: h,
+            rotation: h,
+        }
+    }
+
+    /// Whether agents differ at all.
+    pub fn is_some(&self) -> bool {
+        self.shift > 0.0 || self.rotation > 0.0
+    }
+}
+
 /// Each agent's own version of a function: the input shifted and rotated about the optimum,
 /// by amounts that `heterogeneity` h in [0, 1] scales (h = 0: every agent sees the function
 /// itself). For agent k, from the random stream (spec seed, run 0, agent k, heterogeneity):
@@ -331,7 +355,7 @@ pub struct Transform {
 }
 
 impl Transform {
-    pub fn new(f: Function, heterogeneity: f64, seed: u64, agent: usize) -> Transform {
+    pub fn new(f: Function, heterogeneity: Heterogeneity, seed: u64, agent: usize) -> Transform {
         use rand::Rng;
         let params = f.params();
         let d = params.len();
@@ -342,7 +366,8 @@ impl Transform {
             .zip(&star)
             .map(|(p, &x)| {
                 let u: f64 = rng.random_range(-1.0..=1.0);
-                let moved = (x + heterogeneity * u * (p.high - p.low) / 4.0).clamp(p.low, p.high);
+                let moved =
+                    (x + heterogeneity.shift * u * (p.high - p.low) / 4.0).clamp(p.low, p.high);
                 moved - x
             })
             .collect();
@@ -352,7 +377,7 @@ impl Transform {
         }
         for i in 0..d {
             for j in i + 1..d {
-                let theta: f64 = rng.random_range(-PI..PI) * heterogeneity;
+                let theta: f64 = rng.random_range(-PI..PI) * heterogeneity.rotation;
                 let (c, s) = (libm::cos(theta), libm::sin(theta));
                 // Q <- G(i, j) Q: rows i and j rotate.
                 for k in 0..d {
@@ -422,7 +447,7 @@ impl Evaluate for Closed {
 /// function's maximum). With heterogeneity > 0 each agent has its own `Transform`.
 pub fn landscape(
     f: Function,
-    heterogeneity: f64,
+    heterogeneity: Heterogeneity,
     seed: u64,
     spec: &ObjectiveSpec,
     agents: usize,
@@ -430,7 +455,7 @@ pub fn landscape(
     let params = f.params();
     let closed = Closed {
         f,
-        transforms: (heterogeneity > 0.0).then(|| {
+        transforms: heterogeneity.is_some().then(|| {
             (0..agents)
                 .map(|k| Transform::new(f, heterogeneity, seed, k))
                 .collect()
@@ -535,7 +560,7 @@ mod tests {
             let params = f.params();
             let d = params.len();
             // h = 0: every agent sees the function itself.
-            let t0 = Transform::new(f, 0.0, 7, 3);
+            let t0 = Transform::new(f, Heterogeneity::both(0.0), 7, 3);
             let mut rng = stream(2, 0, 0, Purpose::Init);
             // A uniform point of f's box, raw.
             let space = Space::Box(params.clone());
@@ -549,8 +574,8 @@ mod tests {
                         .all(|(a, b)| (a - b).abs() < 1e-12 * (1.0 + a.abs()))
                 );
             }
-            let t1 = Transform::new(f, 1.0, 7, 1);
-            let t2 = Transform::new(f, 1.0, 7, 2);
+            let t1 = Transform::new(f, Heterogeneity::both(1.0), 7, 1);
+            let t2 = Transform::new(f, Heterogeneity::both(1.0), 7, 2);
             // The rotation is orthogonal.
             for i in 0..d {
                 for j in 0..d {

@@ -2,6 +2,7 @@
 //! of named hyperparameters), and the checks of each kind (tables, live models, commands).
 
 use super::*;
+use crate::objective::function::Heterogeneity;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum ObjectiveKind {
@@ -12,11 +13,11 @@ pub enum ObjectiveKind {
     /// A hyperparameter-response table; `agents` are the table's agent ids taking part, in
     /// the order fbo numbers them 0, 1, ...
     Table { meta: TableMeta, agents: Vec<usize> },
-    /// A closed-form test function; with heterogeneity > 0 each agent sees its own shifted
+    /// A closed-form test function; with heterogeneity each agent sees its own shifted
     /// and rotated version (`objective::function::Transform`).
     Function {
         function: Function,
-        heterogeneity: f64,
+        heterogeneity: Heterogeneity,
     },
     /// A dataset's model trained at every query; `agents` are the data's agents taking part.
     Model {
@@ -109,6 +110,8 @@ pub(super) struct RawObjective {
     function: Option<String>,
     dimension: Option<i64>,
     heterogeneity: Option<f64>,
+    shift: Option<f64>,
+    rotation: Option<f64>,
     dataset: Option<String>,
     data: Option<String>,
     split: Option<String>,
@@ -177,6 +180,8 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
         ("function", o.function.is_some()),
         ("dimension", o.dimension.is_some()),
         ("heterogeneity", o.heterogeneity.is_some()),
+        ("shift", o.shift.is_some()),
+        ("rotation", o.rotation.is_some()),
     ] {
         if o.kind != "function" && set {
             return Err(c.err(
@@ -284,18 +289,7 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
                     format!("unknown function \"{name}\"; allowed: {}", Function::NAMES),
                 )
             })?;
-            let heterogeneity = match o.heterogeneity {
-                None => 0.0,
-                Some(h) if (0.0..=1.0).contains(&h) => h,
-                Some(h) => {
-                    return Err(c.err(
-                        "objective.heterogeneity",
-                        format!(
-                            "must be in [0, 1] (0: every agent sees the same function), got {h}"
-                        ),
-                    ));
-                }
-            };
+            let heterogeneity = check_heterogeneity(c, &o)?;
             (
                 ObjectiveKind::Function {
                     function: f,
@@ -942,4 +936,42 @@ fn check_choices(
         }
     }
     Ok(Param::categorical(&name, choices))
+}
+
+/// `objective.heterogeneity = h` (shift and rotation together), or `shift` and `rotation`
+/// apart: a shift of up to that fraction of the box's width per coordinate, in [0, 1] (the
+/// optimum kept in the box);
+/// rotation angles up to that fraction of pi, in [0, 1].
+fn check_heterogeneity(c: &Check, o: &RawObjective) -> Result<Heterogeneity> {
+    let within = |key: &str, v: Option<f64>, hi: f64, what: &str| -> Result<f64> {
+        match v {
+            None => Ok(0.0),
+            Some(x) if (0.0..=hi).contains(&x) => Ok(x),
+            Some(x) => Err(c.err(
+                &format!("objective.{key}"),
+                format!("must be in [0, {hi}] ({what}), got {x}"),
+            )),
+        }
+    };
+    if o.heterogeneity.is_some() && (o.shift.is_some() || o.rotation.is_some()) {
+        return Err(c.err(
+            "objective.heterogeneity",
+            "sets shift and rotation together; give either it or objective.shift / objective.rotation",
+        ));
+    }
+    if o.heterogeneity.is_some() {
+        let h = within(
+            "heterogeneity",
+            o.heterogeneity,
+            1.0,
+            "0: every agent sees the same function",
+        )?;
+        return Ok(Heterogeneity::both(h));
+    }
+    Ok(Heterogeneity {
+        // In heterogeneity's units, where h shifts by up to h / 4 of the width; times 4 is
+        // exact, so shift = h / 4 draws the very shifts heterogeneity = h draws.
+        shift: 4.0 * within("shift", o.shift, 1.0, "a fraction of the box's width")?,
+        rotation: within("rotation", o.rotation, 1.0, "a fraction of pi")?,
+    })
 }
