@@ -51,7 +51,14 @@ PY
 
 # Rosenbrock-4 at high heterogeneity is the function of the held-out comparison the issue
 # reports (a public implementation's FMTBO and CGP-UCB at 0.4-0.8x the regret of TS and FTS).
-problems=("branin 2 0.1" "branin 2 0.5" "hartmann6 6 0.1" "hartmann6 6 0.5" "rosenbrock 4 0.5")
+# "s0.05r0.1" is objective.shift = 0.05 and rotation = 0.1 apart (issue 40's peer setting:
+# "mild" 0.05 / 0.1, "severe" 0.3 / 1.0),
+# and 0 identical agents, where sharing must not hurt.
+problems=("branin 2 0.1" "branin 2 0.5" "hartmann6 6 0.1" "hartmann6 6 0.5" "rosenbrock 4 0.5"
+    "rosenbrock 4 0" "rosenbrock 4 s0.05r0.1" "rosenbrock 4 s0.3r1.0" "hartmann6 6 0")
+if [[ -n "${FBO_FRAMEWORKS_PROBLEMS:-}" ]]; then
+    IFS=',' read -r -a problems <<<"$FBO_FRAMEWORKS_PROBLEMS"
+fi
 table="$OUT/table.md"
 {
     echo "Final simple regret (functions; lower is better) or best AUC (landmine; higher is better), algorithm minus baseline, paired over (run, agent)."
@@ -64,6 +71,13 @@ for p in "${problems[@]}"; do
     # Branin and Hartmann-6 have their own dimension; the others take it as a key.
     dimension=""
     [[ "$fn" == branin || "$fn" == hartmann* ]] || dimension="dimension = $dim"
+    if [[ "$h" == s* ]]; then
+        shift_=${h#s}
+        heterogeneity="shift = ${shift_%r*}
+rotation = ${h#*r}"
+    else
+        heterogeneity="heterogeneity = $h"
+    fi
     name="frameworks-$fn-h$h"
     spec="$OUT/$name.toml"
     cat >"$spec" <<SPEC
@@ -79,7 +93,7 @@ kind = "function"
 function = "$fn"
 $dimension
 noise_var = 0.01
-heterogeneity = $h
+$heterogeneity
 
 [federation]
 agents = 8
@@ -95,6 +109,25 @@ kind = "ucb"
 kind = "dp-fts-de"
 label = "FTS"
 server = { subregions = 1, init = "domain" }
+[[algorithm]]
+kind = "dp-fts-de"
+label = "FTS agreed"
+shared = "agreed"
+server = { subregions = 1, init = "domain" }
+[[algorithm]]
+kind = "dp-fts-de"
+label = "FTS-DE"
+server = { subregions = 4, init = "domain" }
+[[algorithm]]
+kind = "dp-fts-de"
+label = "FTS-DE agreed"
+shared = "agreed"
+server = { subregions = 4, init = "domain" }
+[[algorithm]]
+kind = "dp-fts-de"
+label = "DP-FTS-DE agreed"
+shared = "agreed"
+server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0 }
 [[algorithm]]
 kind = "consensus"
 [[algorithm]]

@@ -452,7 +452,17 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             }
         }
         // Message branch: argmax over the grid of phi(x)^T omega with the shared features.
-        let shared = SharedFeatures::draw(&lands[0].space, m, Kernel::Se, 0.03, 1.0, true, 7, 0);
+        let shared = SharedFeatures::draw(
+            &lands[0].space,
+            m,
+            Kernel::Se,
+            &[0.03],
+            1.0,
+            1e-6,
+            true,
+            7,
+            0,
+        );
         let mut rng = stream(7, 0, 0, Purpose::Message);
         let mut msg_times = Vec::new();
         for _ in 0..200 {

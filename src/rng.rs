@@ -41,6 +41,8 @@ pub enum Purpose {
     Framework = 16,
     /// Points every agent of a run shares (FMTBO's ranking set).
     SharedPoints = 17,
+    /// The noise of a private agreement on the shared model (`surrogate.shared = "agreed"`).
+    Agreement = 18,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

@@ -311,6 +311,7 @@ mod tests {
             sampling: Sampling::Poisson,
             adjacency: crate::privacy::Adjacency::AddRemove,
             budget: None,
+            agreement: None,
         }
     }
 

@@ -494,3 +494,79 @@ fn a_run_that_clips_most_messages_warns() {
         );
     }
 }
+
+/// privacy.csv's epsilons, one per line after the header.
+fn epsilons(out: &Path) -> Vec<String> {
+    fs::read_to_string(out.join("privacy.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn an_agreed_shared_model_is_accounted_with_its_agreement() {
+    // The agreement rides on each round's selection: the round is one Gaussian mechanism of
+    // multiplier (z^-2 + z_h^-2)^-1/2. z = 3 and z_h = 4 give exactly 2.4, so a run with the
+    // agreement must write the epsilons of a run at z = 2.4 without it, and more than at z = 3.
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, text: String| {
+        let spec_path = write(dir.path(), &format!("{name}.toml"), &text);
+        let out = dir.path().join(name);
+        fbo_ok("run", &spec_path, &out, &["--no-timing"]);
+        epsilons(&out)
+    };
+    let base = SMALL_DP.replace("runs = 3", "runs = 1");
+    let agreed = run(
+        "agreed",
+        base.replace("z = 1.0", "z = 3.0\nagreement_z = 4.0")
+            .replace("features = 16", "features = 16\nshared = \"agreed\""),
+    );
+    let equivalent = run("equivalent", base.replace("z = 1.0", "z = 2.4"));
+    let plain = run("plain", base.replace("z = 1.0", "z = 3.0"));
+    assert_eq!(agreed.len(), 16);
+    assert_eq!(agreed, equivalent);
+    for (a, p) in agreed.iter().zip(&plain) {
+        assert!(a.parse::<f64>().unwrap() > p.parse::<f64>().unwrap());
+    }
+    // By default the agreement's multiplier is z's: z / sqrt(2) in all.
+    let default = run(
+        "default",
+        base.replace("features = 16", "features = 16\nshared = \"agreed\""),
+    );
+    let half = run(
+        "half",
+        base.replace("z = 1.0", &format!("z = {}", 1.0 / 2f64.sqrt())),
+    );
+    assert_eq!(default, half);
+}
+
+#[test]
+fn agreement_keys_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, expect) in [
+        (
+            SMALL_DP.replace("clip = 3.0", "clip = 3.0\nagreement_z = 2.0"),
+            "key `server.agreement_z`: agreement_z and agreement_clip apply only with shared = \"agreed\"",
+        ),
+        (
+            SMALL_DP
+                .replace("clip = 3.0", "clip = 3.0\nagreement_clip = -1.0")
+                .replace("features = 16", "features = 16\nshared = \"agreed\""),
+            "key `server.agreement_clip`: must be a finite number > 0, got -1",
+        ),
+        (
+            SMALL_DP.replace("features = 16", "features = 16\nshared = \"learned\""),
+            "key `surrogate.shared`: unknown shared model \"learned\"; allowed: \"fixed\", \"agreed\"",
+        ),
+        (
+            SMALL_DP.replace("kind = \"ts\"", "kind = \"ts\"\nshared = \"agreed\""),
+            "key `algorithm[0].shared`: applies only to kinds whose messages are random-feature weights",
+        ),
+    ] {
+        let o = validate(&write(dir.path(), "bad.toml", &text));
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        assert!(stderr(&o).contains(expect), "{}", stderr(&o));
+    }
+}

@@ -14,6 +14,8 @@ pub const SENDERS: &str = "senders";
 use crate::optim::{Acquisition, BoxSearch, maximise};
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::spec::ObservationSource;
+use crate::spec::SharedModel;
+use crate::surrogate::agreement::{SharedHyper, median};
 use crate::surrogate::blr::BlrPosterior;
 use crate::surrogate::gp::{GpHyper, GpPosterior, Kernel};
 use crate::surrogate::own::{OwnModel, OwnSettings};
@@ -327,11 +329,18 @@ pub struct Decision {
     pub value: f64,
 }
 
-/// The random features all agents share; on a grid Phi is evaluated once on the whole
-/// domain so a message's argmax is one matrix-vector product.
+/// The random features all agents share, with the BLR noise their posteriors use; on a grid
+/// Phi is evaluated once on the whole domain so a message's argmax is one matrix-vector
+/// product.
 pub struct SharedFeatures {
     pub features: RandomFeatures,
+    /// The BLR's noise variance lambda (FTS eq. 2).
+    pub lambda: f64,
     grid_phi: Option<Array2<f64>>,
+    kernel: Kernel,
+    normalize: bool,
+    seed: u64,
+    run: usize,
 }
 
 impl SharedFeatures {
@@ -341,8 +350,9 @@ impl SharedFeatures {
         space: &Space,
         m: usize,
         kernel: Kernel,
-        length_scale: f64,
+        length_scales: &[f64],
         variance: f64,
+        lambda: f64,
         normalize: bool,
         seed: u64,
         run: usize,
@@ -352,27 +362,63 @@ impl SharedFeatures {
             m,
             space.dim(),
             kernel,
-            &[length_scale],
+            length_scales,
             variance,
             normalize,
             &mut rng,
         );
         let grid_phi = space.grid().map(|g| features.matrix(g.points()));
-        SharedFeatures { features, grid_phi }
+        SharedFeatures {
+            features,
+            lambda,
+            grid_phi,
+            kernel,
+            normalize,
+            seed,
+            run,
+        }
     }
 
-    /// The features of a run as its spec and algorithm define them (M from the algorithm).
+    /// The features of a run as its spec and algorithm define them (M from the algorithm):
+    /// the pinned settings, or with an agreed model the prior's hyperparameters until the
+    /// agents first agree.
     pub fn for_run(ctx: &RunContext) -> Self {
         let sur = &ctx.spec.surrogate;
+        let space = &ctx.landscape.space;
+        let (ls, var, lambda) = match ctx.algorithm.shared {
+            SharedModel::Fixed => (vec![sur.length_scale], sur.kernel_variance, sur.lambda),
+            SharedModel::Agreed => {
+                let h = SharedHyper::from_own(&sur.own.initial, space.dim());
+                (h.length_scales, h.signal_var, h.noise_var)
+            }
+        };
         SharedFeatures::draw(
-            &ctx.landscape.space,
+            space,
             ctx.algorithm.features,
             sur.kernel,
-            sur.length_scale,
-            sur.kernel_variance,
+            &ls,
+            var,
+            lambda,
             sur.normalize_features,
             ctx.seed(),
             ctx.run,
+        )
+    }
+
+    /// The same features for agreed hyperparameters: the shared stream from its start, so
+    /// every agent draws the same standard normals and phases, scaled by the new length
+    /// scales.
+    pub fn agreed(&self, space: &Space, h: &SharedHyper) -> Self {
+        SharedFeatures::draw(
+            space,
+            self.features.len(),
+            self.kernel,
+            &h.length_scales,
+            h.signal_var,
+            h.noise_var,
+            self.normalize,
+            self.seed,
+            self.run,
         )
     }
 
@@ -444,6 +490,61 @@ impl Messenger {
     pub fn n_obs(&self) -> usize {
         self.blr.n_obs()
     }
+
+    /// The posterior afresh on `shared` from a learner's observations on its own model's
+    /// (standardised) scale: an agreed model's features and noise change between rounds, and
+    /// so does the standardisation.
+    pub fn refit(&mut self, shared: &SharedFeatures, learner: &Learner) -> Result<()> {
+        let (points, _) = learner.observations();
+        let m = shared.features.len();
+        if points.is_empty() {
+            self.blr = BlrPosterior::prior(m, shared.lambda);
+            return Ok(());
+        }
+        let mut phi = Array2::zeros((points.len(), m));
+        for (mut row, p) in phi.rows_mut().into_iter().zip(points) {
+            row.assign(&shared.phi(p));
+        }
+        let y = learner.scaled_ys();
+        self.blr =
+            BlrPosterior::from_data(phi.view(), y.view(), shared.lambda).ok_or_else(|| {
+                FboError::Run(format!(
+                    "agent {}'s posterior on the shared features is singular",
+                    learner.agent
+                ))
+            })?;
+        Ok(())
+    }
+}
+
+/// An agent's contribution to the agreement: the log of its own fitted hyperparameters
+/// (refitting first if its schedule says so).
+pub fn own_log_hyper(learner: &mut Learner) -> Vec<f64> {
+    let dim = learner.space().dim();
+    SharedHyper::from_own(&learner.fitted_hyper(), dim).to_log()
+}
+
+/// The senders' agreement without DP (FTS, RGPE, TAF: no server adds noise): the median of
+/// their fits, the features redrawn for it, and every sender's posterior rebuilt on them.
+/// None when there are no senders (nothing to agree on).
+pub fn agree_senders(
+    shared: &SharedFeatures,
+    space: &Space,
+    senders: &mut [Option<Sender>],
+) -> Result<Option<SharedFeatures>> {
+    let logs: Vec<Vec<f64>> = senders
+        .iter_mut()
+        .flatten()
+        .map(|s| own_log_hyper(&mut s.learner))
+        .collect();
+    if logs.is_empty() {
+        return Ok(None);
+    }
+    let agreed = shared.agreed(space, &SharedHyper::from_log(&median(&logs)));
+    for s in senders.iter_mut().flatten() {
+        s.messenger.refit(&agreed, &s.learner)?;
+    }
+    Ok(Some(agreed))
 }
 
 /// An agent in its role as a sender of messages (FTS, RGPE, TAF): its own data and the
@@ -545,13 +646,8 @@ pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Op
         .map(|st| {
             st.as_ref().map(|(learner, data_rng)| {
                 let agent = learner.agent;
-                let mut messenger = Messenger::new(
-                    ctx.algorithm.features,
-                    ctx.spec.surrogate.lambda,
-                    seed,
-                    run,
-                    agent,
-                );
+                let mut messenger =
+                    Messenger::new(ctx.algorithm.features, shared.lambda, seed, run, agent);
                 let (points, ys) = learner.observations();
                 for (p, &y) in points.iter().zip(ys) {
                     messenger.observe(shared, p, y);
@@ -634,4 +730,101 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
         .collect::<Vec<_>>()
         .into_iter()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objective::space::Param;
+    use crate::optim::BoxSearch;
+
+    fn settings() -> OwnSettings {
+        let text = "name = \"t\"\niterations = 1\n[objective]\nkind = \"synthetic-fts\"\n[[algorithm]]\nkind = \"ts\"\n";
+        crate::spec::Spec::parse(text, std::path::Path::new("t.toml"))
+            .unwrap()
+            .surrogate
+            .own
+    }
+
+    /// Agent `agent` of a 2-D box holding the same ten observations as every other.
+    fn learner(agent: usize) -> Learner {
+        let space = Arc::new(Space::Box(vec![
+            Param::linear("a", 0.0, 1.0),
+            Param::linear("b", 0.0, 1.0),
+        ]));
+        let search = BoxSearch {
+            candidates: 100,
+            starts: 2,
+        };
+        let mut l = Learner::new(agent, space.clone(), search, settings(), 3, 0);
+        for i in 0..10 {
+            let x = vec![(i as f64 * 0.37) % 1.0, (i as f64 * 0.61) % 1.0];
+            let y = (3.0 * x[0]).sin() + (2.0 * x[1]).cos();
+            l.add(space.point(x), y);
+        }
+        l
+    }
+
+    #[test]
+    fn identical_agents_agree_on_the_centralised_fit() {
+        // Five agents with the same data fit from their own random restarts; their median is
+        // the fit of one model on those data (the centralised fit), to the fit's precision.
+        let logs: Vec<Vec<f64>> = (0..5).map(|a| own_log_hyper(&mut learner(a))).collect();
+        let central = own_log_hyper(&mut learner(99));
+        let agreed = median(&logs);
+        assert_eq!(agreed.len(), 4);
+        for (a, c) in agreed.iter().zip(&central) {
+            assert!((a - c).abs() < 1e-3, "{agreed:?} vs {central:?}");
+        }
+    }
+
+    #[test]
+    fn agreed_features_are_the_shared_draws_rescaled() {
+        // The same standard normals and phases for every agreement: a frequency on axis d
+        // scales as 1 / l_d, the phases do not move, and the features' variance and the BLR
+        // noise are the agreed ones.
+        let l = learner(0);
+        let space = l.space();
+        let base = SharedFeatures::draw(space, 30, Kernel::Se, &[1.0], 1.0, 1e-6, true, 3, 0);
+        let h = SharedHyper {
+            length_scales: vec![0.5, 0.25],
+            signal_var: 2.0,
+            noise_var: 0.1,
+        };
+        let agreed = base.agreed(space, &h);
+        assert_eq!(agreed.lambda, 0.1);
+        let x = [0.3, 0.0];
+        let y = [0.0, 0.7];
+        let w = vec![1.0; 30];
+        // Along axis 0 alone, the agreed features at x equal the base features at x / 0.5
+        // (sqrt(2) times: variance 2 against 1, both normalised).
+        let (fa, fb) = (
+            agreed.features.value_grad(&x, &w, None),
+            base.features.value_grad(&[0.6, 0.0], &w, None),
+        );
+        assert!((fa - 2f64.sqrt() * fb).abs() < 1e-9, "{fa} {fb}");
+        let (fa, fb) = (
+            agreed.features.value_grad(&y, &w, None),
+            base.features.value_grad(&[0.0, 2.8], &w, None),
+        );
+        assert!((fa - 2f64.sqrt() * fb).abs() < 1e-9, "{fa} {fb}");
+    }
+
+    #[test]
+    fn a_refitted_messenger_is_the_blr_of_the_standardised_observations() {
+        let l = learner(0);
+        let shared = SharedFeatures::draw(l.space(), 20, Kernel::Se, &[0.3], 1.0, 0.05, true, 3, 0);
+        let mut m = Messenger::new(20, 1.0, 3, 0, 0);
+        m.refit(&shared, &l).unwrap();
+        let mut phi = Array2::zeros((10, 20));
+        for (mut row, p) in phi.rows_mut().into_iter().zip(l.observations().0) {
+            row.assign(&shared.features.feature(p.view()));
+        }
+        let y = l.scaled_ys();
+        assert!((y.sum()).abs() < 1e-12);
+        let direct = BlrPosterior::from_data(phi.view(), y.view(), 0.05).unwrap();
+        assert_eq!(m.blr.lambda(), 0.05);
+        let (a, b) = (m.blr.mean_weights(), direct.mean_weights());
+        assert!(a.iter().zip(&b).all(|(p, q)| (p - q).abs() < 1e-12));
+    }
 }

@@ -9,7 +9,7 @@
 //! argmax_x phi(x)^T omega^(i(x)) over the whole domain. That argmax is the same for every
 //! agent of a round, so it is computed once.
 
-use super::agent::{Learner, Messenger, SharedFeatures, maximise_point};
+use super::agent::{Learner, Messenger, SharedFeatures, maximise_point, own_log_hyper};
 use super::{Algorithm, Broadcast, Federated, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::linalg::argmax;
@@ -19,7 +19,8 @@ use crate::optim::BoxSearch;
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::server::{Partition, RoundRecord, Server};
 use crate::spec::schedule::Schedule;
-use crate::spec::{AlgorithmSpec, InitRegion, ServerSpec, Spec};
+use crate::spec::{AgreementDp, AlgorithmSpec, InitRegion, ServerSpec, SharedModel, Spec};
+use crate::surrogate::agreement::{SharedHyper, median, private_mean};
 use ndarray::Array1;
 use rand::Rng as _;
 use rayon::prelude::*;
@@ -55,8 +56,21 @@ impl Peer {
     }
 }
 
+/// The agreement on the shared model (`surrogate.shared = "agreed"`): each round's messages
+/// carry the senders' log hyperparameters, which the server agrees on for the next round.
+struct Agreement {
+    /// The vectors sent with this round's messages, by agent.
+    sent: Vec<Option<Vec<f64>>>,
+    /// The prior's log hyperparameters: the public centre the private release clips about.
+    centre: Vec<f64>,
+    /// With DP: the release's settings and the server's realised sampling rate.
+    private: Option<(AgreementDp, f64)>,
+    rng: Rng,
+}
+
 pub struct DpFtsDe {
     peers: Vec<Peer>,
+    agreement: Option<Agreement>,
     targets: Vec<usize>,
     shared: SharedFeatures,
     space: Arc<Space>,
@@ -189,12 +203,22 @@ impl DpFtsDe {
         let peers = (0..n)
             .map(|a| Peer {
                 learner: Learner::for_run(ctx, a),
-                messenger: Messenger::new(alg.features, sur.lambda, seed, ctx.run, a),
+                messenger: Messenger::new(alg.features, shared.lambda, seed, ctx.run, a),
                 mixing: stream(seed, ctx.run as u64, a as u64, Purpose::Mixing),
             })
             .collect();
+        let agreement = (alg.shared == SharedModel::Agreed).then(|| Agreement {
+            sent: vec![None; n],
+            centre: SharedHyper::from_own(&sur.own.initial, space.dim()).to_log(),
+            private: server_spec.dp.and_then(|d| {
+                let rate = crate::privacy::realised_rate(d.sampling, d.q, n);
+                d.agreement.map(|a| (a, rate))
+            }),
+            rng: stream(seed, ctx.run as u64, SHARED, Purpose::Agreement),
+        });
         Ok(DpFtsDe {
             peers,
+            agreement,
             targets: (0..n).collect(),
             shared,
             space,
@@ -254,9 +278,52 @@ impl DpFtsDe {
     }
 }
 
+impl DpFtsDe {
+    /// The server's agreement from what this round's selected agents sent with the messages
+    /// that arrived (`surrogate::agreement`), and the features redrawn for it.
+    fn agree(&mut self, record: &RoundRecord) {
+        let Some(ag) = self.agreement.as_mut() else {
+            return;
+        };
+        let n = ag.sent.len();
+        let counted: Vec<Vec<f64>> = (0..n)
+            .filter(|a| {
+                record
+                    .selected_agents
+                    .as_ref()
+                    .is_none_or(|s| s.contains(a))
+                    && !record.missing_agents.contains(a)
+            })
+            .filter_map(|a| ag.sent[a].take())
+            .collect();
+        let log = match ag.private {
+            Some((a, rate)) => {
+                private_mean(&counted, &ag.centre, a.clip, a.z, rate, n, &mut ag.rng)
+            }
+            None if counted.is_empty() => return,
+            None => median(&counted),
+        };
+        ag.sent.iter_mut().for_each(|s| *s = None);
+        self.shared = self
+            .shared
+            .agreed(&self.space, &SharedHyper::from_log(&log));
+    }
+}
+
 impl Federated for DpFtsDe {
     fn message(&mut self, agent: usize, t: usize) -> Option<Array1<f64>> {
-        (t as u64 <= self.budget_rounds).then(|| self.peers[agent].messenger.message())
+        if t as u64 > self.budget_rounds {
+            return None;
+        }
+        let peer = &mut self.peers[agent];
+        if let Some(ag) = self.agreement.as_mut() {
+            // The posterior afresh on this round's features and standardisation; a singular
+            // one sends nothing this round (the server treats it as a message that did not
+            // arrive, and server.csv names the agent).
+            peer.messenger.refit(&self.shared, &peer.learner).ok()?;
+            ag.sent[agent] = Some(own_log_hyper(&mut peer.learner));
+        }
+        Some(peer.messenger.message())
     }
 
     fn broadcast(&mut self, t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
@@ -266,10 +333,11 @@ impl Federated for DpFtsDe {
         let m = self.shared.features.len();
         let arrived: Vec<Option<&Array1<f64>>> = messages.iter().map(Option::as_ref).collect();
         let (vectors, record) = self.server.aggregate_arrived(t - 1, m, &arrived);
+        let point = self.server_best(&vectors)?;
+        // The argmax above is on this round's features; the agreement sets the next round's.
+        self.agree(&record);
         self.records.push(record);
-        Ok(Broadcast {
-            point: Some(self.server_best(&vectors)?),
-        })
+        Ok(Broadcast { point: Some(point) })
     }
 
     fn choose(&mut self, agent: usize, t: usize, broadcast: &Broadcast) -> Result<Query> {
@@ -319,7 +387,10 @@ impl Algorithm for DpFtsDe {
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
         for (q, y) in queries.iter().zip(ys) {
             let peer = &mut self.peers[q.agent];
-            peer.messenger.observe(&self.shared, &q.point, *y);
+            // An agreed model's posterior is rebuilt before every message instead.
+            if self.agreement.is_none() {
+                peer.messenger.observe(&self.shared, &q.point, *y);
+            }
             peer.learner.add(q.point.clone(), *y);
         }
     }

@@ -10,13 +10,13 @@
 //! (App. D.2.1): before each iteration t > 1 every other agent runs one more TS iteration and
 //! sends a fresh omega, so t_n grows and no agent is removed.
 
-use super::agent::{Learner, SENDERS, Sender, SharedFeatures, build_senders};
+use super::agent::{Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
 use crate::objective::{Landscape, Request};
 use crate::rng::{Purpose, Rng, stream};
-use crate::spec::MessageMode;
 use crate::spec::schedule::Schedule;
+use crate::spec::{MessageMode, SharedModel};
 use ndarray::Array1;
 use rand::Rng as _;
 use std::sync::Arc;
@@ -39,6 +39,8 @@ pub struct Fts {
     latest: Vec<Option<Array1<f64>>>,
     mode: MessageMode,
     shared: SharedFeatures,
+    /// The senders agree on the shared model before every message (`surrogate.shared`).
+    agreed: bool,
     schedule: Schedule,
     landscape: Arc<Landscape>,
     label: String,
@@ -53,10 +55,14 @@ impl Fts {
         let seed = ctx.seed();
         let run = ctx.run;
         let fed = &spec.federation;
-        let shared = SharedFeatures::for_run(ctx);
+        let mut shared = SharedFeatures::for_run(ctx);
         let ids = spec.targets().to_vec();
         let n = land.agents();
         let mut senders = build_senders(ctx, &shared)?;
+        let agreed = ctx.algorithm.shared == SharedModel::Agreed;
+        if agreed && let Some(a) = agree_senders(&shared, &land.space, &mut senders)? {
+            shared = a;
+        }
         let first: Vec<Option<Array1<f64>>> = senders
             .iter_mut()
             .map(|s| s.as_mut().map(|s| s.messenger.message()))
@@ -87,6 +93,7 @@ impl Fts {
             latest: first,
             mode: alg.messages,
             shared,
+            agreed,
             schedule: alg.p_t.clone(),
             landscape: land,
             label: alg.label.clone(),
@@ -97,16 +104,23 @@ impl Fts {
     /// Every sender takes one more TS step and sends a fresh message.
     /// Each sender's TS step before iteration t; its evaluation belongs to this algorithm.
     fn advance_senders(&mut self, t: usize) -> Result<()> {
+        for s in self.senders.iter_mut().flatten() {
+            let p = s.learner.thompson()?;
+            let req = Request::new(
+                format!("{} {SENDERS}", self.label),
+                self.run,
+                s.learner.agent,
+                t as i64,
+            );
+            s.observe(&self.landscape, &self.shared, &req, p)?;
+        }
+        if self.agreed
+            && let Some(a) = agree_senders(&self.shared, &self.landscape.space, &mut self.senders)?
+        {
+            self.shared = a;
+        }
         for (s, msg) in self.senders.iter_mut().zip(self.latest.iter_mut()) {
             if let Some(s) = s {
-                let p = s.learner.thompson()?;
-                let req = Request::new(
-                    format!("{} {SENDERS}", self.label),
-                    self.run,
-                    s.learner.agent,
-                    t as i64,
-                );
-                s.observe(&self.landscape, &self.shared, &req, p)?;
                 *msg = Some(s.messenger.message());
             }
         }

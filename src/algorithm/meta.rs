@@ -40,14 +40,14 @@
 //!   with its analytic gradient (GP and BLR means and variances, expected improvement) and
 //!   maximised by the box search.
 
-use super::agent::{Learner, SharedFeatures, build_senders};
+use super::agent::{Learner, SharedFeatures, agree_senders, build_senders};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::{FboError, Result};
 use crate::linalg::{argmax, cholesky_jittered};
 use crate::objective::{Point, Region};
 use crate::rng::{Purpose, Rng, stream};
-use crate::spec::TafIncumbent;
+use crate::spec::{SharedModel, TafIncumbent};
 use crate::surrogate::blr::BlrPosterior;
 use crate::surrogate::gp::{GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2, ArrayView1, Axis};
@@ -271,9 +271,14 @@ pub struct MetaBo {
 impl MetaBo {
     pub fn new(ctx: &RunContext, weighting: Weighting) -> Result<Self> {
         let spec = ctx.spec;
-        let shared = SharedFeatures::for_run(ctx);
-        let senders = build_senders(ctx, &shared)?;
-        let lambda = spec.surrogate.lambda;
+        let mut shared = SharedFeatures::for_run(ctx);
+        let mut senders = build_senders(ctx, &shared)?;
+        if ctx.algorithm.shared == SharedModel::Agreed
+            && let Some(a) = agree_senders(&shared, &ctx.landscape.space, &mut senders)?
+        {
+            shared = a;
+        }
+        let lambda = shared.lambda;
         let messages: Vec<Message> = senders
             .par_iter()
             .flatten()

@@ -128,6 +128,8 @@ pub struct AlgorithmSpec {
     pub server_inline: Vec<String>,
     /// TS only: a reference's first query (None: plain TS).
     pub start: Option<Start>,
+    /// The model behind this algorithm's messages: `surrogate.shared`, or its own `shared`.
+    pub shared: crate::spec::SharedModel,
 }
 
 impl AlgorithmSpec {
@@ -209,6 +211,7 @@ pub(super) struct RawAlgorithm {
     own_sample: Option<String>,
     beta: Option<f64>,
     start: Option<String>,
+    shared: Option<String>,
     // The survey's frameworks' keys (spec/frameworks.rs).
     acquisition: Option<String>,
     schedule: Option<String>,
@@ -428,6 +431,30 @@ pub(super) fn check_algorithms(
             )?),
             _ => None,
         };
+        let messages_on_features = matches!(
+            kind,
+            AlgorithmKind::Fts | AlgorithmKind::DpFtsDe | AlgorithmKind::Rgpe | AlgorithmKind::Taf
+        );
+        if ra.shared.is_some() && !messages_on_features {
+            return Err(c.err(
+                &key("shared"),
+                "applies only to kinds whose messages are random-feature weights: \"fts\", \"dp-fts-de\", \"rgpe\", \"taf\"",
+            ));
+        }
+        let private = server.as_ref().is_some_and(|s| s.dp.is_some());
+        let default_shared = if private && !surrogate.shared_written {
+            crate::spec::SharedModel::Fixed
+        } else {
+            surrogate.shared
+        };
+        let shared = c.choice(
+            &key("shared"),
+            ra.shared.as_deref(),
+            default_shared,
+            "shared model",
+            crate::spec::SharedModel::NAMES,
+            crate::spec::SharedModel::parse,
+        )?;
         let m = c.int(
             &key("features"),
             ra.features,
@@ -518,6 +545,7 @@ pub(super) fn check_algorithms(
                 .map(RawServer::set_keys)
                 .unwrap_or_default(),
             start,
+            shared,
         });
     }
 

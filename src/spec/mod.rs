@@ -71,10 +71,37 @@ pub enum ObservationSource {
     Ts,
 }
 
+/// The model behind the messages (`surrogate.shared`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SharedModel {
+    /// The papers' construction as pinned: features of `length_scale` and `kernel_variance`,
+    /// BLR noise `lambda`, on the raw outputs.
+    Fixed,
+    /// Fitted: on standardised outputs, with hyperparameters the agents agree on each round
+    /// (`surrogate::agreement`).
+    Agreed,
+}
+
+impl SharedModel {
+    pub const NAMES: &'static str = "\"fixed\", \"agreed\"";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "fixed" => Some(SharedModel::Fixed),
+            "agreed" => Some(SharedModel::Agreed),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SurrogateSpec {
     /// The kernel of the shared random features and of every agent's own GP.
     pub kernel: Kernel,
+    /// The spec's default for algorithms that do not choose (`AlgorithmSpec::shared`).
+    pub shared: SharedModel,
+    /// Whether `surrogate.shared` was written (a private algorithm takes it only then).
+    pub shared_written: bool,
     pub length_scale: f64,
     pub lambda: f64,
     pub kernel_variance: f64,
@@ -189,6 +216,7 @@ struct RawAcquisition {
 #[serde(deny_unknown_fields)]
 struct RawSurrogate {
     kernel: Option<String>,
+    shared: Option<String>,
     features: Option<i64>,
     length_scale: Option<f64>,
     lambda: Option<f64>,
@@ -690,8 +718,33 @@ impl Spec {
                 total_agents,
             )?,
         };
+        // Unwritten: agreed where nothing pins the features and the outputs' scale is the
+        // user's (a function, a command, results told by hand), measured better there than
+        // the pinned settings (docs/results.md, "Agreed shared models"); the papers' own
+        // objectives keep their settings and bytes. A private algorithm keeps "fixed" unless
+        // this key says otherwise (spec/algorithm.rs): the agreement costs epsilon.
+        let pinned =
+            rs.length_scale.is_some() || rs.lambda.is_some() || rs.kernel_variance.is_some();
+        let open = matches!(
+            objective.kind,
+            ObjectiveKind::Function { .. } | ObjectiveKind::Command(_)
+        );
+        let shared = c.choice(
+            "surrogate.shared",
+            rs.shared.as_deref(),
+            if open && !pinned {
+                SharedModel::Agreed
+            } else {
+                SharedModel::Fixed
+            },
+            "shared model",
+            SharedModel::NAMES,
+            SharedModel::parse,
+        )?;
         let surrogate = SurrogateSpec {
             kernel,
+            shared,
+            shared_written: rs.shared.is_some(),
             length_scale,
             lambda,
             kernel_variance,
@@ -859,6 +912,27 @@ impl Spec {
             {
                 crate::privacy::checked_fixed_sample_size(dp.q, total_agents)
                     .map_err(|e| c.err(&a.server_key(i, "q"), e))?;
+            }
+        }
+        // The agreement is released (and accounted) only when the shared model is agreed.
+        for (i, a) in algorithms.iter_mut().enumerate() {
+            let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut()) else {
+                continue;
+            };
+            match (a.shared, dp.agreement) {
+                (SharedModel::Agreed, None) => {
+                    dp.agreement = Some(server::AgreementDp {
+                        z: dp.z,
+                        clip: server::AgreementDp::DEFAULT_CLIP,
+                    })
+                }
+                (SharedModel::Fixed, Some(_)) => {
+                    return Err(c.err(
+                        &a.server_key(i, "agreement_z"),
+                        "agreement_z and agreement_clip apply only with shared = \"agreed\" (surrogate.shared or the algorithm's own)",
+                    ));
+                }
+                _ => {}
             }
         }
         for (i, a) in algorithms.iter_mut().enumerate() {

@@ -35,6 +35,23 @@ pub struct DpSpec {
     pub adjacency: crate::privacy::Adjacency,
     /// `server.max_epsilon`: the server releases no round that would take epsilon past it.
     pub budget: Option<Budget>,
+    /// With `surrogate.shared = "agreed"`: how the agreement on the shared model's
+    /// hyperparameters is released beside the messages (`surrogate::agreement`).
+    pub agreement: Option<AgreementDp>,
+}
+
+/// The agreement's own release: log-hyperparameter vectors clipped to L2 norm `clip` about
+/// the prior, Gaussian noise of multiplier `z`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AgreementDp {
+    pub z: f64,
+    pub clip: f64,
+}
+
+impl AgreementDp {
+    /// C: a deviation of e^3 (x20) in one hyperparameter from the prior, or of e^1.5 in
+    /// four, passes unclipped.
+    pub const DEFAULT_CLIP: f64 = 3.0;
 }
 
 /// A privacy budget and what it allows.
@@ -49,6 +66,15 @@ pub struct Budget {
 }
 
 impl DpSpec {
+    /// The noise multiplier every round is accounted with: z, or with an agreement riding on
+    /// the same selection, the pair's effective multiplier (smaller: the agreement costs).
+    pub fn noise_multiplier(&self) -> f64 {
+        match self.agreement {
+            None => self.z,
+            Some(a) => crate::surrogate::agreement::effective_z(self.z, a.z),
+        }
+    }
+
     /// Rounds the server releases by iteration t: t, or fewer once a budget is spent.
     pub fn released(&self, t: u64) -> u64 {
         self.budget.map_or(t, |b| t.min(b.rounds))
@@ -61,7 +87,7 @@ impl DpSpec {
         let steps = self.released(steps);
         crate::privacy::Mechanism::server(
             self.q,
-            self.z,
+            self.noise_multiplier(),
             steps,
             self.sampling,
             self.adjacency,
@@ -132,6 +158,8 @@ pub(super) struct RawServer {
     outage_agents: Option<i64>,
     max_epsilon: Option<f64>,
     budget_accountant: Option<String>,
+    agreement_z: Option<f64>,
+    agreement_clip: Option<f64>,
 }
 
 /// `drop = 0.1` (every agent) or `drop = [0.1, 0.0, ...]` (one per agent).
@@ -152,7 +180,7 @@ impl RawServer {
             .collect()
     }
 
-    const KEYS: [&'static str; 19] = [
+    const KEYS: [&'static str; 21] = [
         "subregions",
         "dp",
         "q",
@@ -172,6 +200,8 @@ impl RawServer {
         "outage_agents",
         "max_epsilon",
         "budget_accountant",
+        "agreement_z",
+        "agreement_clip",
     ];
 
     /// Whether this table sets the key `f`.
@@ -196,6 +226,8 @@ impl RawServer {
             "outage_agents" => self.outage_agents.is_some(),
             "max_epsilon" => self.max_epsilon.is_some(),
             "budget_accountant" => self.budget_accountant.is_some(),
+            "agreement_z" => self.agreement_z.is_some(),
+            "agreement_clip" => self.agreement_clip.is_some(),
             _ => false,
         }
     }
@@ -222,6 +254,8 @@ impl RawServer {
             outage_agents: self.outage_agents.or(b.outage_agents),
             max_epsilon: self.max_epsilon.or(b.max_epsilon),
             budget_accountant: self.budget_accountant.or(b.budget_accountant),
+            agreement_z: self.agreement_z.or(b.agreement_z),
+            agreement_clip: self.agreement_clip.or(b.agreement_clip),
         }
     }
 }
@@ -260,7 +294,7 @@ pub(super) fn short_number(v: f64) -> String {
 }
 
 /// The keys that mean something only with dp = true.
-pub(super) const DP_KEYS: [&str; 7] = [
+pub(super) const DP_KEYS: [&str; 9] = [
     "q",
     "z",
     "clip",
@@ -268,6 +302,8 @@ pub(super) const DP_KEYS: [&str; 7] = [
     "adjacency",
     "max_epsilon",
     "budget_accountant",
+    "agreement_z",
+    "agreement_clip",
 ];
 
 /// `r` is the algorithm's settings merged over the top-level [server] table; `own` the
@@ -333,13 +369,24 @@ pub(super) fn check_server(
                 })
             }
         };
+        let z = c.positive(&k("z"), r.z, 1.0)?;
+        // Set here only when written: whether an agreement is released at all is the
+        // surrogate's choice (`surrogate.shared`), settled once the whole spec is read.
+        let agreement = match (r.agreement_z, r.agreement_clip) {
+            (None, None) => None,
+            (zh, ch) => Some(AgreementDp {
+                z: c.positive(&k("agreement_z"), zh, z)?,
+                clip: c.positive(&k("agreement_clip"), ch, AgreementDp::DEFAULT_CLIP)?,
+            }),
+        };
         Some(DpSpec {
             q,
-            z: c.positive(&k("z"), r.z, 1.0)?,
+            z,
             clip: c.positive(&k("clip"), r.clip, 11.0)?,
             sampling,
             adjacency,
             budget,
+            agreement,
         })
     } else {
         let own = own.cloned().unwrap_or_default();
@@ -351,6 +398,8 @@ pub(super) fn check_server(
             ("adjacency", own.adjacency.is_some()),
             ("max_epsilon", own.max_epsilon.is_some()),
             ("budget_accountant", own.budget_accountant.is_some()),
+            ("agreement_z", own.agreement_z.is_some()),
+            ("agreement_clip", own.agreement_clip.is_some()),
         ] {
             if set {
                 return Err(c.err(&k(name), "applies only with dp = true"));

@@ -2,6 +2,7 @@
 //! linear-regression posterior on them, the exact GP and its hyperparameter fit, and the
 //! target's own Thompson sample built from those.
 
+pub mod agreement;
 pub mod blr;
 pub mod gp;
 pub mod kernel;
