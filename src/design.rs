@@ -134,13 +134,17 @@ pub fn snap(points: &[Vec<f64>], candidates: &[Vec<f64>]) -> Vec<usize> {
 
 /// The points of `initial_points_file`: a CSV with a column `agent`, one column per
 /// hyperparameter (raw values, as `fbo evaluate` reads them; a categorical one by its choice's
-/// name) and optionally `run` (rows without it serve every run).
+/// name), optionally `run` (rows without it serve every run) and optionally `value`: the
+/// metric already measured there, as the program prints it, which is told instead of run
+/// again (measured objectives only; an empty cell is run).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GivenPoints {
     pub path: PathBuf,
     pub header: Vec<String>,
     /// (line, run, agent, fields as written).
     pub rows: Vec<(usize, Option<usize>, usize, Vec<String>)>,
+    /// Column `value`, if the file has one.
+    value_col: Option<usize>,
 }
 
 impl GivenPoints {
@@ -159,6 +163,7 @@ impl GivenPoints {
         let col = |n: &str| header.iter().position(|h| h == n);
         let agent_col = col("agent").ok_or_else(|| bad(1, "needs a column `agent`".into()))?;
         let run_col = col("run");
+        let value_col = col("value");
         let mut rows = Vec::new();
         for (k, rec) in rdr.records().enumerate() {
             let line = k + 2;
@@ -187,6 +192,17 @@ impl GivenPoints {
                     )
                 })?),
             };
+            if let Some(c) = value_col {
+                let v = rec[c].trim();
+                if !v.is_empty() && !v.parse::<f64>().is_ok_and(f64::is_finite) {
+                    return Err(bad(
+                        line,
+                        format!(
+                            "value must be a finite number (or empty: not measured), got {v:?}"
+                        ),
+                    ));
+                }
+            }
             rows.push((
                 line,
                 run,
@@ -218,9 +234,45 @@ impl GivenPoints {
                 path: path.to_path_buf(),
                 header,
                 rows,
+                value_col,
             },
             n,
         ))
+    }
+
+    /// Whether the file tells measured values (a `value` column).
+    pub fn tells(&self) -> bool {
+        self.value_col.is_some()
+    }
+
+    /// Agent `agent`'s rows for run `run`: the rows of that run, else the rows without one.
+    fn rows_for(
+        &self,
+        run: usize,
+        agent: usize,
+    ) -> Vec<&(usize, Option<usize>, usize, Vec<String>)> {
+        let of_run: Vec<_> = self
+            .rows
+            .iter()
+            .filter(|r| r.2 == agent && r.1 == Some(run))
+            .collect();
+        if of_run.is_empty() {
+            self.rows
+                .iter()
+                .filter(|r| r.2 == agent && r.1.is_none())
+                .collect()
+        } else {
+            of_run
+        }
+    }
+
+    /// The told value of each of agent `agent`'s points for run `run`, in `points`' order
+    /// (None: not measured, or no `value` column). Checked finite when read.
+    pub fn values(&self, run: usize, agent: usize) -> Vec<Option<f64>> {
+        self.rows_for(run, agent)
+            .iter()
+            .map(|(_, _, _, fields)| self.value_col.and_then(|c| fields[c].parse::<f64>().ok()))
+            .collect()
     }
 
     /// Agent `agent`'s points for run `run` (rows of that run, else rows without a run), in
@@ -243,19 +295,7 @@ impl GivenPoints {
                 })
             })
             .collect::<Result<_>>()?;
-        let of_run: Vec<_> = self
-            .rows
-            .iter()
-            .filter(|r| r.2 == agent && r.1 == Some(run))
-            .collect();
-        let rows: Vec<_> = if of_run.is_empty() {
-            self.rows
-                .iter()
-                .filter(|r| r.2 == agent && r.1.is_none())
-                .collect()
-        } else {
-            of_run
-        };
+        let rows = self.rows_for(run, agent);
         if rows.is_empty() {
             return Err(FboError::spec(
                 &self.path,

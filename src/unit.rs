@@ -76,6 +76,7 @@ pub fn run_one_shared(
         &targets,
         &landscape.space,
     );
+    tell_given(spec, &landscape, &init)?;
     let batch: Vec<(&Query, Request)> = init.iter().map(|(q, r)| (q, r.clone())).collect();
     let evaluated = evaluator.evaluate(&batch, &mut noise)?;
     for ((q, req), (f, y, cost)) in init.iter().zip(evaluated) {
@@ -202,6 +203,33 @@ pub(crate) fn initial_queries(
         }
     }
     init
+}
+
+/// The values `initial_points_file` tells for the initial queries, recorded as their results
+/// before anything runs, so that those points are never evaluated again. A reference's start
+/// (which replaced a given point) is run.
+pub(crate) fn tell_given(
+    spec: &Spec,
+    landscape: &Landscape,
+    init: &[(Query, Request)],
+) -> Result<()> {
+    // Only a measured objective records results; the evaluation counter's stand-in
+    // (`count::per_run`) counts told points as asked, an upper bound on what will run.
+    let Some(given) = spec.initial_design.given.as_ref().filter(|g| g.tells()) else {
+        return Ok(());
+    };
+    if !landscape.is_measured() {
+        return Ok(());
+    }
+    let n_init = spec.initial_points as i64;
+    for (q, req) in init.iter().filter(|(q, _)| q.source == Source::Init) {
+        // initial_queries numbers the k-th point iteration k + 1 - n_init.
+        let k = (req.iteration + n_init - 1) as usize;
+        if let Some(Some(v)) = given.values(req.run, q.agent).get(k) {
+            landscape.tell(req, &q.point, *v)?;
+        }
+    }
+    Ok(())
 }
 
 /// Agent `agent`'s initial points from the spec's design (Latin hypercube or Sobol; one

@@ -187,3 +187,81 @@ fn given_points_are_used_exactly_and_bad_files_are_named() {
         "{err}"
     );
 }
+
+#[test]
+fn told_values_are_measurements_and_are_not_run_again() {
+    // Three of the four initial points carry a value: the toy (Branin behind the command
+    // protocol) runs only for the fourth and for each agent's first iteration, and the trace
+    // shows the told values where they were told (they are not Branin's).
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "pts.csv",
+        "agent,x1,x2,value\n0,0,0,1.5\n0,1,2,\n1,3,4,2.5\n1,5,6,3.5\n",
+    );
+    let text = format!(
+        "name = \"told\"\nseed = 4\nruns = 1\niterations = 1\ninitial_points_file = \"pts.csv\"\n[acquisition]\ncandidates = 200\nstarts = 3\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n",
+        toy().display().to_string()
+    );
+    let spec = write(dir.path(), "told.toml", &text);
+    let (out, count) = (dir.path().join("o"), dir.path().join("count"));
+    let o = fbo()
+        .args([
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--quiet", "--no-timing"])
+        .env("TOY_COUNT", &count)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut runs: Vec<String> = std::fs::read_to_string(&count)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    runs.sort();
+    assert_eq!(runs, ["TS 0 0 1", "TS 0 1 1", "init 0 0 0"]);
+    let init = initial(&out, &["x1", "x2", "y"]);
+    let y = |agent: &str| -> Vec<String> {
+        init[&("TS".into(), "0".into(), agent.into())]
+            .iter()
+            .map(|r| r[2].clone())
+            .collect()
+    };
+    assert_eq!(y("1"), ["2.5", "3.5"]);
+    assert_eq!(y("0")[0], "1.5");
+    // Branin's value at (1, 2), measured.
+    let b: f64 = y("0")[1].parse().unwrap();
+    assert!((b + 21.62763539206603).abs() < 1e-9, "{b}");
+
+    // A function computes its own values: a value column is refused, named.
+    let spec = write(
+        dir.path(),
+        "bad.toml",
+        &BOX.replace(
+            "iterations = 2\n",
+            "iterations = 2\ninitial_points_file = \"pts.csv\"\n",
+        ),
+    );
+    let err = stderr(&validate(&spec));
+    assert!(
+        err.contains("initial_points_file") && err.contains("told values are measurements"),
+        "{err}"
+    );
+    write(
+        dir.path(),
+        "nan.csv",
+        "agent,x1,x2,value\n0,0,0,x\n1,0,0,1\n",
+    );
+    let spec = write(dir.path(), "nan.toml", &text.replace("pts.csv", "nan.csv"));
+    let err = stderr(&validate(&spec));
+    assert!(
+        err.contains("nan.csv")
+            && err.contains("line 2")
+            && err.contains("value must be a finite number"),
+        "{err}"
+    );
+}

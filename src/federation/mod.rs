@@ -357,14 +357,16 @@ impl AgentNode {
                     self.agent
                 )));
             }
-            return Ok(initial_queries(
+            let init = initial_queries(
                 &self.spec,
                 self.alg.as_ref(),
                 label,
                 self.run,
                 &[self.agent],
                 &self.landscape.space,
-            ));
+            );
+            crate::unit::tell_given(&self.spec, &self.landscape, &init)?;
+            return Ok(init);
         }
         let point = match &ins.point {
             Some(w) => Some(point_of(&self.landscape.space, w)?),

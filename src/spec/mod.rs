@@ -550,6 +550,15 @@ impl Spec {
                         ),
                     ));
                 }
+                if g.tells() && !matches!(objective.kind, ObjectiveKind::Command(_)) {
+                    return Err(c.err(
+                        "initial_points_file",
+                        format!(
+                            "{} has a `value` column: told values are measurements, for command and external objectives; this objective computes its own values (remove the column)",
+                            file.display()
+                        ),
+                    ));
+                }
                 initial_points = n;
                 Some(std::sync::Arc::new(g))
             }
