@@ -280,6 +280,43 @@ impl Learner {
         })
     }
 
+    /// The maximiser over the agent's space of `f(mean, var)` under `post`, with its value.
+    pub fn best_of(
+        &mut self,
+        post: &GpPosterior,
+        f: &(dyn Fn(f64, f64) -> f64 + Sync),
+        df: ScoreGrad,
+    ) -> Result<(Point, f64)> {
+        let grid_scores = |grid: &Domain| {
+            let (mean, var) = post.predict(grid.points());
+            mean.iter().zip(&var).map(|(&m, &v)| f(m, v)).collect()
+        };
+        let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+            let (m, v, dm, dv) = post.predict_grad(x);
+            if let Some(g) = g {
+                g.copy_from_slice(&df(m, v, &dm, &dv));
+            }
+            f(m, v)
+        };
+        let p = self.maximise(grid_scores, &mut acq)?;
+        let (m, v, _, _) = post.predict_grad(&p.x);
+        Ok((p, f(m, v)))
+    }
+
+    /// The maximiser of the LCB mu - eta sigma under `post` and that LCB (survey eq. 7's
+    /// shared design: where the agent is confident it is good).
+    pub fn lcb_design(&mut self, post: &GpPosterior, eta: f64) -> Result<(Point, f64)> {
+        let lcb = |m: f64, v: f64| m - eta * v.max(0.0).sqrt();
+        let dlcb = |_: f64, v: f64, dm: &[f64], dv: &[f64]| -> Vec<f64> {
+            let s = v.max(1e-12).sqrt();
+            dm.iter()
+                .zip(dv)
+                .map(|(a, b)| a - eta * b / (2.0 * s))
+                .collect()
+        };
+        self.best_of(post, &lcb, &dlcb)
+    }
+
     /// GP-UCB's beta: `fixed` when set, else Srinivas et al.'s beta_t at the number of
     /// observations, with |D| = `domain_size`.
     pub fn ucb_beta(&self, fixed: Option<f64>) -> f64 {
@@ -294,6 +331,9 @@ impl Learner {
         }
     }
 }
+
+/// The gradient in x of a score of (mean, variance) from theirs.
+pub type ScoreGrad<'a> = &'a (dyn Fn(f64, f64, &[f64], &[f64]) -> Vec<f64> + Sync);
 
 /// Every query's observation to the agent that made it (agents indexed by their id).
 pub fn observe_all(agents: &mut [Learner], queries: &[super::Query], ys: &[f64]) {

@@ -207,32 +207,6 @@ impl Cgp {
     }
 }
 
-/// The gradient in x of a score of (mean, variance) from theirs.
-type ScoreGrad<'a> = &'a (dyn Fn(f64, f64, &[f64], &[f64]) -> Vec<f64> + Sync);
-
-/// The maximiser over the agent's space of `f(mean, var)` under `post`, with its value.
-fn best_of(
-    learner: &mut Learner,
-    post: &GpPosterior,
-    f: &(dyn Fn(f64, f64) -> f64 + Sync),
-    df: ScoreGrad,
-) -> Result<(Point, f64)> {
-    let grid_scores = |grid: &Domain| {
-        let (mean, var) = post.predict(grid.points());
-        mean.iter().zip(&var).map(|(&m, &v)| f(m, v)).collect()
-    };
-    let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
-        let (m, v, dm, dv) = post.predict_grad(x);
-        if let Some(g) = g {
-            g.copy_from_slice(&df(m, v, &dm, &dv));
-        }
-        f(m, v)
-    };
-    let p = learner.maximise(grid_scores, &mut acq)?;
-    let (m, v, _, _) = post.predict_grad(&p.x);
-    Ok((p, f(m, v)))
-}
-
 /// What an agent shares and keeps for a round: its posterior, delta_k on its own and on the
 /// objective's scale, its LCB maximiser and that LCB on the objective's scale.
 struct Offer {
@@ -247,16 +221,8 @@ fn offer(learner: &mut Learner, eta: f64) -> Result<Offer> {
     let hyper = learner.fitted_hyper();
     let post = learner.posterior(&hyper)?;
     let (shift, scale) = learner.unscale();
-    let (_, delta) = best_of(learner, &post, &|m, _| m, &|_, _, dm, _| dm.to_vec())?;
-    let lcb = |m: f64, v: f64| m - eta * v.max(0.0).sqrt();
-    let dlcb = |_: f64, v: f64, dm: &[f64], dv: &[f64]| -> Vec<f64> {
-        let s = v.max(1e-12).sqrt();
-        dm.iter()
-            .zip(dv)
-            .map(|(a, b)| a - eta * b / (2.0 * s))
-            .collect()
-    };
-    let (design, lcb_value) = best_of(learner, &post, &lcb, &dlcb)?;
+    let (_, delta) = learner.best_of(&post, &|m, _| m, &|_, _, dm, _| dm.to_vec())?;
+    let (design, lcb_value) = learner.lcb_design(&post, eta)?;
     Ok(Offer {
         post,
         delta,
@@ -329,7 +295,7 @@ impl Algorithm for Cgp {
                         let ducb = move |m: f64, v: f64, dm: &[f64], dv: &[f64]| {
                             crate::acquisition::ucb_grad(m, v, dm, dv, beta).1
                         };
-                        best_of(&mut a.learner, &own.post, &ucb, &ducb)?.0
+                        a.learner.best_of(&own.post, &ucb, &ducb)?.0
                     }
                     Some(con) => {
                         let post = &own.post;

@@ -110,6 +110,11 @@ fn centres(a: &mut Learner, density: Density) -> Result<Vec<Vec<f64>>> {
         Density::Thompson { samples } => (0..samples)
             .map(|_| Ok(a.thompson()?.x))
             .collect::<Result<Vec<_>>>()?,
+        Density::Lcb { eta } => {
+            let hyper = a.fitted_hyper();
+            let post = a.posterior(&hyper)?;
+            vec![a.lcb_design(&post, eta)?.0.x]
+        }
     })
 }
 
@@ -181,7 +186,7 @@ impl Algorithm for DesignDensity {
     /// the spec's.
     fn params_sent(&self, t: usize) -> u64 {
         let per = match self.density {
-            Density::Incumbent => 1,
+            Density::Incumbent | Density::Lcb { .. } => 1,
             Density::Thompson { samples } => samples,
         };
         (per * self.agents[0].space().dim() * t) as u64
@@ -212,5 +217,76 @@ mod tests {
         // Two equal centres: ln 2 above one.
         let two = log_mixture(&[0.5, 0.5], &[c[0].clone(), c[0].clone()], 0.1).0;
         assert!((two - v - std::f64::consts::LN_2).abs() < 1e-12);
+    }
+}
+
+#[cfg(test)]
+mod centre_tests {
+    use super::*;
+    use crate::objective::space::{Domain, Space};
+    use crate::optim::BoxSearch;
+    use std::sync::Arc;
+
+    /// A learner on a 101-point grid of [0, 1] that saw a plateau of good values around 0.3
+    /// and one slightly better value at 0.9 between poor ones (a spike no smooth fit of the
+    /// plateau believes).
+    fn learner() -> Learner {
+        // Hyperparameters held (no fit): length scale 0.1, noise variance 0.05.
+        let text = "name = \"t\"\niterations = 1\n[objective]\nkind = \"synthetic-fts\"\n[surrogate.own]\nfit = false\nlength_scale = 0.1\nnoise_variance = 0.05\n[[algorithm]]\nkind = \"ts\"\n";
+        let own = crate::spec::Spec::parse(text, std::path::Path::new("t.toml"))
+            .unwrap()
+            .surrogate
+            .own;
+        let space = Arc::new(Space::Grid(Domain::grid_1d(101)));
+        let search = BoxSearch {
+            candidates: 100,
+            starts: 2,
+        };
+        let mut l = Learner::new(0, space.clone(), search, own, 3, 0);
+        let grid = space.grid().unwrap();
+        // The plateau's values scatter (0.8 to 1.1); at length scale 0.1 the spike's single
+        // value between poor ones is worth less than the plateau's many.
+        for (i, y) in [
+            (0, -1.0),
+            (20, 0.8),
+            (22, 1.1),
+            (24, 0.85),
+            (26, 1.05),
+            (28, 0.8),
+            (30, 1.1),
+            (32, 0.9),
+            (34, 1.0),
+            (36, 0.95),
+            (60, -1.0),
+            (86, -1.0),
+            (90, 1.15),
+            (94, -1.0),
+            (100, -1.0),
+        ] {
+            l.add(grid.at(i), y);
+        }
+        l
+    }
+
+    #[test]
+    fn the_lcb_centre_is_the_lcb_maximiser_and_not_the_noisy_incumbent() {
+        let mut l = learner();
+        let incumbent = centres(&mut l, Density::Incumbent).unwrap();
+        assert_eq!(incumbent, vec![vec![0.9]]);
+        let eta = 2.0;
+        let lcb = centres(&mut l, Density::Lcb { eta }).unwrap();
+        // By hand from the same posterior: argmax over the grid of mu - eta sigma.
+        let hyper = l.fitted_hyper();
+        let post = l.posterior(&hyper).unwrap();
+        let grid = l.space().grid().unwrap();
+        let (mean, var) = post.predict(grid.points());
+        let mut best = 0;
+        for i in 0..grid.len() {
+            if mean[i] - eta * var[i].sqrt() > mean[best] - eta * var[best].sqrt() {
+                best = i;
+            }
+        }
+        assert_eq!(lcb, vec![grid.point(best).to_vec()]);
+        assert!((0.2..=0.4).contains(&lcb[0][0]), "{lcb:?}");
     }
 }

@@ -32,13 +32,16 @@ pub enum ConsensusSchedule {
 }
 
 /// What an agent shares as the density of its optimum (survey eq. 8).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Density {
     /// A Gaussian at its best observed point.
     Incumbent,
     /// Gaussians at the argmaxes of `samples` Thompson samples (the empirical distribution of
     /// the optimum's location, smoothed by the width).
     Thompson { samples: usize },
+    /// A Gaussian at the maximiser of its LCB mu - eta sigma (the survey's shared design of
+    /// eq. 7): where the agent is confident it is good, which a noisy incumbent is not.
+    Lcb { eta: f64 },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -140,6 +143,7 @@ impl Framework {
                 let base = match density {
                     Density::Incumbent => "Design density".to_string(),
                     Density::Thompson { samples } => format!("Design density TS x{samples}"),
+                    Density::Lcb { .. } => "Design density LCB".to_string(),
                 };
                 if *constant_power {
                     format!("{base} beta/T")
@@ -204,7 +208,7 @@ pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "consensus" => &["acquisition", "schedule", "noise", "beta"],
         "cgp" => &["eta", "samples", "beta", "group"],
-        "design-density" => &["density", "width", "samples", "beta", "power"],
+        "design-density" => &["density", "width", "samples", "beta", "power", "eta"],
         "fedgp" => &[
             "acquisition",
             "rounds",
@@ -348,15 +352,35 @@ pub(super) fn parse(
                             c.err(&key("samples"), "applies only with density = \"thompson\"")
                         );
                     }
+                    if raw.eta.is_some() {
+                        return Err(c.err(&key("eta"), "applies only with density = \"lcb\""));
+                    }
                     Density::Incumbent
                 }
-                Some("thompson") => Density::Thompson {
-                    samples: c.int(&key("samples"), raw.samples, 20, 1, 10_000)?,
-                },
+                Some("thompson") => {
+                    if raw.eta.is_some() {
+                        return Err(c.err(&key("eta"), "applies only with density = \"lcb\""));
+                    }
+                    Density::Thompson {
+                        samples: c.int(&key("samples"), raw.samples, 20, 1, 10_000)?,
+                    }
+                }
+                Some("lcb") => {
+                    if raw.samples.is_some() {
+                        return Err(
+                            c.err(&key("samples"), "applies only with density = \"thompson\"")
+                        );
+                    }
+                    Density::Lcb {
+                        eta: real("eta", raw.eta, 1.0, 0.0, 100.0, false)?,
+                    }
+                }
                 Some(o) => {
                     return Err(c.err(
                         &key("density"),
-                        format!("unknown density \"{o}\"; allowed: \"incumbent\", \"thompson\""),
+                        format!(
+                            "unknown density \"{o}\"; allowed: \"incumbent\", \"thompson\", \"lcb\""
+                        ),
                     ));
                 }
             },
