@@ -22,10 +22,12 @@ pub fn rule_of(decide: Decide) -> Rule {
     }
 }
 
-/// Eq. 6 with W(0) = J/K: W(t) = (t/T) I + (1 - t/T) J/K, the uniform average moving
-/// linearly to the identity, which it reaches at the last iteration t = T.
-pub fn linear_w(k: usize, t: usize, t_max: usize) -> Vec<Vec<f64>> {
-    let a = (t.min(t_max) as f64) / t_max as f64;
+/// Eq. 6 from W(0) = w0 I + (1 - w0) J/K (w0 = 0: the uniform average, as the survey
+/// writes it): W(t) = a_t I + (1 - a_t) J/K with a_t = w0 + (1 - w0) t/T, moving linearly to
+/// the identity, which it reaches at the last iteration t = T.
+pub fn linear_w(k: usize, t: usize, t_max: usize, w0: f64) -> Vec<Vec<f64>> {
+    // With w0 = 0 this is t/T to the bit.
+    let a = w0 + (1.0 - w0) * ((t.min(t_max) as f64) / t_max as f64);
     (0..k)
         .map(|i| {
             (0..k)
@@ -36,19 +38,20 @@ pub fn linear_w(k: usize, t: usize, t_max: usize) -> Vec<Vec<f64>> {
 }
 
 /// The leader scheme of [24]'s public code: from the linear W of the previous step
-/// (W((t-1)) here, whose off-diagonal entries are at least 1/(TK) until the end), move one
-/// step of eq. 6's size towards the leader l: every entry loses 1/(TK), l's row and column
-/// gain (K-1)/(TK) instead, and l's own weight loses (K-1)^2/(TK), so that every agent leans
+/// (W((t-1)) here, whose off-diagonal entries are at least (1 - w0)/(TK) until the end), move one
+/// step of eq. 6's size s = (1 - w0)/(TK) towards the leader l: every entry loses s, l's row
+/// and column gain (K-1) s instead, and l's own weight loses (K-1)^2 s, so that every agent leans
 /// on the leader while the leader explores away from its own candidate. When l's weight
 /// cannot pay that, the star W (l's row and column 1/(K-1), l's own 0, the others
 /// (K-2)/(K-1)^2). Both keep W symmetric, doubly stochastic and non-negative.
-pub fn leader_w(k: usize, t: usize, t_max: usize, leader: usize) -> Vec<Vec<f64>> {
+pub fn leader_w(k: usize, t: usize, t_max: usize, w0: f64, leader: usize) -> Vec<Vec<f64>> {
     if k == 1 {
         return vec![vec![1.0]];
     }
-    let base = linear_w(k, t.saturating_sub(1), t_max);
+    let base = linear_w(k, t.saturating_sub(1), t_max, w0);
     let (kf, tf) = (k as f64, t_max as f64);
-    let step = 1.0 / (tf * kf);
+    // Eq. 6's step, (1 - w0) / (TK) from a start with own weight w0 (the same bits at 0).
+    let step = (1.0 - w0) / (tf * kf);
     let cost = (kf - 1.0) * (kf - 1.0) * step;
     if base[leader][leader] > cost {
         let mut w: Vec<Vec<f64>> = base
@@ -98,6 +101,8 @@ pub struct Consensus {
     targets: Vec<usize>,
     rule: Rule,
     schedule: ConsensusSchedule,
+    /// W(0)'s own share (`Framework::Consensus`).
+    own_weight: f64,
     iterations: usize,
     space: Arc<Space>,
     /// The noise's s.d. on each coordinate of a shared candidate, and each agent's stream
@@ -110,6 +115,7 @@ impl Consensus {
         let Framework::Consensus {
             decide,
             schedule,
+            own_weight,
             noise,
         } = ctx.algorithm.framework
         else {
@@ -131,6 +137,7 @@ impl Consensus {
             targets: (0..n).collect(),
             rule: rule_of(decide),
             schedule,
+            own_weight,
             iterations: ctx.spec.iterations,
             space: ctx.landscape.space.clone(),
         }
@@ -170,7 +177,7 @@ impl Algorithm for Consensus {
         }
         let k = decisions.len();
         let w = match self.schedule {
-            ConsensusSchedule::Linear => linear_w(k, t, self.iterations),
+            ConsensusSchedule::Linear => linear_w(k, t, self.iterations, self.own_weight),
             ConsensusSchedule::Leader => {
                 // The first best, as argmax everywhere in fbo.
                 let mut leader = 0;
@@ -179,7 +186,7 @@ impl Algorithm for Consensus {
                         leader = i;
                     }
                 }
-                leader_w(k, t, self.iterations, leader)
+                leader_w(k, t, self.iterations, self.own_weight, leader)
             }
         };
         let own = match rule {
@@ -244,25 +251,41 @@ mod tests {
     }
 
     #[test]
+    fn a_start_with_own_weight_is_worked_by_hand() {
+        // K = 4, w0 = 0.5: W(0) = 0.5 I + 0.5 J/4, diagonal 0.625, off-diagonal 0.125; at
+        // t = 15 of 30, a = 0.5 + 0.5 x 0.5 = 0.75: diagonal 0.8125, off-diagonal 0.0625.
+        let w = linear_w(4, 0, 30, 0.5);
+        assert!((w[0][0] - 0.625).abs() < 1e-15 && (w[2][1] - 0.125).abs() < 1e-15);
+        let w = linear_w(4, 15, 30, 0.5);
+        assert!((w[3][3] - 0.8125).abs() < 1e-15 && (w[0][3] - 0.0625).abs() < 1e-15);
+        for t in 0..=30 {
+            check_doubly_stochastic(&linear_w(4, t, 30, 0.5));
+            for l in 0..4 {
+                check_doubly_stochastic(&leader_w(4, t, 30, 0.5, l));
+            }
+        }
+    }
+
+    #[test]
     fn linear_w_is_doubly_stochastic_and_reaches_the_identity_at_t_max() {
         for k in [1, 2, 5, 8] {
             for t in 0..=30 {
-                check_doubly_stochastic(&linear_w(k, t, 30));
+                check_doubly_stochastic(&linear_w(k, t, 30, 0.0));
             }
-            for (i, row) in linear_w(k, 30, 30).iter().enumerate() {
+            for (i, row) in linear_w(k, 30, 30, 0.0).iter().enumerate() {
                 for (j, v) in row.iter().enumerate() {
                     assert_eq!(*v, if i == j { 1.0 } else { 0.0 });
                 }
             }
             // Eq. 6's step: diagonal + (K-1)/(TK), off-diagonal - 1/(TK).
             if k > 1 {
-                let (a, b) = (linear_w(k, 7, 30), linear_w(k, 8, 30));
+                let (a, b) = (linear_w(k, 7, 30, 0.0), linear_w(k, 8, 30, 0.0));
                 let tk = 30.0 * k as f64;
                 assert!((b[0][0] - a[0][0] - (k as f64 - 1.0) / tk).abs() < 1e-14);
                 assert!((b[0][1] - a[0][1] + 1.0 / tk).abs() < 1e-14);
             }
             // t = 0 is the uniform average.
-            let start = linear_w(k, 0, 30);
+            let start = linear_w(k, 0, 30, 0.0);
             assert!(
                 start
                     .iter()
@@ -277,7 +300,7 @@ mod tests {
         for k in [2, 3, 5, 8] {
             for t in 1..=30 {
                 for l in [0, k - 1] {
-                    let w = leader_w(k, t, 30, l);
+                    let w = leader_w(k, t, 30, 0.0, l);
                     check_doubly_stochastic(&w);
                     if k > 2 {
                         // A follower weighs the leader more than any other agent.
@@ -292,7 +315,7 @@ mod tests {
             }
         }
         // Early on the leader's own weight is reduced below the linear schedule's.
-        let (lin, lead) = (linear_w(5, 0, 30), leader_w(5, 1, 30, 2));
+        let (lin, lead) = (linear_w(5, 0, 30, 0.0), leader_w(5, 1, 30, 0.0, 2));
         assert!(lead[2][2] < lin[2][2]);
     }
 

@@ -229,6 +229,7 @@ pub(super) struct RawAlgorithm {
     fraction: Option<f64>,
     shared_points: Option<i64>,
     group: Option<i64>,
+    own_weight: Option<f64>,
 }
 
 /// What an algorithm's table falls back on: the spec's own settings.
@@ -317,6 +318,7 @@ pub(super) fn check_algorithms(
                 fraction: ra.fraction,
                 shared_points: ra.shared_points,
                 group: ra.group,
+                own_weight: ra.own_weight,
             },
             &key,
         )?;

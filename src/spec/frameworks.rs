@@ -51,6 +51,9 @@ pub enum Framework {
     Consensus {
         decide: Decide,
         schedule: ConsensusSchedule,
+        /// Each agent's own share of W(0) = a I + (1 - a) J/K (0: the plain average, as the
+        /// survey writes it; 1 would never mix).
+        own_weight: f64,
         /// z: Gaussian noise of s.d. z sqrt(D) / 2 on every coordinate of a shared
         /// candidate (z times half the unit box's diameter); None: candidates are sent as
         /// they are.
@@ -122,14 +125,20 @@ impl Framework {
             Framework::Consensus {
                 decide,
                 schedule,
+                own_weight,
                 noise,
             } => format!(
-                "Consensus {}{}{}",
+                "Consensus {}{}{}{}",
                 decide.name(),
                 if *schedule == ConsensusSchedule::Leader {
                     " leader"
                 } else {
                     ""
+                },
+                if *own_weight > 0.0 {
+                    format!(" W0={own_weight}")
+                } else {
+                    String::new()
                 },
                 noise.map(|z| format!(" z={z}")).unwrap_or_default()
             ),
@@ -200,13 +209,14 @@ pub(super) struct RawFramework {
     pub fraction: Option<f64>,
     pub shared_points: Option<i64>,
     pub group: Option<i64>,
+    pub own_weight: Option<f64>,
 }
 
 /// The framework keys each kind takes (beta and samples are also read by ucb and rgpe,
 /// and checked there).
 pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
-        "consensus" => &["acquisition", "schedule", "noise", "beta"],
+        "consensus" => &["acquisition", "schedule", "noise", "beta", "own_weight"],
         "cgp" => &["eta", "samples", "beta", "group"],
         "design-density" => &["density", "width", "samples", "beta", "power", "eta"],
         "fedgp" => &[
@@ -247,6 +257,7 @@ impl RawFramework {
         note("fraction", self.fraction.is_some());
         note("shared_points", self.shared_points.is_some());
         note("group", self.group.is_some());
+        note("own_weight", self.own_weight.is_some());
         s
     }
 }
@@ -312,6 +323,7 @@ pub(super) fn parse(
     Ok(match kind {
         "consensus" => Framework::Consensus {
             decide: decide()?,
+            own_weight: real("own_weight", raw.own_weight, 0.0, 0.0, 1.0, false)?,
             schedule: match raw.schedule.as_deref() {
                 None | Some("linear") => ConsensusSchedule::Linear,
                 Some("leader") => ConsensusSchedule::Leader,
