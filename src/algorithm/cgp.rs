@@ -3,8 +3,9 @@
 //! k' shares the maximiser x+ of its lower confidence bound mu - eta sigma and that bound's
 //! value; agent k borrows the designs whose bound beats its own delta_k = max_x mu_k(x)
 //! (eq. 7), presumes f_k(x+) > delta_k at each, conditions its GP on those constraints by
-//! rejection sampling with a finite budget (discarding a design no draw satisfies), and
-//! queries the maximiser of the constrained posterior's UCB.
+//! rejection sampling (`rejection = "budget"`: a finite budget, discarding a design no draw
+//! satisfies; `"pattern"`: `reject_pattern`), and queries the maximiser of the constrained
+//! posterior's UCB.
 
 use super::agent::Learner;
 use super::{Algorithm, Query, RunContext, Source};
@@ -41,18 +42,26 @@ pub fn reject(
 ) -> Option<Accepted> {
     let m = mean.len();
     let (l, _) = cholesky_jittered(cov)?;
-    let draws: Vec<Array1<f64>> = (0..samples)
-        .map(|_| {
-            let z = Array1::from_iter((0..m).map(|_| StandardNormal.sample(rng)));
-            mean + &l.dot(&z)
-        })
-        .collect();
+    let draws: Vec<Array1<f64>> = (0..samples).map(|_| draw(mean, &l, rng)).collect();
+    Some(greedy(&draws, m, delta))
+}
+
+/// One joint draw mean + L z.
+fn draw(mean: &Array1<f64>, l: &Array2<f64>, rng: &mut Rng) -> Array1<f64> {
+    let z = Array1::from_iter((0..mean.len()).map(|_| StandardNormal.sample(rng)));
+    mean + &l.dot(&z)
+}
+
+/// `reject`'s choice among `draws` of f at m designs: designs no draw satisfies are
+/// discarded; the others in decreasing order of their acceptance count, each kept only if
+/// some draw satisfies it with every design kept before it.
+fn greedy(draws: &[Array1<f64>], m: usize, delta: f64) -> Accepted {
     let counts: Vec<usize> = (0..m)
         .map(|j| draws.iter().filter(|e| e[j] > delta).count())
         .collect();
     let mut order: Vec<usize> = (0..m).filter(|&j| counts[j] > 0).collect();
     order.sort_by(|a, b| counts[*b].cmp(&counts[*a]).then(a.cmp(b)));
-    let mut alive: Vec<usize> = (0..samples).collect();
+    let mut alive: Vec<usize> = (0..draws.len()).collect();
     let mut kept = Vec::new();
     for j in order {
         let next: Vec<usize> = alive
@@ -70,7 +79,61 @@ pub fn reject(
         .iter()
         .map(|&s| kept.iter().map(|&j| draws[s][j]).collect())
         .collect();
-    Some(Accepted { kept, draws })
+    Accepted { kept, draws }
+}
+
+/// The probability below which a design is taken to contradict the agent's posterior, and
+/// above one minus which its constraint is taken as certain (the satisfaction-pattern rule).
+pub const PATTERN_TAIL: f64 = 1e-4;
+
+/// The satisfaction-pattern rule (GUIDE-FBO's reading of eq. 7, as fbo implements it): a
+/// design whose marginal probability P(f(e_j) > delta) = Phi((mu_j - delta) / s_j) is below
+/// `PATTERN_TAIL` is discarded; one above 1 - `PATTERN_TAIL` is certain and not conditioned on
+/// (it would change nothing); on the rest, joint draws are made in batches of `samples` until
+/// `samples` of them satisfy all at once or `samples / PATTERN_TAIL` have been drawn, and
+/// `reject`'s greedy choice runs on them. So designs down to ~1e-4 probability are kept,
+/// where a fixed budget of 100 draws drops those below ~1e-2.
+pub fn reject_pattern(
+    mean: &Array1<f64>,
+    cov: &Array2<f64>,
+    delta: f64,
+    samples: usize,
+    rng: &mut Rng,
+) -> Option<Accepted> {
+    let p: Vec<f64> = (0..mean.len())
+        .map(|j| crate::acquisition::normal_cdf((mean[j] - delta) / cov[[j, j]].max(1e-300).sqrt()))
+        .collect();
+    let live: Vec<usize> = (0..mean.len())
+        .filter(|&j| p[j] >= PATTERN_TAIL && p[j] <= 1.0 - PATTERN_TAIL)
+        .collect();
+    if live.is_empty() {
+        return Some(Accepted {
+            kept: Vec::new(),
+            draws: Vec::new(),
+        });
+    }
+    let sub_mean = mean.select(ndarray::Axis(0), &live);
+    let sub_cov = cov
+        .select(ndarray::Axis(0), &live)
+        .select(ndarray::Axis(1), &live);
+    let (l, _) = cholesky_jittered(&sub_cov)?;
+    let cap = (samples as f64 / PATTERN_TAIL).ceil() as usize;
+    let mut draws = Vec::new();
+    let mut joint = 0;
+    while joint < samples && draws.len() < cap {
+        for _ in 0..samples {
+            let e = draw(&sub_mean, &l, rng);
+            if e.iter().all(|v| *v > delta) {
+                joint += 1;
+            }
+            draws.push(e);
+        }
+    }
+    let acc = greedy(&draws, live.len(), delta);
+    Some(Accepted {
+        kept: acc.kept.iter().map(|&k| live[k]).collect(),
+        draws: acc.draws,
+    })
 }
 
 /// The posterior constrained by accepted draws of f at designs Z, summarised for the UCB:
@@ -161,6 +224,8 @@ pub struct Cgp {
     samples: usize,
     beta: Option<f64>,
     group: Option<usize>,
+    /// The satisfaction-pattern rule (`reject_pattern`) instead of the fixed budget.
+    pattern: bool,
     /// Draws each round's sharing groups (`group`).
     group_rng: Rng,
 }
@@ -185,6 +250,7 @@ impl Cgp {
             samples,
             beta,
             group,
+            pattern,
         } = ctx.algorithm.framework
         else {
             unreachable!("cgp specs carry cgp settings")
@@ -202,6 +268,7 @@ impl Cgp {
             samples,
             beta,
             group,
+            pattern,
             group_rng: stream(ctx.seed(), ctx.run as u64, u64::MAX, Purpose::Framework),
         }
     }
@@ -248,7 +315,7 @@ impl Algorithm for Cgp {
             .iter()
             .map(|o| (o.design.clone(), o.lcb_raw))
             .collect();
-        let (samples, beta) = (self.samples, self.beta);
+        let (samples, beta, pattern) = (self.samples, self.beta, self.pattern);
         let n = self.agents.len();
         let group_of = match self.group {
             Some(k) => groups(n, k, &mut self.group_rng),
@@ -277,12 +344,15 @@ impl Algorithm for Cgp {
                     let z = Array2::from_shape_fn((borrowed.len(), dim), |(i, d)| borrowed[i].x[d]);
                     let kzz = kernel_matrix(z.view(), z.view(), own.post.hyper());
                     let (mu, cov) = own.post.predict_joint(z.view(), &kzz);
-                    let acc =
-                        reject(&mu, &cov, own.delta, samples, &mut a.rng).ok_or_else(|| {
-                            FboError::Run(format!(
-                                "agent {k}'s posterior at the borrowed designs is singular"
-                            ))
-                        })?;
+                    let rule = match pattern {
+                        true => reject_pattern,
+                        false => reject,
+                    };
+                    let acc = rule(&mu, &cov, own.delta, samples, &mut a.rng).ok_or_else(|| {
+                        FboError::Run(format!(
+                            "agent {k}'s posterior at the borrowed designs is singular"
+                        ))
+                    })?;
                     if acc.kept.is_empty() {
                         None
                     } else {
@@ -364,6 +434,33 @@ mod tests {
     }
     use crate::acquisition::normal_cdf;
     use crate::surrogate::gp::{GpHyper, Kernel};
+
+    #[test]
+    fn the_pattern_rule_skips_the_certain_keeps_the_rare_and_drops_the_impossible() {
+        // Independent unit-variance f at three designs, delta = 0: P(f > 0) is 1 - 2.9e-7
+        // (certain), 1.35e-3 (rare) and 2.9e-7 (below 1e-4).
+        let mean = Array1::from(vec![5.0, -3.0, -5.0]);
+        let cov = Array2::eye(3);
+        let mut rng = stream(3, 0, 0, Purpose::Framework);
+        let acc = reject_pattern(&mean, &cov, 0.0, 100, &mut rng).unwrap();
+        assert_eq!(acc.kept, vec![1]);
+        assert!(acc.draws.len() >= 100, "{}", acc.draws.len());
+        assert!(acc.draws.iter().all(|d| d.len() == 1 && d[0] > 0.0));
+        // The fixed budget of 100 draws keeps the certain design (it constrains nothing)
+        // and sees no draw of the rare one.
+        let acc = reject(&mean, &cov, 0.0, 100, &mut rng).unwrap();
+        assert_eq!(acc.kept, vec![0]);
+        assert_eq!(acc.draws.len(), 100);
+        // Nothing left to condition on: no constraint.
+        let acc = reject_pattern(
+            &Array1::from(vec![6.0]),
+            &Array2::eye(1),
+            0.0,
+            100,
+            &mut rng,
+        );
+        assert!(acc.unwrap().kept.is_empty());
+    }
 
     #[test]
     fn acceptance_rate_matches_the_gaussian_tail_for_one_design() {

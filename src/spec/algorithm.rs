@@ -230,6 +230,7 @@ pub(super) struct RawAlgorithm {
     shared_points: Option<i64>,
     group: Option<i64>,
     own_weight: Option<f64>,
+    rejection: Option<String>,
 }
 
 /// What an algorithm's table falls back on: the spec's own settings.
@@ -319,6 +320,7 @@ pub(super) fn check_algorithms(
                 shared_points: ra.shared_points,
                 group: ra.group,
                 own_weight: ra.own_weight,
+                rejection: ra.rejection.clone(),
             },
             &key,
         )?;

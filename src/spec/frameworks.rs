@@ -70,6 +70,9 @@ pub enum Framework {
         /// states eq. 7); Some(k), random groups of k drawn anew every round (GUIDE-FBO's
         /// CGP-UCB), each agent borrowing from its own group only.
         group: Option<usize>,
+        /// `rejection = "pattern"`: the satisfaction-pattern rule (`cgp::reject_pattern`);
+        /// false: the fixed budget of `samples` draws.
+        pattern: bool,
     },
     DesignDensity {
         density: Density,
@@ -142,8 +145,11 @@ impl Framework {
                 },
                 noise.map(|z| format!(" z={z}")).unwrap_or_default()
             ),
-            Framework::Cgp { group: None, .. } => "CGP-UCB".into(),
-            Framework::Cgp { group: Some(k), .. } => format!("CGP-UCB groups of {k}"),
+            Framework::Cgp { group, pattern, .. } => format!(
+                "CGP-UCB{}{}",
+                group.map(|k| format!(" groups of {k}")).unwrap_or_default(),
+                if *pattern { " pattern" } else { "" }
+            ),
             Framework::DesignDensity {
                 density,
                 constant_power,
@@ -210,6 +216,7 @@ pub(super) struct RawFramework {
     pub shared_points: Option<i64>,
     pub group: Option<i64>,
     pub own_weight: Option<f64>,
+    pub rejection: Option<String>,
 }
 
 /// The framework keys each kind takes (beta and samples are also read by ucb and rgpe,
@@ -217,7 +224,7 @@ pub(super) struct RawFramework {
 pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
         "consensus" => &["acquisition", "schedule", "noise", "beta", "own_weight"],
-        "cgp" => &["eta", "samples", "beta", "group"],
+        "cgp" => &["eta", "samples", "beta", "group", "rejection"],
         "design-density" => &["density", "width", "samples", "beta", "power", "eta"],
         "fedgp" => &[
             "acquisition",
@@ -258,6 +265,7 @@ impl RawFramework {
         note("shared_points", self.shared_points.is_some());
         note("group", self.group.is_some());
         note("own_weight", self.own_weight.is_some());
+        note("rejection", self.rejection.is_some());
         s
     }
 }
@@ -355,6 +363,18 @@ pub(super) fn parse(
                 None => None,
                 Some(_) => Some(c.int(&key("group"), raw.group, 4, 2, 100_000)?),
             },
+            pattern: c.choice(
+                &key("rejection"),
+                raw.rejection.as_deref(),
+                false,
+                "rejection rule",
+                "\"budget\", \"pattern\"",
+                |s| match s {
+                    "budget" => Some(false),
+                    "pattern" => Some(true),
+                    _ => None,
+                },
+            )?,
         },
         "design-density" => Framework::DesignDensity {
             density: match raw.density.as_deref() {
