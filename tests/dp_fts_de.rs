@@ -570,3 +570,29 @@ fn agreement_keys_are_checked() {
         assert!(stderr(&o).contains(expect), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn the_shared_model_defaults_to_agreed_only_where_it_was_measured() {
+    use fbo::spec::SharedModel::{Agreed, Fixed};
+    let base = "name = \"s\"\niterations = 2\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 3\n[[algorithm]]\nkind = \"dp-fts-de\"\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"private\"\nserver = { dp = true, q = 1.0 }\n[[algorithm]]\nkind = \"fts\"\n";
+    let kinds = |text: &str| -> Vec<_> { spec(text).algorithms.iter().map(|a| a.shared).collect() };
+    // A function: agreed for the non-private server form only.
+    assert_eq!(kinds(base), [Agreed, Fixed, Fixed]);
+    // Pinned features keep the papers' model; a written choice holds for all.
+    let pinned = base.replace(
+        "[federation]",
+        "[surrogate]\nlength_scale = 0.2\n[federation]",
+    );
+    assert_eq!(kinds(&pinned), [Fixed, Fixed, Fixed]);
+    let written = base.replace(
+        "[federation]",
+        "[surrogate]\nshared = \"agreed\"\n[federation]",
+    );
+    assert_eq!(kinds(&written), [Agreed, Agreed, Agreed]);
+    // The papers' objectives keep theirs.
+    let synthetic = base.replace(
+        "kind = \"function\"\nfunction = \"branin\"",
+        "kind = \"synthetic-dp\"\ngrid = 50\nfunctions = 1",
+    );
+    assert_eq!(kinds(&synthetic), [Fixed, Fixed, Fixed]);
+}

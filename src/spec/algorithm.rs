@@ -446,10 +446,14 @@ pub(super) fn check_algorithms(
             ));
         }
         let private = server.as_ref().is_some_and(|s| s.dp.is_some());
-        let default_shared = if private && !surrogate.shared_written {
-            crate::spec::SharedModel::Fixed
-        } else {
+        // Unwritten, the spec's default holds for the non-private server form only, where it
+        // was measured (docs/results.md, "Agreed shared models"); fts, rgpe and taf keep the
+        // pinned model, and a private algorithm too, since the agreement costs epsilon.
+        let measured_form = kind == AlgorithmKind::DpFtsDe && !private;
+        let default_shared = if surrogate.shared_written || measured_form {
             surrogate.shared
+        } else {
+            crate::spec::SharedModel::Fixed
         };
         let shared = c.choice(
             &key("shared"),

@@ -730,8 +730,8 @@ impl Spec {
         // Unwritten: agreed where nothing pins the features and the outputs' scale is the
         // user's (a function, a command, results told by hand), measured better there than
         // the pinned settings (docs/results.md, "Agreed shared models"); the papers' own
-        // objectives keep their settings and bytes. A private algorithm keeps "fixed" unless
-        // this key says otherwise (spec/algorithm.rs): the agreement costs epsilon.
+        // objectives keep their settings and bytes. Only non-private dp-fts-de takes this
+        // default unless the key is written (spec/algorithm.rs).
         let pinned =
             rs.length_scale.is_some() || rs.lambda.is_some() || rs.kernel_variance.is_some();
         let open = matches!(
