@@ -65,6 +65,9 @@ struct Agreement {
     centre: Vec<f64>,
     /// With DP: the release's settings and the server's realised sampling rate.
     private: Option<(AgreementDp, f64)>,
+    /// The own model's hyperparameter box: a private agreement is clamped into it (post-
+    /// processing of a released value, so the guarantee stands).
+    bounds: crate::surrogate::gp::HyperBounds,
     rng: Rng,
 }
 
@@ -214,6 +217,7 @@ impl DpFtsDe {
                 let rate = crate::privacy::realised_rate(d.sampling, d.q, n);
                 d.agreement.map(|a| (a, rate))
             }),
+            bounds: sur.own.model.bounds,
             rng: stream(seed, ctx.run as u64, SHARED, Purpose::Agreement),
         });
         Ok(DpFtsDe {
@@ -304,6 +308,23 @@ impl DpFtsDe {
             None => median(&counted),
         };
         ag.sent.iter_mut().for_each(|s| *s = None);
+        let b = &ag.bounds;
+        let d = log.len() - 2;
+        let within = |v: f64, (lo, hi): (f64, f64)| v.clamp(lo.ln(), hi.ln());
+        // Only the private release can leave the box (its noise); a median of fits cannot,
+        // except a known noise the user set outside it, which stands.
+        let log: Vec<f64> = match ag.private {
+            None => log,
+            Some(_) => log
+                .iter()
+                .enumerate()
+                .map(|(k, &v)| match k {
+                    k if k < d => within(v, b.length_scale),
+                    k if k == d => within(v, b.signal_var),
+                    _ => within(v, b.noise_var),
+                })
+                .collect(),
+        };
         self.shared = self
             .shared
             .agreed(&self.space, &SharedHyper::from_log(&log));
