@@ -462,6 +462,17 @@ impl SharedFeatures {
         )
     }
 
+    /// The BLR posterior on these features of a learner's observations on its own model's
+    /// (standardised) scale, with this model's noise; None if singular.
+    pub fn posterior(&self, learner: &Learner) -> Option<BlrPosterior> {
+        let (points, _) = learner.observations();
+        let mut phi = Array2::zeros((points.len(), self.features.len()));
+        for (mut row, p) in phi.rows_mut().into_iter().zip(points) {
+            row.assign(&self.phi(p));
+        }
+        BlrPosterior::from_data(phi.view(), learner.scaled_ys().view(), self.lambda)
+    }
+
     /// Phi on the whole domain, one row per grid point (None on a box).
     pub fn grid_phi(&self) -> Option<&Array2<f64>> {
         self.grid_phi.as_ref()
@@ -535,24 +546,16 @@ impl Messenger {
     /// (standardised) scale: an agreed model's features and noise change between rounds, and
     /// so does the standardisation.
     pub fn refit(&mut self, shared: &SharedFeatures, learner: &Learner) -> Result<()> {
-        let (points, _) = learner.observations();
-        let m = shared.features.len();
-        if points.is_empty() {
-            self.blr = BlrPosterior::prior(m, shared.lambda);
+        if learner.n_obs() == 0 {
+            self.blr = BlrPosterior::prior(shared.features.len(), shared.lambda);
             return Ok(());
         }
-        let mut phi = Array2::zeros((points.len(), m));
-        for (mut row, p) in phi.rows_mut().into_iter().zip(points) {
-            row.assign(&shared.phi(p));
-        }
-        let y = learner.scaled_ys();
-        self.blr =
-            BlrPosterior::from_data(phi.view(), y.view(), shared.lambda).ok_or_else(|| {
-                FboError::Run(format!(
-                    "agent {}'s posterior on the shared features is singular",
-                    learner.agent
-                ))
-            })?;
+        self.blr = shared.posterior(learner).ok_or_else(|| {
+            FboError::Run(format!(
+                "agent {}'s posterior on the shared features is singular",
+                learner.agent
+            ))
+        })?;
         Ok(())
     }
 }
@@ -565,26 +568,27 @@ pub fn own_log_hyper(learner: &mut Learner) -> Vec<f64> {
 }
 
 /// The senders' agreement without DP (FTS, RGPE, TAF: no server adds noise): the median of
-/// their fits, the features redrawn for it, and every sender's posterior rebuilt on them.
-/// None when there are no senders (nothing to agree on).
+/// their fits and the features redrawn for it; None when there are no senders (nothing to
+/// agree on). Senders that go on sending refit their posteriors on it (`refit_senders`).
 pub fn agree_senders(
     shared: &SharedFeatures,
     space: &Space,
     senders: &mut [Option<Sender>],
-) -> Result<Option<SharedFeatures>> {
+) -> Option<SharedFeatures> {
     let logs: Vec<Vec<f64>> = senders
         .iter_mut()
         .flatten()
         .map(|s| own_log_hyper(&mut s.learner))
         .collect();
-    if logs.is_empty() {
-        return Ok(None);
-    }
-    let agreed = shared.agreed(space, &SharedHyper::from_log(&median(&logs)));
+    (!logs.is_empty()).then(|| shared.agreed(space, &SharedHyper::from_log(&median(&logs))))
+}
+
+/// Every sender's message posterior rebuilt on `shared` (`Messenger::refit`).
+pub fn refit_senders(shared: &SharedFeatures, senders: &mut [Option<Sender>]) -> Result<()> {
     for s in senders.iter_mut().flatten() {
-        s.messenger.refit(&agreed, &s.learner)?;
+        s.messenger.refit(shared, &s.learner)?;
     }
-    Ok(Some(agreed))
+    Ok(())
 }
 
 /// An agent in its role as a sender of messages (FTS, RGPE, TAF): its own data and the

@@ -308,21 +308,14 @@ impl DpFtsDe {
             None => median(&counted),
         };
         ag.sent.iter_mut().for_each(|s| *s = None);
-        let b = &ag.bounds;
-        let d = log.len() - 2;
-        let within = |v: f64, (lo, hi): (f64, f64)| v.clamp(lo.ln(), hi.ln());
         // Only the private release can leave the box (its noise); a median of fits cannot,
         // except a known noise the user set outside it, which stands.
         let log: Vec<f64> = match ag.private {
             None => log,
             Some(_) => log
                 .iter()
-                .enumerate()
-                .map(|(k, &v)| match k {
-                    k if k < d => within(v, b.length_scale),
-                    k if k == d => within(v, b.signal_var),
-                    _ => within(v, b.noise_var),
-                })
+                .zip(ag.bounds.log_box(log.len() - 2))
+                .map(|(v, (lo, hi))| v.clamp(lo, hi))
                 .collect(),
         };
         self.shared = self

@@ -10,7 +10,9 @@
 //! (App. D.2.1): before each iteration t > 1 every other agent runs one more TS iteration and
 //! sends a fresh omega, so t_n grows and no agent is removed.
 
-use super::agent::{Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders};
+use super::agent::{
+    Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders, refit_senders,
+};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
 use crate::objective::{Landscape, Request};
@@ -60,8 +62,9 @@ impl Fts {
         let n = land.agents();
         let mut senders = build_senders(ctx, &shared)?;
         let agreed = ctx.algorithm.shared == SharedModel::Agreed;
-        if agreed && let Some(a) = agree_senders(&shared, &land.space, &mut senders)? {
+        if agreed && let Some(a) = agree_senders(&shared, &land.space, &mut senders) {
             shared = a;
+            refit_senders(&shared, &mut senders)?;
         }
         let first: Vec<Option<Array1<f64>>> = senders
             .iter_mut()
@@ -115,9 +118,10 @@ impl Fts {
             s.observe(&self.landscape, &self.shared, &req, p)?;
         }
         if self.agreed
-            && let Some(a) = agree_senders(&self.shared, &self.landscape.space, &mut self.senders)?
+            && let Some(a) = agree_senders(&self.shared, &self.landscape.space, &mut self.senders)
         {
             self.shared = a;
+            refit_senders(&self.shared, &mut self.senders)?;
         }
         for (s, msg) in self.senders.iter_mut().zip(self.latest.iter_mut()) {
             if let Some(s) = s {

@@ -48,7 +48,6 @@ use crate::linalg::{argmax, cholesky_jittered};
 use crate::objective::{Point, Region};
 use crate::rng::{Purpose, Rng, stream};
 use crate::spec::{SharedModel, TafIncumbent};
-use crate::surrogate::blr::BlrPosterior;
 use crate::surrogate::gp::{GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2, ArrayView1, Axis};
 use rand::Rng as _;
@@ -274,7 +273,7 @@ impl MetaBo {
         let mut shared = SharedFeatures::for_run(ctx);
         let mut senders = build_senders(ctx, &shared)?;
         if ctx.algorithm.shared == SharedModel::Agreed
-            && let Some(a) = agree_senders(&shared, &ctx.landscape.space, &mut senders)?
+            && let Some(a) = agree_senders(&shared, &ctx.landscape.space, &mut senders)
         {
             shared = a;
         }
@@ -283,21 +282,13 @@ impl MetaBo {
             .par_iter()
             .flatten()
             .map(|s| {
-                let (points, _) = s.learner.observations();
-                let scaled = s.learner.scaled_ys();
-                let m = shared.features.len();
-                let mut phi = Array2::zeros((points.len(), m));
-                for (mut row, p) in phi.rows_mut().into_iter().zip(points) {
-                    row.assign(&shared.phi(p));
-                }
                 let agent = s.learner.agent;
-                let blr = BlrPosterior::from_data(phi.view(), scaled.view(), lambda).ok_or_else(
-                    || {
-                        FboError::Run(format!(
-                            "agent {agent}'s posterior is singular; raise surrogate.lambda"
-                        ))
-                    },
-                )?;
+                let blr = shared.posterior(&s.learner).ok_or_else(|| {
+                    FboError::Run(format!(
+                        "agent {agent}'s posterior is singular; raise surrogate.lambda"
+                    ))
+                })?;
+                let scaled = s.learner.scaled_ys();
                 Ok(Message {
                     agent,
                     nu: blr.mean_weights(),

@@ -15,6 +15,7 @@
 //!   `effective_z` (docs/algorithms.md, "Agreed shared models").
 
 use super::gp::GpHyper;
+use super::kernel::for_axis;
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 
@@ -30,9 +31,7 @@ pub struct SharedHyper {
 impl SharedHyper {
     /// The log vector h of an agent's own fit, its length scales spread over `dim` axes.
     pub fn from_own(h: &GpHyper, dim: usize) -> Self {
-        let length_scales = (0..dim)
-            .map(|d| h.length_scales[if h.length_scales.len() == 1 { 0 } else { d }])
-            .collect();
+        let length_scales = (0..dim).map(|d| for_axis(&h.length_scales, d)).collect();
         SharedHyper {
             length_scales,
             signal_var: h.signal_var,
