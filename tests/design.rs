@@ -23,6 +23,11 @@ kind = "ts"
 kind = "random"
 "#;
 
+/// BOX with `lines` after its `iterations` line.
+fn box_with(lines: &str) -> String {
+    BOX.replace("iterations = 2\n", &format!("iterations = 2\n{lines}"))
+}
+
 /// (algorithm, run, agent) -> the initial points' columns `cols` as written.
 fn initial(out: &Path, cols: &[&str]) -> BTreeMap<(String, String, String), Vec<Vec<String>>> {
     let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
@@ -47,9 +52,8 @@ fn a_latin_hypercube_across_agents_is_one_latin_hypercube() {
     let spec = write(
         dir.path(),
         "s.toml",
-        &BOX.replace(
-            "iterations = 2\n",
-            "iterations = 2\ninitial_points = 4\ninitial_design = \"lhs\"\ninitial_design_across_agents = true\n",
+        &box_with(
+            "initial_points = 4\ninitial_design = \"lhs\"\ninitial_design_across_agents = true\n",
         ),
     );
     let out = dir.path().join("o");
@@ -115,10 +119,7 @@ fn given_points_are_used_exactly_and_bad_files_are_named() {
     let spec = write(
         dir.path(),
         "s.toml",
-        &BOX.replace(
-            "iterations = 2\n",
-            "iterations = 2\ninitial_points_file = \"pts.csv\"\n",
-        ),
+        &box_with("initial_points_file = \"pts.csv\"\n"),
     );
     let out = dir.path().join("o");
     fbo_ok("run", &spec, &out, &["--no-timing"]);
@@ -160,10 +161,7 @@ fn given_points_are_used_exactly_and_bad_files_are_named() {
         let spec = write(
             dir.path(),
             "bad.toml",
-            &BOX.replace(
-                "iterations = 2\n",
-                "iterations = 2\ninitial_points_file = \"bad.csv\"\n",
-            ),
+            &box_with("initial_points_file = \"bad.csv\"\n"),
         );
         let o = validate(&spec);
         let err = stderr(&o);
@@ -176,10 +174,7 @@ fn given_points_are_used_exactly_and_bad_files_are_named() {
     let spec = write(
         dir.path(),
         "bad.toml",
-        &BOX.replace(
-            "iterations = 2\n",
-            "iterations = 2\ninitial_points = 3\ninitial_points_file = \"pts.csv\"\n",
-        ),
+        &box_with("initial_points = 3\ninitial_points_file = \"pts.csv\"\n"),
     );
     let err = stderr(&validate(&spec));
     assert!(
@@ -241,10 +236,7 @@ fn told_values_are_measurements_and_are_not_run_again() {
     let spec = write(
         dir.path(),
         "bad.toml",
-        &BOX.replace(
-            "iterations = 2\n",
-            "iterations = 2\ninitial_points_file = \"pts.csv\"\n",
-        ),
+        &box_with("initial_points_file = \"pts.csv\"\n"),
     );
     let err = stderr(&validate(&spec));
     assert!(
