@@ -132,6 +132,33 @@ label = "DP-FTS-DE agreed"
 shared = "agreed"
 server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0 }
 [[algorithm]]
+kind = "dp-fts-de"
+label = "DP-FTS-DE"
+shared = "fixed"
+server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0 }
+[[algorithm]]
+kind = "fts"
+label = "FTS paper"
+shared = "fixed"
+[[algorithm]]
+kind = "fts"
+label = "FTS paper agreed"
+shared = "agreed"
+[[algorithm]]
+kind = "rgpe"
+shared = "fixed"
+[[algorithm]]
+kind = "rgpe"
+label = "RGPE agreed"
+shared = "agreed"
+[[algorithm]]
+kind = "taf"
+shared = "fixed"
+[[algorithm]]
+kind = "taf"
+label = "TAF agreed"
+shared = "agreed"
+[[algorithm]]
 kind = "consensus"
 [[algorithm]]
 kind = "consensus"

@@ -207,6 +207,20 @@ pub enum Command {
         #[arg(long)]
         csv: bool,
     },
+    /// Every evaluation a run's journals hold (command and external objectives), as CSV on
+    /// stdout: scope, run, agent, iteration, the raw hyperparameters and the measured value.
+    /// A later spec of the same program reads it as `initial_points_file` and starts from
+    /// those measurements without running them again (warm start; docs/commands.md).
+    History {
+        /// A run's output folder (its evaluations.jsonl and shards' journals), or one journal.
+        input: PathBuf,
+        /// Only this scope: "init" (initial points) or an algorithm's label; repeatable.
+        #[arg(long)]
+        scope: Vec<String>,
+        /// Only this run.
+        #[arg(long)]
+        run: Option<usize>,
+    },
     /// Check a spec (or a tabulation config) and print what it would run; exit 2 if invalid.
     Validate {
         /// The spec or tabulation config (TOML) to check.
@@ -723,6 +737,11 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         }
         Command::Best { run, csv } => {
             print!("{}", best_of_run(&run, csv)?);
+            Ok(())
+        }
+        Command::History { input, scope, run } => {
+            let select = crate::history::Select { scopes: scope, run };
+            print!("{}", crate::history::history(&input, &select)?);
             Ok(())
         }
         Command::Validate { spec } => {

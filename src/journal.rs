@@ -507,6 +507,31 @@ impl Journal {
             .collect()
     }
 
+    /// Every finished evaluation: who asked, the raw values and the outcome, in the order
+    /// (scope, run, agent, iteration), then the journal line that recorded it (then the
+    /// values, for lines of two shards' journals).
+    pub fn finished(&self) -> Vec<(Request, Vec<f64>, Outcome)> {
+        let s = self.state.lock().expect("journal lock");
+        let mut out: Vec<_> = s
+            .done
+            .iter()
+            .map(|((req, bits), (o, line))| (req, *line, bits, o))
+            .collect();
+        out.sort_by(|a, b| {
+            let key = |r: &Request| (r.scope.clone(), r.run, r.agent, r.iteration);
+            key(a.0)
+                .cmp(&key(b.0))
+                .then(a.1.cmp(&b.1))
+                .then(a.2.cmp(b.2))
+        });
+        out.into_iter()
+            .map(|(req, _, bits, o)| {
+                let raw = bits.iter().map(|b| f64::from_bits(*b)).collect();
+                (req.clone(), raw, o.clone())
+            })
+            .collect()
+    }
+
     /// Number of evaluations recorded as failed (skipped).
     pub fn failures(&self) -> usize {
         let s = self.state.lock().expect("journal lock");

@@ -17,6 +17,7 @@ pub mod error;
 pub mod evaluate;
 pub mod fastmath;
 pub mod federation;
+pub mod history;
 pub mod import;
 pub mod journal;
 pub mod linalg;

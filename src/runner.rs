@@ -17,7 +17,7 @@ pub use crate::unit::{RunOutput, run_one, run_one_shared};
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -122,8 +122,14 @@ pub fn shard_journal((lo, hi): (usize, usize)) -> String {
 
 /// The journals in an output folder: the unsharded one and every shard's.
 fn journal_files(dir: &OutDir) -> Vec<String> {
+    journal_names(&dir.path("."))
+}
+
+/// The names of the journals an output folder `folder` may hold: the unsharded one first,
+/// then every shard's that is there, sorted.
+pub fn journal_names(folder: &Path) -> Vec<String> {
     let mut names = vec![JOURNAL.to_string()];
-    if let Ok(list) = fs::read_dir(dir.path(".")) {
+    if let Ok(list) = fs::read_dir(folder) {
         let mut shards: Vec<String> = list
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|n| n.starts_with("evaluations.units-") && n.ends_with(".jsonl"))

@@ -257,3 +257,103 @@ fn told_values_are_measurements_and_are_not_run_again() {
         "{err}"
     );
 }
+
+#[test]
+fn a_warm_start_from_an_earlier_runs_history_runs_none_of_its_points_again() {
+    // A study of the toy program (Branin behind the command protocol), 2 initial points and
+    // 2 iterations of TS per agent; `fbo history` turns its journal into the next study's
+    // initial points (its init and TS evaluations, 4 per agent, with their values), and the
+    // next study runs only its own iteration.
+    let dir = tempfile::tempdir().unwrap();
+    let spec_text = |iterations: usize, extra: &str| {
+        format!(
+            "name = \"warm\"\nseed = 5\nruns = 1\niterations = {iterations}\n{extra}[acquisition]\ncandidates = 200\nstarts = 3\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n",
+            toy().display().to_string()
+        )
+    };
+    let run = |spec: &Path, out: &Path, count: &Path| {
+        let o = fbo()
+            .args([
+                "run",
+                spec.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .args(["--quiet", "--no-timing"])
+            .env("TOY_COUNT", count)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut calls: Vec<String> = std::fs::read_to_string(count)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        calls.sort();
+        calls
+    };
+    let first = write(
+        dir.path(),
+        "first.toml",
+        &spec_text(2, "initial_points = 2\n"),
+    );
+    let old = dir.path().join("old");
+    assert_eq!(run(&first, &old, &dir.path().join("c1")).len(), 8);
+
+    let o = fbo_output([
+        "history",
+        old.to_str().unwrap(),
+        "--scope",
+        "init",
+        "--scope",
+        "TS",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], "scope,run,agent,iteration,x1,x2,value");
+    assert_eq!(lines.len(), 1 + 8, "{csv}");
+    // Each row is the point and value the first study's trace shows.
+    let trace = std::fs::read_to_string(old.join("trace.csv")).unwrap();
+    for l in &lines[1..] {
+        let f: Vec<&str> = l.split(',').collect();
+        let (x1, x2, y) = (f[4], f[5], f[6]);
+        assert!(
+            trace
+                .lines()
+                .any(|t| t.contains(&format!(",{x1},{x2},")) && t.contains(&format!(",{y},"))),
+            "{l} not in the trace"
+        );
+    }
+    write(dir.path(), "warm.csv", &csv);
+
+    let second = write(
+        dir.path(),
+        "second.toml",
+        &spec_text(1, "initial_points_file = \"warm.csv\"\n"),
+    );
+    let new = dir.path().join("new");
+    assert_eq!(
+        run(&second, &new, &dir.path().join("c2")),
+        ["TS 0 0 1", "TS 0 1 1"]
+    );
+    let init = initial(&new, &["x1", "x2", "y"]);
+    assert_eq!(init[&("TS".into(), "0".into(), "0".into())].len(), 4);
+
+    // A scope that is not there is named with those that are, exit 2.
+    let o = fbo_output(["history", old.to_str().unwrap(), "--scope", "EI"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("scopes there: TS, init"),
+        "{}",
+        stderr(&o)
+    );
+    // A folder without a journal is named.
+    let o = fbo_output(["history", dir.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no evaluations journal"),
+        "{}",
+        stderr(&o)
+    );
+}
