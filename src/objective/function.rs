@@ -421,6 +421,14 @@ impl Transform {
     }
 }
 
+/// The hyperparameters of `f` hidden among `inert` more axes: its own, then `inert1`,
+/// `inert2`, .. on [0, 1], which its value ignores.
+pub fn embedded_params(f: Function, inert: usize) -> Vec<Param> {
+    let mut params = f.params();
+    params.extend((1..=inert).map(|i| Param::linear(&format!("inert{i}"), 0.0, 1.0)));
+    params
+}
+
 /// A function objective: the function, and each agent's transform where agents differ.
 struct Closed {
     f: Function,
@@ -428,7 +436,9 @@ struct Closed {
 }
 
 impl Closed {
+    /// The value at `raw`: the function of its first D coordinates (the others are inert).
     fn value(&self, agent: usize, raw: &[f64]) -> f64 {
+        let raw = &raw[..self.f.dim()];
         match &self.transforms {
             None => self.f.value(raw),
             Some(t) => self.f.value(&t[agent].apply(raw)),
@@ -448,11 +458,12 @@ impl Evaluate for Closed {
 pub fn landscape(
     f: Function,
     heterogeneity: Heterogeneity,
+    inert: usize,
     seed: u64,
     spec: &ObjectiveSpec,
     agents: usize,
 ) -> Result<Arc<Landscape>> {
-    let params = f.params();
+    let params = embedded_params(f, inert);
     let closed = Closed {
         f,
         transforms: heterogeneity.is_some().then(|| {

@@ -448,9 +448,11 @@ pub fn landscapes(spec: &Spec) -> Result<Vec<Arc<Landscape>>> {
         ObjectiveKind::Function {
             function: f,
             heterogeneity,
+            inert,
         } => Ok(vec![function::landscape(
             *f,
             *heterogeneity,
+            *inert,
             spec.seed,
             &spec.objective,
             spec.total_agents(),

@@ -670,6 +670,7 @@ impl Spec {
                 Some(toml::Value::Boolean(false)) => Ard::Off,
                 Some(toml::Value::Boolean(true)) => Ard::On,
                 Some(toml::Value::String(s)) if s == "auto" => Ard::AUTO,
+                Some(toml::Value::String(s)) if s == "loo" => Ard::Loo,
                 Some(toml::Value::Integer(k)) if (1..=1000).contains(k) => {
                     Ard::PerAxisFrom(*k as usize)
                 }
@@ -677,7 +678,7 @@ impl Spec {
                     return Err(c.err(
                         "surrogate.own.ard",
                         format!(
-                            "must be true, false, \"auto\" or a number of observations per axis in [1, 1000], got {other}"
+                            "must be true, false, \"auto\", \"loo\" or a number of observations per axis in [1, 1000], got {other}"
                         ),
                     ));
                 }

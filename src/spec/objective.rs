@@ -18,6 +18,9 @@ pub enum ObjectiveKind {
     Function {
         function: Function,
         heterogeneity: Heterogeneity,
+        /// Inert axes after the function's own (`objective.embed` minus its dimension): the
+        /// function hidden in a higher-dimensional box, as problems with few axes that matter.
+        inert: usize,
     },
     /// A dataset's model trained at every query; `agents` are the data's agents taking part.
     Model {
@@ -110,6 +113,7 @@ pub(super) struct RawObjective {
     function: Option<String>,
     dimension: Option<i64>,
     heterogeneity: Option<f64>,
+    embed: Option<i64>,
     shift: Option<f64>,
     rotation: Option<f64>,
     dataset: Option<String>,
@@ -180,6 +184,7 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
         ("function", o.function.is_some()),
         ("dimension", o.dimension.is_some()),
         ("heterogeneity", o.heterogeneity.is_some()),
+        ("embed", o.embed.is_some()),
         ("shift", o.shift.is_some()),
         ("rotation", o.rotation.is_some()),
     ] {
@@ -290,12 +295,26 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
                 )
             })?;
             let heterogeneity = check_heterogeneity(c, &o)?;
+            let inert = match o.embed {
+                None => 0,
+                Some(_) => {
+                    let total = c.int("objective.embed", o.embed, f.dim() as i64, f.dim() as i64, 200)?;
+                    if per_dim.is_some() && total > f.dim() {
+                        return Err(c.err(
+                            "objective.embed",
+                            "does not go with objective.grid: inert axes are searched on the box",
+                        ));
+                    }
+                    total - f.dim()
+                }
+            };
             (
                 ObjectiveKind::Function {
                     function: f,
                     heterogeneity,
+                    inert,
                 },
-                f.params(),
+                crate::objective::function::embedded_params(f, inert),
             )
         } else if measured {
             check_command(c, &mut o)?

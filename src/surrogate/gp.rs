@@ -247,18 +247,31 @@ pub enum Ard {
     /// (docs/results.md: in 5 and 6 dimensions after 35 evaluations ARD loses to one length
     /// scale on 6 of 8 problems, by 1.3-12x in regret, and ties on 2; in 2 and 3 it wins).
     PerAxisFrom(usize),
+    /// At every fit, both (once there are more than D + 2 observations), kept by the
+    /// leave-one-out predictive density of the data under each (`loo_log_predictive`): a
+    /// score of how well each predicts points it was not fitted to, so D + 2 hyperparameters
+    /// win only where the axes really differ (Rasmussen and Williams 2006, sec. 5.4.2). The
+    /// per-axis fit may take length scales up to `LOO_CAP` times the box's upper bound, as an
+    /// axis that does not matter wants (a dead axis of the unit cube fits at 7-10).
+    Loo,
 }
 
 impl Ard {
     /// The observations per axis `auto` waits for.
     pub const AUTO: Ard = Ard::PerAxisFrom(10);
 
-    /// Whether a fit to n observations of a D-dimensional input uses one length scale per axis.
+    /// How far above the length-scale box's upper end the per-axis fit of `Loo` may go.
+    pub const LOO_CAP: f64 = 10.0;
+
+    /// Whether a fit to n observations of a D-dimensional input uses one length scale per
+    /// axis without choosing (`Loo` chooses in `fit_hyperparameters`; where one shape must be
+    /// fixed in advance, as FedGP's federated fit, it follows `auto`).
     pub fn applies(self, n: usize, dim: usize) -> bool {
         match self {
             Ard::Off => false,
             Ard::On => true,
             Ard::PerAxisFrom(k) => n >= k * dim,
+            Ard::Loo => Ard::AUTO.applies(n, dim),
         }
     }
 }
@@ -573,9 +586,30 @@ pub struct FitBudget {
     pub restarts: usize,
 }
 
+/// The sum over observations of log p(y_i | y_-i) under `h`, each left out in turn
+/// (Rasmussen and Williams 2006, eqs. 5.10-5.12: mean y_i - [K^-1 y]_i / [K^-1]_ii, variance
+/// 1 / [K^-1]_ii), from one factorisation. A profiled constant mean is held at its value on
+/// all the data. None if K is not positive definite.
+pub fn loo_log_predictive(dist: &Distances, y: ArrayView1<f64>, h: &GpHyper) -> Option<f64> {
+    let f = Factored::new(dist, y, h)?;
+    let kinv = crate::linalg::cho_inverse(f.l.view());
+    let ln2pi = libm::log(2.0 * std::f64::consts::PI);
+    Some(
+        (0..y.len())
+            .map(|i| {
+                let d = kinv[[i, i]];
+                let resid = f.alpha[i] / d;
+                0.5 * libm::log(d) - 0.5 * resid * resid * d - 0.5 * ln2pi
+            })
+            .sum(),
+    )
+}
+
 /// Maximises the log marginal likelihood (plus the log prior) over the box, starting as
 /// `budget` says, plus from `warm` (the previous optimum) when given. Each coordinate is
 /// searched as ln theta = lo + (hi - lo) sigmoid(u), which keeps every iterate inside the box.
+/// With `Ard::Loo` it fits one length scale and one per axis and keeps the one whose
+/// leave-one-out predictive density is higher.
 pub fn fit_hyperparameters<R: Rng + ?Sized>(
     x: ArrayView2<f64>,
     y: ArrayView1<f64>,
@@ -584,9 +618,44 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
     warm: Option<&GpHyper>,
     rng: &mut R,
 ) -> Option<GpHyper> {
-    let dist = Distances::new(x, model.ard.applies(x.nrows(), x.ncols()));
+    let (n, dim) = (x.nrows(), x.ncols());
+    if model.ard != Ard::Loo || dim < 2 || n <= dim + 2 {
+        let per_axis = model.ard.applies(n, dim) && model.ard != Ard::Loo;
+        return fit_shape(x, y, model, &model.bounds, per_axis, budget, warm, rng);
+    }
+    let iso = fit_shape(x, y, model, &model.bounds, false, budget, warm, rng);
+    let mut wide = model.bounds;
+    wide.length_scale.1 *= Ard::LOO_CAP;
+    // Started also from the isotropic optimum, the per-axis fit is at least as likely.
+    let start = warm.or(iso.as_ref());
+    let ard = fit_shape(x, y, model, &wide, true, budget, start, rng);
+    let score = |h: &Option<GpHyper>, per_axis: bool| {
+        h.as_ref()
+            .and_then(|h| loo_log_predictive(&Distances::new(x, per_axis), y, h))
+            .unwrap_or(f64::NEG_INFINITY)
+    };
+    if score(&ard, true) > score(&iso, false) {
+        ard
+    } else {
+        iso
+    }
+}
+
+/// `fit_hyperparameters` for one shape: one length scale or one per axis, in `bounds`.
+#[allow(clippy::too_many_arguments)]
+fn fit_shape<R: Rng + ?Sized>(
+    x: ArrayView2<f64>,
+    y: ArrayView1<f64>,
+    model: &HyperModel,
+    bounds: &HyperBounds,
+    per_axis: bool,
+    budget: FitBudget,
+    warm: Option<&GpHyper>,
+    rng: &mut R,
+) -> Option<GpHyper> {
+    let dist = Distances::new(x, per_axis);
     let p = dist.len();
-    let lb = model.bounds.log_box(p);
+    let lb = bounds.log_box(p);
     let mut objective = NegLikelihood {
         dist: &dist,
         y,
@@ -599,7 +668,7 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
     };
     let mut initial: Vec<Vec<f64>> = Vec::with_capacity(budget.restarts + 1);
     if let Some(w) = warm {
-        let mut w = model.bounds.clamp(w);
+        let mut w = bounds.clamp(w);
         if w.length_scales.len() != p {
             // A warm start of the other shape (an isotropic first guess for an ARD fit).
             w.length_scales = vec![w.mean_length_scale(); p];
@@ -1177,6 +1246,66 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The leave-one-out density from one factorisation equals the brute force: n GP fits,
+    /// each without one observation, predicting it (zero mean, where the formula is exact).
+    #[test]
+    fn leave_one_out_density_is_the_brute_force_one() {
+        let mut rng = stream(8, 0, 0, Purpose::AgentData);
+        let x = Array2::from_shape_fn((9, 3), |_| rng.random::<f64>());
+        let y = x.column(0).mapv(|v| (4.0 * v).cos()) - x.column(2);
+        let mut h = GpHyper::isotropic(Kernel::Matern52, 0.4, 1.3, 0.05);
+        h.length_scales = vec![0.4, 0.9, 0.2];
+        let fast = loo_log_predictive(&Distances::new(x.view(), true), y.view(), &h).unwrap();
+        let mut brute = 0.0;
+        for i in 0..9 {
+            let keep: Vec<usize> = (0..9).filter(|&j| j != i).collect();
+            let xi = x.select(Axis(0), &keep);
+            let yi = y.select(Axis(0), &keep);
+            let post = GpPosterior::fit(xi.view(), yi.view(), &h).unwrap();
+            let (m, v) = post.predict(x.slice(ndarray::s![i..i + 1, ..]));
+            let var = v[0] + h.noise_var;
+            brute += -0.5 * (2.0 * std::f64::consts::PI * var).ln()
+                - (y[i] - m[0]).powi(2) / (2.0 * var);
+        }
+        assert!((fast - brute).abs() < 1e-8, "{fast} vs {brute}");
+    }
+
+    /// "loo" keeps one length scale per axis where one axis does nothing and one where the
+    /// axes are alike: chosen by the data, not by a count.
+    #[test]
+    fn loo_ard_finds_a_dead_axis_and_keeps_one_scale_on_alike_axes() {
+        let m = HyperModel {
+            ard: Ard::Loo,
+            prior: HyperPrior::DimensionScaled,
+            bounds: HyperBounds {
+                length_scale: (0.005, 2.0),
+                ..bounds()
+            },
+            ..model()
+        };
+        let budget = FitBudget {
+            starts: 10,
+            restarts: 3,
+        };
+        let mut rng = stream(9, 0, 0, Purpose::AgentData);
+        let x = Array2::from_shape_fn((40, 4), |_| rng.random::<f64>());
+        // Only the first two axes matter.
+        let y = x.map_axis(Axis(1), |r| (6.0 * r[0]).sin() + (5.0 * r[1]).cos());
+        let h = fit_hyperparameters(x.view(), y.view(), &m, budget, None, &mut rng).unwrap();
+        assert_eq!(h.length_scales.len(), 4, "{h:?}");
+        assert!(
+            h.length_scales[2] > 5.0 * h.length_scales[0]
+                && h.length_scales[3] > 5.0 * h.length_scales[1],
+            "{h:?}"
+        );
+        // Every axis alike (a radial function): one length scale predicts as well.
+        let y = x.map_axis(Axis(1), |r| {
+            (3.0 * r.iter().map(|v| (v - 0.5) * (v - 0.5)).sum::<f64>()).cos()
+        });
+        let h = fit_hyperparameters(x.view(), y.view(), &m, budget, None, &mut rng).unwrap();
+        assert_eq!(h.length_scales.len(), 1, "{h:?}");
     }
 
     /// "auto" fits one length scale until there are 10 observations per axis.
