@@ -357,3 +357,49 @@ fn a_warm_start_from_an_earlier_runs_history_runs_none_of_its_points_again() {
         stderr(&o)
     );
 }
+
+#[test]
+fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
+    // Branin among 3 inert axes: the trace has their columns, and every observed value is
+    // Branin's at the first two coordinates.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "e.toml",
+        &BOX.replace("function = \"branin\"\n", "function = \"branin\"\nembed = 5\n"),
+    );
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
+    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let at = |n: &str| header.iter().position(|h| *h == n).unwrap();
+    let (x1, x2, y, i3) = (at("x1"), at("x2"), at("y"), at("inert3"));
+    let branin = |a: f64, b: f64| {
+        let pi = std::f64::consts::PI;
+        let t = b - 5.1 / (4.0 * pi * pi) * a * a + 5.0 / pi * a - 6.0;
+        -(t * t + 10.0 * (1.0 - 1.0 / (8.0 * pi)) * a.cos() + 10.0)
+    };
+    let mut inert = Vec::new();
+    for l in text.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        let v = |k: usize| f[k].parse::<f64>().unwrap();
+        assert!((v(y) - branin(v(x1), v(x2))).abs() < 1e-9, "{l}");
+        inert.push(v(i3));
+    }
+    assert!(inert.iter().all(|v| (0.0..=1.0).contains(v)));
+    assert!(inert.iter().any(|v| (v - inert[0]).abs() > 1e-3), "inert axes are searched too");
+
+    for (line, expect) in [
+        ("embed = 1\n", "objective.embed"),
+        ("embed = 5\ngrid = 10\n", "does not go with objective.grid"),
+    ] {
+        let bad = write(
+            dir.path(),
+            "bad.toml",
+            &BOX.replace("function = \"branin\"\n", &format!("function = \"branin\"\n{line}")),
+        );
+        let o = validate(&bad);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(expect), "{}", stderr(&o));
+    }
+}
