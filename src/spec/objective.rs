@@ -298,7 +298,13 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
             let inert = match o.embed {
                 None => 0,
                 Some(_) => {
-                    let total = c.int("objective.embed", o.embed, f.dim() as i64, f.dim() as i64, 200)?;
+                    let total = c.int(
+                        "objective.embed",
+                        o.embed,
+                        f.dim() as i64,
+                        f.dim() as i64,
+                        200,
+                    )?;
                     if per_dim.is_some() && total > f.dim() {
                         return Err(c.err(
                             "objective.embed",

@@ -247,12 +247,11 @@ pub enum Ard {
     /// (docs/results.md: in 5 and 6 dimensions after 35 evaluations ARD loses to one length
     /// scale on 6 of 8 problems, by 1.3-12x in regret, and ties on 2; in 2 and 3 it wins).
     PerAxisFrom(usize),
-    /// At every fit, both (once there are more than D + 2 observations), kept by the
-    /// leave-one-out predictive density of the data under each (`loo_log_predictive`): a
-    /// score of how well each predicts points it was not fitted to, so D + 2 hyperparameters
-    /// win only where the axes really differ (Rasmussen and Williams 2006, sec. 5.4.2). The
-    /// per-axis fit may take length scales up to `LOO_CAP` times the box's upper bound, as an
-    /// axis that does not matter wants (a dead axis of the unit cube fits at 7-10).
+    /// At every fit, both (once there are more than D + 2 observations); one per axis is
+    /// kept where its leave-one-out predictive density (`loo_log_predictive`: how well each
+    /// predicts points it was not fitted to) beats one length scale's by more than `LOO_Z`
+    /// standard errors of the difference, so D + 2 hyperparameters win only where the axes
+    /// really differ (Rasmussen and Williams 2006, sec. 5.4.2; Vehtari et al. 2017).
     Loo,
 }
 
@@ -260,8 +259,10 @@ impl Ard {
     /// The observations per axis `auto` waits for.
     pub const AUTO: Ard = Ard::PerAxisFrom(10);
 
-    /// How far above the length-scale box's upper end the per-axis fit of `Loo` may go.
-    pub const LOO_CAP: f64 = 10.0;
+    /// How many standard errors of the summed pointwise difference one length scale per
+    /// axis must gain by in `Loo` (docs/results.md "One length scale or one per axis": at 0,
+    /// chance gains on 5-D problems took it and lost).
+    pub const LOO_Z: f64 = 2.0;
 
     /// Whether a fit to n observations of a D-dimensional input uses one length scale per
     /// axis without choosing (`Loo` chooses in `fit_hyperparameters`; where one shape must be
@@ -591,6 +592,11 @@ pub struct FitBudget {
 /// 1 / [K^-1]_ii), from one factorisation. A profiled constant mean is held at its value on
 /// all the data. None if K is not positive definite.
 pub fn loo_log_predictive(dist: &Distances, y: ArrayView1<f64>, h: &GpHyper) -> Option<f64> {
+    Some(loo_pointwise(dist, y, h)?.iter().sum())
+}
+
+/// log p(y_i | y_-i) for each i (`loo_log_predictive`'s terms).
+fn loo_pointwise(dist: &Distances, y: ArrayView1<f64>, h: &GpHyper) -> Option<Vec<f64>> {
     let f = Factored::new(dist, y, h)?;
     let kinv = crate::linalg::cho_inverse(f.l.view());
     let ln2pi = libm::log(2.0 * std::f64::consts::PI);
@@ -601,15 +607,26 @@ pub fn loo_log_predictive(dist: &Distances, y: ArrayView1<f64>, h: &GpHyper) -> 
                 let resid = f.alpha[i] / d;
                 0.5 * libm::log(d) - 0.5 * resid * resid * d - 0.5 * ln2pi
             })
-            .sum(),
+            .collect(),
     )
+}
+
+/// Whether the terms `b` predict better than `a` by more than `z` standard errors of the
+/// summed difference, sqrt(n var(b_i - a_i)) (Vehtari, Gelman and Gabry 2017): a gain the
+/// observations agree on, not one a few of them carry by chance.
+fn clearly_better(a: &[f64], b: &[f64], z: f64) -> bool {
+    let n = a.len() as f64;
+    let d: Vec<f64> = a.iter().zip(b).map(|(a, b)| b - a).collect();
+    let mean = d.iter().sum::<f64>() / n;
+    let var = d.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - 1.0);
+    n * mean > z * (n * var).sqrt()
 }
 
 /// Maximises the log marginal likelihood (plus the log prior) over the box, starting as
 /// `budget` says, plus from `warm` (the previous optimum) when given. Each coordinate is
 /// searched as ln theta = lo + (hi - lo) sigmoid(u), which keeps every iterate inside the box.
-/// With `Ard::Loo` it fits one length scale and one per axis and keeps the one whose
-/// leave-one-out predictive density is higher.
+/// With `Ard::Loo` it fits one length scale and one per axis and keeps one per axis only
+/// where its leave-one-out predictive density is clearly higher.
 pub fn fit_hyperparameters<R: Rng + ?Sized>(
     x: ArrayView2<f64>,
     y: ArrayView1<f64>,
@@ -624,20 +641,17 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
         return fit_shape(x, y, model, &model.bounds, per_axis, budget, warm, rng);
     }
     let iso = fit_shape(x, y, model, &model.bounds, false, budget, warm, rng);
-    let mut wide = model.bounds;
-    wide.length_scale.1 *= Ard::LOO_CAP;
     // Started also from the isotropic optimum, the per-axis fit is at least as likely.
     let start = warm.or(iso.as_ref());
-    let ard = fit_shape(x, y, model, &wide, true, budget, start, rng);
-    let score = |h: &Option<GpHyper>, per_axis: bool| {
+    let ard = fit_shape(x, y, model, &model.bounds, true, budget, start, rng);
+    let terms = |h: &Option<GpHyper>, per_axis: bool| {
         h.as_ref()
-            .and_then(|h| loo_log_predictive(&Distances::new(x, per_axis), y, h))
-            .unwrap_or(f64::NEG_INFINITY)
+            .and_then(|h| loo_pointwise(&Distances::new(x, per_axis), y, h))
     };
-    if score(&ard, true) > score(&iso, false) {
-        ard
-    } else {
-        iso
+    match (terms(&iso, false), terms(&ard, true)) {
+        (Some(a), Some(b)) if clearly_better(&a, &b, Ard::LOO_Z) => ard,
+        (None, Some(_)) => ard,
+        _ => iso,
     }
 }
 
@@ -1295,9 +1309,10 @@ mod tests {
         let y = x.map_axis(Axis(1), |r| (6.0 * r[0]).sin() + (5.0 * r[1]).cos());
         let h = fit_hyperparameters(x.view(), y.view(), &m, budget, None, &mut rng).unwrap();
         assert_eq!(h.length_scales.len(), 4, "{h:?}");
+        // The dead axes flattened to the box's upper end (2), the live ones well inside.
+        let l = &h.length_scales;
         assert!(
-            h.length_scales[2] > 5.0 * h.length_scales[0]
-                && h.length_scales[3] > 5.0 * h.length_scales[1],
+            l[2] > 1.99 && l[3] > 1.99 && l[0] < 0.5 && l[1] < 0.5,
             "{h:?}"
         );
         // Every axis alike (a radial function): one length scale predicts as well.
