@@ -28,6 +28,39 @@ fn box_with(lines: &str) -> String {
     BOX.replace("iterations = 2\n", &format!("iterations = 2\n{lines}"))
 }
 
+/// A spec of the toy program (Branin behind the command protocol), 2 agents, one run of TS,
+/// with `extra` lines before its tables.
+fn toy_spec(name: &str, seed: u64, iterations: usize, extra: &str) -> String {
+    format!(
+        "name = \"{name}\"\nseed = {seed}\nruns = 1\niterations = {iterations}\n{extra}[acquisition]\ncandidates = 200\nstarts = 3\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n",
+        toy().display().to_string()
+    )
+}
+
+/// Runs `spec` into `out` with the toy counting its invocations in `count`; the invocations
+/// ("scope run agent iteration"), sorted.
+fn run_counting(spec: &Path, out: &Path, count: &Path) -> Vec<String> {
+    let o = fbo()
+        .args([
+            "run",
+            spec.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(["--quiet", "--no-timing"])
+        .env("TOY_COUNT", count)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut calls: Vec<String> = std::fs::read_to_string(count)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    calls.sort();
+    calls
+}
+
 /// (algorithm, run, agent) -> the initial points' columns `cols` as written.
 fn initial(out: &Path, cols: &[&str]) -> BTreeMap<(String, String, String), Vec<Vec<String>>> {
     let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
@@ -194,30 +227,10 @@ fn told_values_are_measurements_and_are_not_run_again() {
         "pts.csv",
         "agent,x1,x2,value\n0,0,0,1.5\n0,1,2,\n1,3,4,2.5\n1,5,6,3.5\n",
     );
-    let text = format!(
-        "name = \"told\"\nseed = 4\nruns = 1\niterations = 1\ninitial_points_file = \"pts.csv\"\n[acquisition]\ncandidates = 200\nstarts = 3\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n",
-        toy().display().to_string()
-    );
+    let text = toy_spec("told", 4, 1, "initial_points_file = \"pts.csv\"\n");
     let spec = write(dir.path(), "told.toml", &text);
-    let (out, count) = (dir.path().join("o"), dir.path().join("count"));
-    let o = fbo()
-        .args([
-            "run",
-            spec.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .args(["--quiet", "--no-timing"])
-        .env("TOY_COUNT", &count)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    let mut runs: Vec<String> = std::fs::read_to_string(&count)
-        .unwrap()
-        .lines()
-        .map(str::to_string)
-        .collect();
-    runs.sort();
+    let out = dir.path().join("o");
+    let runs = run_counting(&spec, &out, &dir.path().join("count"));
     assert_eq!(runs, ["TS 0 0 1", "TS 0 1 1", "init 0 0 0"]);
     let init = initial(&out, &["x1", "x2", "y"]);
     let y = |agent: &str| -> Vec<String> {
@@ -265,40 +278,14 @@ fn a_warm_start_from_an_earlier_runs_history_runs_none_of_its_points_again() {
     // initial points (its init and TS evaluations, 4 per agent, with their values), and the
     // next study runs only its own iteration.
     let dir = tempfile::tempdir().unwrap();
-    let spec_text = |iterations: usize, extra: &str| {
-        format!(
-            "name = \"warm\"\nseed = 5\nruns = 1\niterations = {iterations}\n{extra}[acquisition]\ncandidates = 200\nstarts = 3\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\n{BRANIN_BOX}\n[federation]\nagents = 2\n[[algorithm]]\nkind = \"ts\"\n",
-            toy().display().to_string()
-        )
-    };
-    let run = |spec: &Path, out: &Path, count: &Path| {
-        let o = fbo()
-            .args([
-                "run",
-                spec.to_str().unwrap(),
-                "--out",
-                out.to_str().unwrap(),
-            ])
-            .args(["--quiet", "--no-timing"])
-            .env("TOY_COUNT", count)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", stderr(&o));
-        let mut calls: Vec<String> = std::fs::read_to_string(count)
-            .unwrap()
-            .lines()
-            .map(str::to_string)
-            .collect();
-        calls.sort();
-        calls
-    };
+    let spec_text = |iterations: usize, extra: &str| toy_spec("warm", 5, iterations, extra);
     let first = write(
         dir.path(),
         "first.toml",
         &spec_text(2, "initial_points = 2\n"),
     );
     let old = dir.path().join("old");
-    assert_eq!(run(&first, &old, &dir.path().join("c1")).len(), 8);
+    assert_eq!(run_counting(&first, &old, &dir.path().join("c1")).len(), 8);
 
     let o = fbo_output([
         "history",
@@ -334,7 +321,7 @@ fn a_warm_start_from_an_earlier_runs_history_runs_none_of_its_points_again() {
     );
     let new = dir.path().join("new");
     assert_eq!(
-        run(&second, &new, &dir.path().join("c2")),
+        run_counting(&second, &new, &dir.path().join("c2")),
         ["TS 0 0 1", "TS 0 1 1"]
     );
     let init = initial(&new, &["x1", "x2", "y"]);
@@ -366,7 +353,10 @@ fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
     let spec = write(
         dir.path(),
         "e.toml",
-        &BOX.replace("function = \"branin\"\n", "function = \"branin\"\nembed = 5\n"),
+        &BOX.replace(
+            "function = \"branin\"\n",
+            "function = \"branin\"\nembed = 5\n",
+        ),
     );
     let out = dir.path().join("o");
     fbo_ok("run", &spec, &out, &["--no-timing"]);
@@ -387,7 +377,10 @@ fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
         inert.push(v(i3));
     }
     assert!(inert.iter().all(|v| (0.0..=1.0).contains(v)));
-    assert!(inert.iter().any(|v| (v - inert[0]).abs() > 1e-3), "inert axes are searched too");
+    assert!(
+        inert.iter().any(|v| (v - inert[0]).abs() > 1e-3),
+        "inert axes are searched too"
+    );
 
     for (line, expect) in [
         ("embed = 1\n", "objective.embed"),
@@ -396,7 +389,10 @@ fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
         let bad = write(
             dir.path(),
             "bad.toml",
-            &BOX.replace("function = \"branin\"\n", &format!("function = \"branin\"\n{line}")),
+            &BOX.replace(
+                "function = \"branin\"\n",
+                &format!("function = \"branin\"\n{line}"),
+            ),
         );
         let o = validate(&bad);
         assert_eq!(o.status.code(), Some(2));
