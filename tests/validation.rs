@@ -117,7 +117,7 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
         (
             "ard neither a bool, auto nor a count",
             with("ard = false", "ard = 0"),
-            "key `surrogate.own.ard`: must be true, false, \"auto\" or a number of observations per axis in [1, 1000], got 0",
+            "key `surrogate.own.ard`: must be true, false, \"auto\", \"loo\" or a number of observations per axis in [1, 1000], got 0",
         ),
         (
             "unknown mean",
