@@ -638,12 +638,13 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
     let (n, dim) = (x.nrows(), x.ncols());
     if model.ard != Ard::Loo || dim < 2 || n <= dim + 2 {
         let per_axis = model.ard.applies(n, dim) && model.ard != Ard::Loo;
-        return fit_shape(x, y, model, &model.bounds, per_axis, budget, warm, rng);
+        return fit_shape(x, y, model, per_axis, budget, warm, rng);
     }
-    let iso = fit_shape(x, y, model, &model.bounds, false, budget, warm, rng);
-    // Started also from the isotropic optimum, the per-axis fit is at least as likely.
+    let iso = fit_shape(x, y, model, false, budget, warm, rng);
+    // The per-axis fit starts from the previous optimum (of either shape, as the last fit
+    // chose), or at the first fit from this isotropic one, besides its random starts.
     let start = warm.or(iso.as_ref());
-    let ard = fit_shape(x, y, model, &model.bounds, true, budget, start, rng);
+    let ard = fit_shape(x, y, model, true, budget, start, rng);
     let terms = |h: &Option<GpHyper>, per_axis: bool| {
         h.as_ref()
             .and_then(|h| loo_pointwise(&Distances::new(x, per_axis), y, h))
@@ -655,13 +656,11 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
     }
 }
 
-/// `fit_hyperparameters` for one shape: one length scale or one per axis, in `bounds`.
-#[allow(clippy::too_many_arguments)]
+/// `fit_hyperparameters` for one shape: one length scale or one per axis.
 fn fit_shape<R: Rng + ?Sized>(
     x: ArrayView2<f64>,
     y: ArrayView1<f64>,
     model: &HyperModel,
-    bounds: &HyperBounds,
     per_axis: bool,
     budget: FitBudget,
     warm: Option<&GpHyper>,
@@ -669,7 +668,7 @@ fn fit_shape<R: Rng + ?Sized>(
 ) -> Option<GpHyper> {
     let dist = Distances::new(x, per_axis);
     let p = dist.len();
-    let lb = bounds.log_box(p);
+    let lb = model.bounds.log_box(p);
     let mut objective = NegLikelihood {
         dist: &dist,
         y,
@@ -682,7 +681,7 @@ fn fit_shape<R: Rng + ?Sized>(
     };
     let mut initial: Vec<Vec<f64>> = Vec::with_capacity(budget.restarts + 1);
     if let Some(w) = warm {
-        let mut w = bounds.clamp(w);
+        let mut w = model.bounds.clamp(w);
         if w.length_scales.len() != p {
             // A warm start of the other shape (an isotropic first guess for an ARD fit).
             w.length_scales = vec![w.mean_length_scale(); p];
