@@ -68,7 +68,7 @@ pub fn history(input: &Path, select: &Select) -> Result<String> {
             continue;
         }
         let mut row = vec![
-            req.scope.clone(),
+            req.scope,
             req.run.to_string(),
             req.agent.to_string(),
             req.iteration.to_string(),

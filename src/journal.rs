@@ -518,9 +518,9 @@ impl Journal {
             .map(|((req, bits), (o, line))| (req, *line, bits, o))
             .collect();
         out.sort_by(|a, b| {
-            let key = |r: &Request| (r.scope.clone(), r.run, r.agent, r.iteration);
-            key(a.0)
-                .cmp(&key(b.0))
+            let (x, y) = (a.0, b.0);
+            (x.scope.as_str(), x.run, x.agent, x.iteration)
+                .cmp(&(y.scope.as_str(), y.run, y.agent, y.iteration))
                 .then(a.1.cmp(&b.1))
                 .then(a.2.cmp(b.2))
         });

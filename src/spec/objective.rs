@@ -295,25 +295,16 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
                 )
             })?;
             let heterogeneity = check_heterogeneity(c, &o)?;
-            let inert = match o.embed {
-                None => 0,
-                Some(_) => {
-                    let total = c.int(
-                        "objective.embed",
-                        o.embed,
-                        f.dim() as i64,
-                        f.dim() as i64,
-                        200,
-                    )?;
-                    if per_dim.is_some() && total > f.dim() {
-                        return Err(c.err(
-                            "objective.embed",
-                            "does not go with objective.grid: inert axes are searched on the box",
-                        ));
-                    }
-                    total - f.dim()
-                }
-            };
+            // Unwritten, the total is the function's own dimension: no inert axes.
+            let d = f.dim() as i64;
+            let total = c.int("objective.embed", o.embed, d, d, 200)?;
+            if per_dim.is_some() && total > f.dim() {
+                return Err(c.err(
+                    "objective.embed",
+                    "does not go with objective.grid: inert axes are searched on the box",
+                ));
+            }
+            let inert = total - f.dim();
             (
                 ObjectiveKind::Function {
                     function: f,
