@@ -17,6 +17,13 @@ pub struct Select {
 /// The journals `input` names: a journal file itself, or every journal of an output folder
 /// (the unsharded one and each shard's).
 fn journals(input: &Path) -> Result<Vec<PathBuf>> {
+    if !input.exists() {
+        return Err(FboError::spec(
+            input,
+            "",
+            "does not exist: give a run's output folder or its evaluations.jsonl",
+        ));
+    }
     if !input.is_dir() {
         return Ok(vec![input.to_path_buf()]);
     }

@@ -343,6 +343,15 @@ fn a_warm_start_from_an_earlier_runs_history_runs_none_of_its_points_again() {
         "{}",
         stderr(&o)
     );
+    // A path that is not there is named as missing, not as a bad journal.
+    let missing = dir.path().join("nowhere");
+    let o = fbo_output(["history", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("nowhere") && err.contains("does not exist"),
+        "{err}"
+    );
 }
 
 #[test]
