@@ -115,14 +115,29 @@ fn baseline_keys_are_checked() {
             "[[algorithm]]\nkind = \"ei\"\nlabel = \"e\"\nfeatures = 10\n",
             "key `algorithm[4].kind`: EI uses no federation",
         ),
+        (
+            "[[algorithm]]\nkind = \"ei\"\nlabel = \"e\"\nei = \"exp\"\n",
+            "key `algorithm[4].ei`: unknown EI form \"exp\"; allowed: \"log\", \"log-noisy\", \"plain\"",
+        ),
+        (
+            "[[algorithm]]\nkind = \"ucb\"\nlabel = \"u\"\nei = \"log\"\n",
+            "key `algorithm[4].ei`: applies only to kind = ei, consensus or fedgp",
+        ),
+        (
+            "[[algorithm]]\nkind = \"consensus\"\nei = \"log\"\n",
+            "key `algorithm[4].ei`: applies only with acquisition = \"ei\"",
+        ),
     ] {
         let s = write(dir.path(), "s.toml", &format!("{BRANIN}{extra}"));
         let o = validate(&s);
         assert_eq!(o.status.code(), Some(2), "{extra}");
         assert!(stderr(&o).contains(want), "{extra}: {}", stderr(&o));
     }
-    let s = write(dir.path(), "ok.toml", BRANIN);
+    let forms = "[[algorithm]]\nkind = \"ei\"\nei = \"log-noisy\"\n[[algorithm]]\nkind = \"consensus\"\nacquisition = \"ei\"\nei = \"log\"\n";
+    let s = write(dir.path(), "ok.toml", &format!("{BRANIN}{forms}"));
     let o = validate(&s);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("Random, EI, UCB, UCB beta=1e-9"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Random, EI, UCB, UCB beta=1e-9, EI log-noisy"), "{out}");
+    assert!(out.contains("Consensus EI log"), "{out}");
 }

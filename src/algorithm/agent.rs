@@ -3,7 +3,9 @@
 //! agents talk.
 
 use super::RunContext;
-use crate::acquisition::{ei_grad, expected_improvement, ucb_beta, ucb_grad};
+use crate::acquisition::{
+    ei_grad, expected_improvement, log_ei_grad, log_expected_improvement, ucb_beta, ucb_grad,
+};
 use crate::error::{FboError, Result};
 use crate::linalg::argmax;
 use crate::objective::space::Domain;
@@ -15,6 +17,7 @@ use crate::optim::{Acquisition, BoxSearch, maximise};
 use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::spec::ObservationSource;
 use crate::spec::SharedModel;
+use crate::spec::EiForm;
 use crate::surrogate::agreement::{SharedHyper, median};
 use crate::surrogate::blr::BlrPosterior;
 use crate::surrogate::gp::{GpHyper, GpPosterior, Kernel};
@@ -230,17 +233,24 @@ impl Learner {
                 Ok(Decision { point, value })
             }
             Rule::Random => unreachable!("random search is decided by its algorithm"),
-            Rule::Ei | Rule::Ucb { .. } => {
+            Rule::Ei(_) | Rule::Ucb { .. } => {
                 let hyper = hyper.cloned().unwrap_or_else(|| self.model.hyper().clone());
                 let post = self.posterior(&hyper)?;
-                let y = self.scaled_ys();
-                let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let best = match rule {
+                    // The plug-in incumbent: the best the model believes of a queried point.
+                    Rule::Ei(EiForm::LogNoisy) => post.predict(x.view()).0,
+                    _ => self.scaled_ys(),
+                }
+                .iter()
+                .cloned()
+                .fold(f64::NEG_INFINITY, f64::max);
                 let beta = match rule {
                     Rule::Ucb { beta } => self.ucb_beta(beta),
                     _ => 0.0,
                 };
                 let score = |m: f64, v: f64| match rule {
-                    Rule::Ei => expected_improvement(m, v.max(0.0).sqrt(), best),
+                    Rule::Ei(EiForm::Plain) => expected_improvement(m, v.max(0.0).sqrt(), best),
+                    Rule::Ei(_) => log_expected_improvement(m, v.max(0.0).sqrt(), best),
                     _ => m + (beta * v.max(0.0)).sqrt(),
                 };
                 let grid_scores = |grid: &Domain| {
@@ -250,7 +260,8 @@ impl Learner {
                 let mut acq = |p: &[f64], g: Option<&mut [f64]>| {
                     let (m, v, dm, dv) = post.predict_grad(p);
                     let (value, grad) = match rule {
-                        Rule::Ei => ei_grad(m, v, &dm, &dv, best),
+                        Rule::Ei(EiForm::Plain) => ei_grad(m, v, &dm, &dv, best),
+                        Rule::Ei(_) => log_ei_grad(m, v, &dm, &dv, best),
                         _ => ucb_grad(m, v, &dm, &dv, beta),
                     };
                     if let Some(g) = g {
@@ -353,9 +364,9 @@ pub enum Rule {
     /// Uniform: on a grid without replacement (until every point was queried), on a box
     /// uniform on [0, 1]^D.
     Random,
-    /// Expected improvement over the best observation, on the GP posterior of the
-    /// standardised observations (BoTorch's best_f = Y.max()).
-    Ei,
+    /// Expected improvement on the GP posterior of the standardised observations, in the
+    /// form given (plain or log; over the best observation or the best posterior mean).
+    Ei(EiForm),
     /// Upper confidence bound mean + sqrt(beta_t) sd: a fixed beta, or None for Srinivas et
     /// al.'s schedule at t = the number of observations.
     Ucb { beta: Option<f64> },
@@ -807,6 +818,36 @@ mod tests {
             l.add(space.point(x), y);
         }
         l
+    }
+
+    /// ln is monotone, so log-EI climbs to plain EI's maximiser where EI does not underflow:
+    /// the same candidates and starts end at the same point (to the local search's tolerance)
+    /// with ln of the same value.
+    #[test]
+    fn log_ei_finds_plain_ei_maximiser() {
+        let (mut plain, mut log) = (learner(0), learner(0));
+        let p = plain.decide(Rule::Ei(EiForm::Plain), None).unwrap();
+        let l = log.decide(Rule::Ei(EiForm::Log), None).unwrap();
+        let (a, b) = (p.point.view(), l.point.view());
+        let gap = a.iter().zip(b.iter()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        assert!(gap < 1e-4, "{a} vs {b}");
+        assert!(p.value > 0.0);
+        assert!((l.value - p.value.ln()).abs() < 1e-6, "{} vs {}", l.value, p.value.ln());
+    }
+
+    /// log-noisy measures improvement against the best posterior mean at the queried inputs,
+    /// not the best noisy observation: its value is ln EI over that incumbent, recomputed here.
+    #[test]
+    fn log_noisy_ei_measures_against_the_best_posterior_mean() {
+        let mut l = learner(0);
+        let d = l.decide(Rule::Ei(EiForm::LogNoisy), None).unwrap();
+        let post = l.posterior(l.model.hyper()).unwrap();
+        let x = l.inputs();
+        let best_mean = post.predict(x.view()).0.iter().cloned().fold(f64::MIN, f64::max);
+        let best_y = l.scaled_ys().iter().cloned().fold(f64::MIN, f64::max);
+        assert!((best_mean - best_y).abs() > 1e-6, "{best_mean} vs {best_y}");
+        let (m, v, _, _) = post.predict_grad(d.point.view().as_slice().unwrap());
+        assert_eq!(d.value, log_expected_improvement(m, v.max(0.0).sqrt(), best_mean));
     }
 
     #[test]

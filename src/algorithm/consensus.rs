@@ -17,7 +17,7 @@ use std::sync::Arc;
 pub fn rule_of(decide: Decide) -> Rule {
     match decide {
         Decide::Ts => Rule::Thompson,
-        Decide::Ei => Rule::Ei,
+        Decide::Ei(form) => Rule::Ei(form),
         Decide::Ucb { beta } => Rule::Ucb { beta },
     }
 }

@@ -171,7 +171,10 @@ pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
     Ok(match ctx.algorithm.kind {
         AlgorithmKind::Ts => Box::new(single::Single::new(ctx, single::Rule::Thompson)),
         AlgorithmKind::Random => Box::new(single::Single::new(ctx, single::Rule::Random)),
-        AlgorithmKind::Ei => Box::new(single::Single::new(ctx, single::Rule::Ei)),
+        AlgorithmKind::Ei => Box::new(single::Single::new(
+            ctx,
+            single::Rule::Ei(ctx.algorithm.ei),
+        )),
         AlgorithmKind::Ucb => Box::new(single::Single::new(
             ctx,
             single::Rule::Ucb {

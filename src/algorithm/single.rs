@@ -129,7 +129,7 @@ impl Agent {
             source: match rule {
                 Rule::Thompson => Source::Own,
                 Rule::Random => Source::Random,
-                Rule::Ei | Rule::Ucb { .. } => Source::Acquisition,
+                Rule::Ei(_) | Rule::Ucb { .. } => Source::Acquisition,
             },
         })
     }

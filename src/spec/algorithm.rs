@@ -121,6 +121,8 @@ pub struct AlgorithmSpec {
     pub own_sample: OwnSampler,
     /// UCB: a fixed beta; None: Srinivas et al.'s schedule.
     pub beta: Option<f64>,
+    /// EI (kind = "ei"): how it is scored; the frameworks carry theirs in `Decide::Ei`.
+    pub ei: EiForm,
     /// The survey's frameworks' settings (`Framework::None` for the other kinds).
     pub framework: frameworks::Framework,
     /// The server keys this algorithm's own `server = { .. }` sets (the others come from the
@@ -195,6 +197,48 @@ pub enum TafIncumbent {
     Target,
 }
 
+/// How EI is scored where an agent maximises it (`ei` key: kind = "ei", and consensus and
+/// fedgp with acquisition = "ei"). The three share the maximiser's candidates and starts;
+/// they differ in what the search climbs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EiForm {
+    /// EI over the best standardised observation (BoTorch's ExpectedImprovement, best_f =
+    /// Y.max()). Where EI underflows to 0 the search has neither order nor gradient.
+    Plain,
+    /// ln EI over the same incumbent (Ament et al., NeurIPS 2023): the same maximiser in
+    /// exact arithmetic, with a finite value and gradient everywhere.
+    Log,
+    /// ln EI over the best posterior mean at the observed inputs, the plug-in incumbent for
+    /// noisy observations (Vazquez, Villemonteix, Sidorkiewicz and Walter 2008; Picheny,
+    /// Wagner and Ginsbourger 2013's review), which a lucky noisy draw does not raise.
+    /// Not BoTorch's Monte-Carlo qLogNEI.
+    LogNoisy,
+}
+
+impl EiForm {
+    /// Unwritten: the form measured best for the single-agent baselines (docs/results.md,
+    /// "Log-EI").
+    pub const DEFAULT: EiForm = EiForm::Plain;
+    pub const NAMES: &'static str = "\"log\", \"log-noisy\", \"plain\"";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "plain" => Some(EiForm::Plain),
+            "log" => Some(EiForm::Log),
+            "log-noisy" => Some(EiForm::LogNoisy),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            EiForm::Plain => "plain",
+            EiForm::Log => "log",
+            EiForm::LogNoisy => "log-noisy",
+        }
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawAlgorithm {
@@ -210,6 +254,7 @@ pub(super) struct RawAlgorithm {
     incumbent: Option<String>,
     own_sample: Option<String>,
     beta: Option<f64>,
+    ei: Option<String>,
     start: Option<String>,
     shared: Option<String>,
     // The survey's frameworks' keys (spec/frameworks.rs).
@@ -297,6 +342,20 @@ pub(super) fn check_algorithms(
                 ),
             ));
         }
+        let ei = c.choice(
+            &key("ei"),
+            ra.ei.as_deref(),
+            EiForm::DEFAULT,
+            "EI form",
+            EiForm::NAMES,
+            EiForm::parse,
+        )?;
+        if ra.ei.is_some()
+            && kind != AlgorithmKind::Ei
+            && !frameworks::keys_of(&ra.kind).contains(&"ei")
+        {
+            return Err(c.err(&key("ei"), "applies only to kind = ei, consensus or fedgp"));
+        }
         let framework = frameworks::parse(
             c,
             &ra.kind,
@@ -307,6 +366,7 @@ pub(super) fn check_algorithms(
                 eta: ra.eta,
                 samples: ra.samples.filter(|_| kind.is_framework()),
                 beta: ra.beta.filter(|_| kind.is_framework()),
+                ei: ra.ei.as_ref().map(|_| ei).filter(|_| kind.is_framework()),
                 density: ra.density.clone(),
                 width: ra.width,
                 rounds: ra.rounds,
@@ -507,7 +567,8 @@ pub(super) fn check_algorithms(
                     (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
                     (AlgorithmKind::Random, _) => "Random".to_string(),
                     (kind, _) if kind.is_framework() => framework.label(),
-                    (AlgorithmKind::Ei, _) => "EI".to_string(),
+                    (AlgorithmKind::Ei, _) if ei == EiForm::DEFAULT => "EI".to_string(),
+                    (AlgorithmKind::Ei, _) => format!("EI {}", ei.name()),
                     (AlgorithmKind::Ucb, _) => match beta {
                         Some(b) if b < 1e-3 => format!("UCB beta={b:e}"),
                         Some(b) => format!("UCB beta={b}"),
@@ -546,6 +607,7 @@ pub(super) fn check_algorithms(
             incumbent,
             own_sample,
             beta,
+            ei,
             framework,
             server_inline: ra
                 .server

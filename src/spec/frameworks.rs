@@ -5,6 +5,7 @@
 //! nothing is never accepted silently.
 
 use super::Check;
+use super::algorithm::EiForm;
 use crate::error::Result;
 
 /// CGP-UCB's default UCB beta.
@@ -14,7 +15,7 @@ pub const CGP_BETA: f64 = 4.0;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Decide {
     Ts,
-    Ei,
+    Ei(EiForm),
     /// A fixed beta, or None for Srinivas et al.'s schedule.
     Ucb {
         beta: Option<f64>,
@@ -113,7 +114,8 @@ impl Decide {
     fn name(self) -> String {
         match self {
             Decide::Ts => "TS".into(),
-            Decide::Ei => "EI".into(),
+            Decide::Ei(EiForm::DEFAULT) => "EI".into(),
+            Decide::Ei(form) => format!("EI {}", form.name()),
             Decide::Ucb { beta: None } => "UCB".into(),
             Decide::Ucb { beta: Some(b) } => format!("UCB beta={b}"),
         }
@@ -203,6 +205,8 @@ pub(super) struct RawFramework {
     pub eta: Option<f64>,
     pub samples: Option<i64>,
     pub beta: Option<f64>,
+    /// The form of EI, checked and parsed with the algorithm's other keys.
+    pub ei: Option<EiForm>,
     pub density: Option<String>,
     pub width: Option<f64>,
     pub rounds: Option<i64>,
@@ -223,7 +227,7 @@ pub(super) struct RawFramework {
 /// and checked there).
 pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
-        "consensus" => &["acquisition", "schedule", "noise", "beta", "own_weight"],
+        "consensus" => &["acquisition", "schedule", "noise", "beta", "ei", "own_weight"],
         "cgp" => &["eta", "samples", "beta", "group", "rejection"],
         "design-density" => &["density", "width", "samples", "beta", "power", "eta"],
         "fedgp" => &[
@@ -232,6 +236,7 @@ pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
             "local_steps",
             "step_size",
             "beta",
+            "ei",
             "tolerance",
         ],
         "fmtbo" => &["gamma", "fraction", "shared_points", "global"],
@@ -314,7 +319,7 @@ pub(super) fn parse(
     let decide = || -> Result<Decide> {
         let d = match raw.acquisition.as_deref() {
             None | Some("ts") => Decide::Ts,
-            Some("ei") => Decide::Ei,
+            Some("ei") => Decide::Ei(raw.ei.unwrap_or(EiForm::DEFAULT)),
             Some("ucb") => Decide::Ucb { beta },
             Some(o) => {
                 return Err(c.err(
@@ -325,6 +330,9 @@ pub(super) fn parse(
         };
         if beta.is_some() && !matches!(d, Decide::Ucb { .. }) {
             return Err(c.err(&key("beta"), "applies only with acquisition = \"ucb\""));
+        }
+        if raw.ei.is_some() && !matches!(d, Decide::Ei(_)) {
+            return Err(c.err(&key("ei"), "applies only with acquisition = \"ei\""));
         }
         Ok(d)
     };
