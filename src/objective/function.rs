@@ -39,7 +39,25 @@ pub enum Function {
     /// Michalewicz (m = 10) on [0, pi]^D: separable, so its maximum is the sum of D
     /// one-dimensional maxima, computed to double precision (`maximum`).
     Michalewicz(usize),
+    /// Shekel with m = 10 on [0, 10]^4, negated: ten narrow basins, the deepest 10.536... at
+    /// about (4, 4, 4, 4) (maximum and maximiser by Newton's method to a gradient of 1e-13).
+    Shekel,
 }
+
+/// Shekel's centres and widths (Virtual Library, m = 10).
+const SHEKEL_C: [[f64; 4]; 10] = [
+    [4.0, 4.0, 4.0, 4.0],
+    [1.0, 1.0, 1.0, 1.0],
+    [8.0, 8.0, 8.0, 8.0],
+    [6.0, 6.0, 6.0, 6.0],
+    [3.0, 7.0, 3.0, 7.0],
+    [2.0, 9.0, 2.0, 9.0],
+    [5.0, 5.0, 3.0, 3.0],
+    [8.0, 1.0, 8.0, 1.0],
+    [6.0, 2.0, 6.0, 2.0],
+    [7.0, 3.6, 7.0, 3.6],
+];
+const SHEKEL_BETA: [f64; 10] = [0.1, 0.2, 0.2, 0.4, 0.4, 0.6, 0.3, 0.7, 0.5, 0.5];
 
 /// Hartmann's weights, matrices and centres (Hartmann 1973; as in the Virtual Library).
 const H_ALPHA: [f64; 4] = [1.0, 1.2, 3.0, 3.2];
@@ -138,6 +156,7 @@ impl Function {
             ("branin", None) => Some(Function::Branin),
             ("hartmann3", None) => Some(Function::Hartmann3),
             ("hartmann6", None) => Some(Function::Hartmann6),
+            ("shekel", None) => Some(Function::Shekel),
             ("ackley", Some(_)) => Some(Function::Ackley(d)),
             ("levy", Some(_)) => Some(Function::Levy(d)),
             ("rosenbrock", Some(_)) => Some(Function::Rosenbrock(d)),
@@ -154,7 +173,7 @@ impl Function {
         Self::parse(name, Some(2)).is_some()
     }
 
-    pub const NAMES: &'static str = "\"forrester\", \"branin\", \"hartmann3\", \"hartmann6\", \"ackley\", \"levy\", \"rosenbrock\", \"griewank\", \"rastrigin\", \"styblinski-tang\", \"michalewicz\"";
+    pub const NAMES: &'static str = "\"forrester\", \"branin\", \"hartmann3\", \"hartmann6\", \"shekel\", \"ackley\", \"levy\", \"rosenbrock\", \"griewank\", \"rastrigin\", \"styblinski-tang\", \"michalewicz\"";
     pub const SCALABLE: &'static str = "\"ackley\", \"levy\", \"rosenbrock\", \"griewank\", \"rastrigin\", \"styblinski-tang\", \"michalewicz\"";
 
     pub fn dim(self) -> usize {
@@ -163,6 +182,7 @@ impl Function {
             Function::Branin => 2,
             Function::Hartmann3 => 3,
             Function::Hartmann6 => 6,
+            Function::Shekel => 4,
             Function::Ackley(d)
             | Function::Levy(d)
             | Function::Rosenbrock(d)
@@ -194,6 +214,7 @@ impl Function {
             Function::Rastrigin(_) => cube(-5.12, 5.12),
             Function::StyblinskiTang(_) => cube(-5.0, 5.0),
             Function::Michalewicz(_) => cube(0.0, PI),
+            Function::Shekel => cube(0.0, 10.0),
         }
     }
 
@@ -217,6 +238,7 @@ impl Function {
                 -(d as f64) * styblinski_tang_term(styblinski_tang_root())
             }
             Function::Michalewicz(d) => (1..=d).map(|i| michalewicz_peak(i).1).sum(),
+            Function::Shekel => 10.536_409_816_692_041,
         }
     }
 
@@ -243,6 +265,12 @@ impl Function {
             Function::Levy(_) | Function::Rosenbrock(_) => vec![1.0; d],
             Function::StyblinskiTang(_) => vec![styblinski_tang_root(); d],
             Function::Michalewicz(_) => (1..=d).map(|i| michalewicz_peak(i).0).collect(),
+            Function::Shekel => vec![
+                4.000_746_531_592_046,
+                4.000_592_934_138_532,
+                3.999_663_398_040_322_4,
+                3.999_509_800_586_807_7,
+            ],
         }
     }
 
@@ -302,6 +330,14 @@ impl Function {
                 .iter()
                 .enumerate()
                 .map(|(i, &v)| michalewicz_term(i + 1, v))
+                .sum(),
+            Function::Shekel => SHEKEL_C
+                .iter()
+                .zip(SHEKEL_BETA)
+                .map(|(c, b)| {
+                    let d2: f64 = c.iter().zip(x).map(|(c, v)| (v - c) * (v - c)).sum();
+                    1.0 / (d2 + b)
+                })
                 .sum(),
         }
     }
@@ -511,6 +547,7 @@ mod tests {
             Function::Branin,
             Function::Hartmann3,
             Function::Hartmann6,
+            Function::Shekel,
         ];
         for d in [2, 3, 5, 10] {
             out.extend([
@@ -637,6 +674,7 @@ mod tests {
             Function::Levy(2),
             Function::StyblinskiTang(2),
             Function::Michalewicz(2),
+            Function::Shekel,
         ] {
             let params = f.params();
             let raw = |u: &[f64]| -> Vec<f64> {
