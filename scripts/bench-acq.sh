@@ -7,12 +7,13 @@
 # Shekel-10's narrow basins, and Hartmann-6 hidden in 20 dimensions (41 Sobol points, 60
 # iterations). Every form and label is written out, so the comparison does not move with the
 # defaults. Not part of CI: about 45 minutes on 2 cores. FBO_ACQ_QUICK=1 checks the script;
-# FBO_ACQ_PROBLEMS="branin;hartmann6 - 20" runs a subset ("function [dimension] [embed]").
+# FBO_ACQ_PROBLEMS="branin;hartmann6 - 20" runs a subset ("function [dimension] [embed]"),
+# FBO_ACQ_RUNS the low-dimensional problems on more seeds, FBO_ACQ_OUT elsewhere.
 #
 #   scripts/bench-acq.sh   # results/bench-acq/final.csv, compare/*-vs-{ts,ei}.txt
 source "$(dirname "$0")/lib.sh"
 source "$ROOT/scripts/suite.sh"
-OUT="$ROOT/results/bench-acq"
+OUT="${FBO_ACQ_OUT:-$ROOT/results/bench-acq}"
 mkdir -p "$OUT/specs" "$OUT/compare"
 problems=("branin" "hartmann3" "hartmann6" "shekel" "levy 4" "ackley 5" "rosenbrock 5"
     "michalewicz 5" "styblinski-tang 5" "hartmann6 - 20")
@@ -31,7 +32,7 @@ for p in "${problems[@]}"; do
     if [[ -n "$embed" ]]; then
         runs=10 iterations=60 initial=$((2 * embed + 1))
     else
-        runs=10 iterations=30 initial=5
+        runs=${FBO_ACQ_RUNS:-10} iterations=30 initial=5
     fi
     if [[ -n "$quick" ]]; then
         runs=3 iterations=4

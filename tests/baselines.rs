@@ -138,6 +138,12 @@ fn baseline_keys_are_checked() {
     let o = validate(&s);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("Random, EI, UCB, UCB beta=1e-9, EI log-noisy"), "{out}");
-    assert!(out.contains("Consensus EI log"), "{out}");
+    assert!(
+        out.contains("Random, EI, UCB, UCB beta=1e-9, EI log-noisy"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Consensus EI,") || out.contains("Consensus EI\n"),
+        "{out}"
+    );
 }

@@ -218,7 +218,7 @@ pub enum EiForm {
 impl EiForm {
     /// Unwritten: the form measured best for the single-agent baselines (docs/results.md,
     /// "Log-EI").
-    pub const DEFAULT: EiForm = EiForm::Plain;
+    pub const DEFAULT: EiForm = EiForm::Log;
     pub const NAMES: &'static str = "\"log\", \"log-noisy\", \"plain\"";
 
     pub fn parse(s: &str) -> Option<Self> {
