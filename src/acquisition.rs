@@ -176,14 +176,21 @@ mod tests {
             let direct = normal_pdf(z) + z * normal_cdf(z);
             let (lh, _) = log_h(z);
             // The direct sum loses ~u^2 eps to cancellation: 1e-13 absolute on ln h at u = 8.
-            assert!((lh - direct.ln()).abs() < 1e-12, "z = {z}: {lh} vs {}", direct.ln());
+            assert!(
+                (lh - direct.ln()).abs() < 1e-12,
+                "z = {z}: {lh} vs {}",
+                direct.ln()
+            );
         }
         for &u in &[100.0f64, 1e3, 1e5, 1e8] {
             let r = 1.0 / (u * u);
             let series = r * (1.0 - 3.0 * r * (1.0 - 5.0 * r * (1.0 - 7.0 * r * (1.0 - 9.0 * r))));
             let expect = -0.5 * u * u - 0.5 * (2.0 * PI).ln() + series.ln();
             let (lh, slope) = log_h(-u);
-            assert!(((lh - expect) / expect).abs() < 1e-15, "u = {u}: {lh} vs {expect}");
+            assert!(
+                ((lh - expect) / expect).abs() < 1e-15,
+                "u = {u}: {lh} vs {expect}"
+            );
             // d ln h/dz -> u as u grows (h ~ phi(u)/u^2): within a few u^-1.
             assert!((slope - u).abs() < 3.0 / u, "u = {u}: slope {slope}");
         }
@@ -191,7 +198,10 @@ mod tests {
             let h = 1e-6 * z.abs().max(1.0);
             let fd = (log_h(z + h).0 - log_h(z - h).0) / (2.0 * h);
             let slope = log_h(z).1;
-            assert!((slope - fd).abs() < 1e-6 * slope.abs().max(1.0), "z = {z}: {slope} vs {fd}");
+            assert!(
+                (slope - fd).abs() < 1e-6 * slope.abs().max(1.0),
+                "z = {z}: {slope} vs {fd}"
+            );
         }
         // EI underflows long before ln EI does.
         assert_eq!(expected_improvement(-40.0, 1.0, 0.0), 0.0);
@@ -202,12 +212,23 @@ mod tests {
     /// differences along a path deep in the region where EI itself is 0.
     #[test]
     fn log_ei_is_the_log_of_ei_with_its_gradient() {
-        for &(m, s, b) in &[(0.3, 0.7, 0.5), (-2.0, 0.3, 1.0), (5.0, 2.0, 0.0), (0.0, 1e-3, 0.01)] {
+        for &(m, s, b) in &[
+            (0.3, 0.7, 0.5),
+            (-2.0, 0.3, 1.0),
+            (5.0, 2.0, 0.0),
+            (0.0, 1e-3, 0.01),
+        ] {
             let lei = log_expected_improvement(m, s, b);
             let ei = expected_improvement(m, s, b);
-            assert!((lei - ei.ln()).abs() < 1e-11 * ei.ln().abs().max(1.0), "{m} {s} {b}");
+            assert!(
+                (lei - ei.ln()).abs() < 1e-11 * ei.ln().abs().max(1.0),
+                "{m} {s} {b}"
+            );
         }
-        let (m, v) = (|x: f64| -5.0 + 0.5 * x.sin(), |x: f64| 0.004 + 0.001 * x * x);
+        let (m, v) = (
+            |x: f64| -5.0 + 0.5 * x.sin(),
+            |x: f64| 0.004 + 0.001 * x * x,
+        );
         let (dm, dv) = (|x: f64| 0.5 * x.cos(), |x: f64| 0.002 * x);
         for x in [-1.3, 0.2, 0.9] {
             assert_eq!(expected_improvement(m(x), v(x).sqrt(), 0.0), 0.0);
@@ -216,7 +237,11 @@ mod tests {
             assert_eq!(value, log_expected_improvement(m(x), v(x).sqrt(), 0.0));
             let h = 1e-6;
             let fd = (f(x + h) - f(x - h)) / (2.0 * h);
-            assert!((g[0] - fd).abs() < 1e-5 * fd.abs(), "x = {x}: {} vs {fd}", g[0]);
+            assert!(
+                (g[0] - fd).abs() < 1e-5 * fd.abs(),
+                "x = {x}: {} vs {fd}",
+                g[0]
+            );
         }
     }
 }

@@ -214,6 +214,58 @@ pub fn clipping_warnings(spec: &Spec, server_csv: &[u8]) -> Vec<String> {
     out
 }
 
+/// One row of beliefs.csv: what agent `agent`'s model believed when it chose its query of
+/// `iteration`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BeliefRow {
+    pub agent: usize,
+    pub iteration: usize,
+    pub belief: crate::algorithm::agent::Belief,
+}
+
+/// beliefs.csv's header for a space of `dim` unit coordinates: one length scale per unit
+/// coordinate (`ls_u0`, ... as the trace's `u0`, ...; with one shared length scale every
+/// column holds it and `length_scales` is 1).
+pub fn beliefs_header(dim: usize) -> String {
+    let mut h = String::from(
+        "algorithm,run,agent,iteration,kernel,length_scales,mean,signal_var,noise_var",
+    );
+    for k in 0..dim {
+        h += &format!(",ls_{}", unit_column(k));
+    }
+    h + "\n"
+}
+
+/// beliefs.csv rows (no header) of one run.
+pub fn beliefs_csv_body(
+    label: &str,
+    run: usize,
+    rows: &[BeliefRow],
+    dim: usize,
+) -> Result<Vec<u8>> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let err = |e: csv::Error| FboError::Run(format!("formatting beliefs CSV: {e}"));
+    for r in rows {
+        let h = &r.belief.hyper;
+        let ls = &h.length_scales;
+        let mut rec = vec![
+            label.to_string(),
+            run.to_string(),
+            r.agent.to_string(),
+            r.iteration.to_string(),
+            h.kernel.name().to_string(),
+            ls.len().to_string(),
+            r.belief.constant.to_string(),
+            h.signal_var.to_string(),
+            h.noise_var.to_string(),
+        ];
+        rec.extend((0..dim).map(|k| ls[if ls.len() == 1 { 0 } else { k }].to_string()));
+        w.write_record(rec).map_err(err)?;
+    }
+    w.into_inner()
+        .map_err(|e| FboError::Run(format!("formatting beliefs CSV: {e}")))
+}
+
 /// server.csv rows (no header) of one run.
 pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<u8> {
     let mut out = String::new();

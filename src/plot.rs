@@ -27,6 +27,9 @@ pub enum Kind {
     /// trace.csv (or a run's folder): each algorithm's mean rank over the paired units against
     /// iteration (1 = best).
     Ranks,
+    /// beliefs.csv (or a run's folder; `output.beliefs`): each length scale of the agents'
+    /// models against iteration, the geometric mean over runs and agents.
+    Beliefs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -200,7 +203,10 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
         ));
     }
     if opts.quantity.is_some()
-        && matches!(opts.kind, Kind::Messages | Kind::Privacy | Kind::Scaling)
+        && matches!(
+            opts.kind,
+            Kind::Messages | Kind::Privacy | Kind::Scaling | Kind::Beliefs
+        )
     {
         return Err(FboError::spec(
             "fbo plot",
@@ -228,6 +234,9 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
     };
     if matches!(opts.kind, Kind::Difference | Kind::Ranks) {
         return paired_figure(opts, &metric_name, higher);
+    }
+    if opts.kind == Kind::Beliefs {
+        return beliefs_figure(opts);
     }
     let tables: Vec<Table> = opts
         .inputs
@@ -364,6 +373,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
             }
         }
         Kind::Difference | Kind::Ranks => unreachable!("drawn by paired_figure"),
+        Kind::Beliefs => unreachable!("drawn by beliefs_figure"),
         Kind::Privacy | Kind::Scaling => {
             let privacy = opts.kind == Kind::Privacy;
             let eps_col = format!("epsilon_{}", opts.accountant.replace('-', "_"));
@@ -1112,6 +1122,87 @@ fn paired_figure(opts: &PlotOptions, metric_name: &str, higher: Option<bool>) ->
     }
     fig.series = order(opts, fig.series);
     Ok(fig)
+}
+
+/// The length scales of beliefs.csv against iteration: per algorithm and unit coordinate, the
+/// geometric mean over (run, agent) with the band exp(mean log +/- s.e. of log), on a log axis
+/// (length scales are positive and span decades: a dead axis sits at the cap, a live one low).
+fn beliefs_figure(opts: &PlotOptions) -> Result<Figure> {
+    let [input] = opts.inputs.as_slice() else {
+        return Err(FboError::spec(
+            "fbo plot",
+            "--input",
+            "beliefs plots take one run: a beliefs.csv or its folder",
+        ));
+    };
+    let path = if input.is_dir() {
+        input.join("beliefs.csv")
+    } else {
+        input.clone()
+    };
+    let t = Table::read(&path)?;
+    let (ci, axes) = (t.col("iteration")?, beliefs_axes(&t));
+    if axes.is_empty() {
+        return Err(FboError::Run(format!(
+            "{}: no length-scale columns (ls_u0, ...): is this a beliefs.csv (output.beliefs = true)?",
+            path.display()
+        )));
+    }
+    let groups = by_algorithm(std::slice::from_ref(&t))?;
+    let several = groups.iter().filter(|g| keep(opts, &g.0)).count() > 1;
+    let mut series = Vec::new();
+    for (label, _, rows) in &groups {
+        if !keep(opts, label) {
+            continue;
+        }
+        for (name, c) in &axes {
+            // iteration -> the logs of every (run, agent)'s length scale there.
+            let mut at: BTreeMap<i64, Vec<f64>> = BTreeMap::new();
+            for r in rows {
+                if let (Some(i), Some(v)) = (t.num(r, ci)?, t.num(r, *c)?) {
+                    at.entry(i as i64).or_default().push(v.ln());
+                }
+            }
+            let points = at
+                .into_iter()
+                .map(|(i, logs)| {
+                    let (m, se) = crate::output::mean_se(&logs);
+                    (i as f64, m.exp(), (m - se).exp(), (m + se).exp())
+                })
+                .collect();
+            series.push(Series {
+                label: match several {
+                    true => format!("{label}: {name}"),
+                    false => name.clone(),
+                },
+                points,
+                notes: Vec::new(),
+                line: true,
+            });
+        }
+    }
+    Ok(Figure {
+        title: opts.title.clone().unwrap_or_default(),
+        x_label: "iteration".into(),
+        y_label: fit_y_label([
+            "length scale on the unit cube (geometric mean, +/- s.e. of log)".to_string(),
+            "length scale (geometric mean, +/- s.e. of log)".to_string(),
+            "length scale".to_string(),
+        ]),
+        log_x: false,
+        log_y: true,
+        series,
+        references: Vec::new(),
+    })
+}
+
+/// beliefs.csv's length-scale columns: (the unit coordinate's name, column index).
+fn beliefs_axes(t: &Table) -> Vec<(String, usize)> {
+    t.header
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.strip_prefix("ls_").map(|n| (n.to_string(), i)))
+        .collect()
 }
 
 pub fn run(opts: &PlotOptions) -> Result<()> {

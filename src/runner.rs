@@ -435,6 +435,39 @@ fn check_part(
             server.display()
         ));
     }
+    if spec.output.beliefs {
+        check_beliefs_part(&out.join(beliefs_part_name(a, r)), label, r)?;
+    }
+    Ok(())
+}
+
+/// Whether a beliefs part holds only complete rows of `label` run `r`, all of one width. (How
+/// many depends on how many queries a model chose, so it is not counted.)
+fn check_beliefs_part(
+    path: &std::path::Path,
+    label: &str,
+    r: usize,
+) -> std::result::Result<(), String> {
+    let bad = |why: String| format!("its beliefs part {} {why}", path.display());
+    let text = fs::read(path).map_err(|e| bad(format!("cannot be read ({e})")))?;
+    if !text.is_empty() && text.last() != Some(&b'\n') {
+        return Err(bad("ends in the middle of a line".into()));
+    }
+    let mut rd = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(&text[..]);
+    let mut width = None;
+    for (i, rec) in rd.records().enumerate() {
+        let rec = rec.map_err(|e| bad(format!("line {}: {e}", i + 1)))?;
+        let run = r.to_string();
+        if rec.get(0) != Some(label)
+            || rec.get(1) != Some(run.as_str())
+            || *width.get_or_insert(rec.len()) != rec.len()
+        {
+            return Err(bad(format!("line {}: not a row of {label} run {r}", i + 1)));
+        }
+    }
     Ok(())
 }
 
@@ -446,7 +479,11 @@ fn set_aside(dir: &OutDir, a: usize, r: usize) -> Result<Vec<PathBuf>> {
     let folder = dir.path(DAMAGED);
     fs::create_dir_all(&folder).map_err(|e| FboError::io(&folder, e))?;
     let mut moved = Vec::new();
-    for rel in [part_name(a, r), server_part_name(a, r)] {
+    for rel in [
+        part_name(a, r),
+        server_part_name(a, r),
+        beliefs_part_name(a, r),
+    ] {
         let from = dir.path(&rel);
         if !from.exists() {
             continue;
@@ -472,6 +509,22 @@ fn set_aside(dir: &OutDir, a: usize, r: usize) -> Result<Vec<PathBuf>> {
 /// complete.
 fn server_part_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.server")
+}
+
+/// The models' beliefs of a run (`output.beliefs`); written, like the server part, before the
+/// trace part.
+fn beliefs_part_name(alg_index: usize, run: usize) -> String {
+    format!("parts/a{alg_index:03}-r{run:05}.beliefs")
+}
+
+/// The parts a unit writes before its trace part: the server's rounds, and the beliefs where
+/// the spec asks for them.
+fn side_part_names(spec: &Spec, a: usize, r: usize) -> Vec<String> {
+    let mut names = vec![server_part_name(a, r)];
+    if spec.output.beliefs {
+        names.push(beliefs_part_name(a, r));
+    }
+    names
 }
 
 /// What makes part files reusable: the spec text, the options that change results, and the
@@ -779,12 +832,15 @@ pub(crate) fn planned_files(spec: &Spec, jobs: &[(usize, usize)], measured: bool
     if private {
         planned.push("privacy.csv".into());
     }
+    if spec.output.beliefs {
+        planned.push("beliefs.csv".into());
+    }
     if measured {
         planned.push(JOURNAL.into());
     }
     for &(a, r) in jobs {
         planned.push(part_name(a, r));
-        planned.push(server_part_name(a, r));
+        planned.extend(side_part_names(spec, a, r));
     }
     planned
 }
@@ -891,7 +947,8 @@ fn pending(
             damaged.lock().expect("damaged").push(note);
             return Ok(false);
         }
-        Ok(dir.resume(&server_part_name(a, r)) && dir.resume(&part_name(a, r)))
+        Ok(side_part_names(spec, a, r).iter().all(|p| dir.resume(p))
+            && dir.resume(&part_name(a, r)))
     };
     let mut todo: Vec<(usize, usize)> = Vec::new();
     for &(a, r) in jobs
@@ -986,6 +1043,20 @@ fn copy_unit(
         .map(|l| format!("{l}\n"))
         .collect();
     dir.write(&server_part_name(a, r), server.as_bytes())?;
+    if spec.output.beliefs {
+        let path = src.join("beliefs.csv");
+        let bad = |e: String| FboError::spec(&path, "", e);
+        let mut rdr = csv::Reader::from_path(&path).map_err(|e| bad(e.to_string()))?;
+        let mut b = csv::Writer::from_writer(Vec::new());
+        for rec in rdr.records() {
+            let rec = rec.map_err(|e| bad(e.to_string()))?;
+            if &rec[0] == label.as_str() && rec[1] == run {
+                b.write_record(&rec).map_err(|e| bad(e.to_string()))?;
+            }
+        }
+        let bytes = b.into_inner().map_err(|e| bad(e.to_string()))?;
+        dir.write(&beliefs_part_name(a, r), &bytes)?;
+    }
     let bytes = w.into_inner().map_err(|e| bad(e.to_string()))?;
     dir.write(&part_name(a, r), &bytes)
 }
@@ -1013,11 +1084,17 @@ fn compute(
             let land = landscapes[r % landscapes.len()].clone();
             let res = run_one_shared(spec, a, r, land, Some(senders)).and_then(|out| {
                 let label = &spec.algorithms[a].label;
+                let beliefs = spec
+                    .output
+                    .beliefs
+                    .then(|| output::beliefs_csv_body(label, r, &out.beliefs, dim))
+                    .transpose()?;
                 save_unit(
                     dir,
                     a,
                     r,
                     &output::server_csv_body(label, r, &out.server),
+                    beliefs.as_deref(),
                     &output::trace_csv(&out.rows, dim, &codec)?,
                 )
             });
@@ -1027,16 +1104,20 @@ fn compute(
         .collect()
 }
 
-/// Saves a finished unit: its server part first, then its trace part, whose presence marks
-/// the unit complete.
+/// Saves a finished unit: its server part and its beliefs (where asked for) first, then its
+/// trace part, whose presence marks the unit complete.
 pub(crate) fn save_unit(
     dir: &OutDir,
     a: usize,
     r: usize,
     server: &[u8],
+    beliefs: Option<&[u8]>,
     trace: &[u8],
 ) -> Result<()> {
     dir.write(&server_part_name(a, r), server)?;
+    if let Some(b) = beliefs {
+        dir.write(&beliefs_part_name(a, r), b)?;
+    }
     dir.write(&part_name(a, r), trace)
 }
 
@@ -1141,6 +1222,7 @@ fn merge(
     trace.extend_from_slice(header.as_bytes());
     trace.push(b'\n');
     let mut server = output::SERVER_HEADER.as_bytes().to_vec();
+    let mut beliefs = output::beliefs_header(dim).into_bytes();
     let mut done = Vec::new();
     for &(a, r) in jobs {
         let p = dir.path(&part_name(a, r));
@@ -1156,11 +1238,18 @@ fn merge(
         trace.extend_from_slice(&text[body_start..]);
         let sp = dir.path(&server_part_name(a, r));
         server.extend(fs::read(&sp).map_err(|e| FboError::io(&sp, e))?);
+        if spec.output.beliefs {
+            let bp = dir.path(&beliefs_part_name(a, r));
+            beliefs.extend(fs::read(&bp).map_err(|e| FboError::io(&bp, e))?);
+        }
     }
     let summary_rows = output::read_summary_input(&trace, &dir.path("trace.csv"))?;
     dir.write("trace.csv", &trace)?;
     if spec.algorithms.iter().any(|a| a.server.is_some()) {
         dir.write("server.csv", &server)?;
+    }
+    if spec.output.beliefs {
+        dir.write("beliefs.csv", &beliefs)?;
     }
     let curves = privacy_curves(spec)?;
     if !curves.is_empty() {

@@ -8,7 +8,7 @@ use crate::algorithm::{self, Algorithm, InitArea, Query, RunContext, Source};
 use crate::design::{DesignKind, snap};
 use crate::error::Result;
 use crate::objective::{Landscape, Point, Region, Request, Space};
-use crate::output::TraceRow;
+use crate::output::{BeliefRow, TraceRow};
 use crate::rng::{Purpose, stream};
 use crate::runner::INIT;
 use crate::server::RoundRecord;
@@ -22,6 +22,8 @@ use std::time::Instant;
 pub struct RunOutput {
     pub rows: Vec<TraceRow>,
     pub server: Vec<RoundRecord>,
+    /// With `output.beliefs`: the model behind each model-chosen query, in query order.
+    pub beliefs: Vec<BeliefRow>,
 }
 
 /// One (algorithm, run) pair traced from start to end.
@@ -95,9 +97,19 @@ pub fn run_one_shared(
             alg.observe(std::slice::from_ref(q), &[y]);
         }
     }
+    let mut beliefs = Vec::new();
     for t in 1..=spec.iterations {
         crate::progress::check_stop()?;
         let queries = alg.propose(t)?;
+        if spec.output.beliefs {
+            beliefs.extend(queries.iter().filter_map(|q| {
+                alg.belief(q.agent).map(|belief| BeliefRow {
+                    agent: q.agent,
+                    iteration: t,
+                    belief,
+                })
+            }));
+        }
         let params = alg.params_sent(t);
         let batch: Vec<(&Query, Request)> = queries
             .iter()
@@ -123,6 +135,7 @@ pub fn run_one_shared(
     Ok(RunOutput {
         rows: tracer.rows,
         server: alg.server_records().to_vec(),
+        beliefs,
     })
 }
 

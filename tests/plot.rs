@@ -65,7 +65,7 @@ fn assert_svg_has(path: &Path, labels: &[&str]) {
 fn every_plot_kind_draws_png_and_svg() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let cases: [(&str, &str, &[&str], &[&str]); 6] = [
+    let cases: [(&str, &str, &[&str], &[&str]); 7] = [
         (
             "iterations",
             "summary.csv",
@@ -102,6 +102,12 @@ fn every_plot_kind_draws_png_and_svg() {
             &[],
             &["N (agents other than the target)", "RGPE M=100"],
         ),
+        (
+            "beliefs",
+            "beliefs.csv",
+            &[],
+            &["length scale", "TS: u0", "EI: u2"],
+        ),
     ];
     for (k, (kind, input, extra, labels)) in cases.iter().enumerate() {
         let png = d.join(format!("{k}-{kind}.png"));
@@ -112,7 +118,7 @@ fn every_plot_kind_draws_png_and_svg() {
         assert_svg_has(&svg, labels);
     }
     // Only what was drawn: no temporary files left beside the figures.
-    assert_eq!(std::fs::read_dir(d).unwrap().count(), 12);
+    assert_eq!(std::fs::read_dir(d).unwrap().count(), 14);
     // A privacy plot with a summary beside the sweep: its algorithms become reference lines,
     // and each sweep point is annotated with its swept values.
     let svg = d.join("privacy-with-references.svg");
@@ -226,6 +232,17 @@ fn algorithm_selection_and_bad_input() {
                 "x.pdf",
             ],
             "must end in .png or .svg",
+        ),
+        (
+            vec![
+                "plot",
+                "beliefs",
+                "--input",
+                summary.to_str().unwrap(),
+                "--out",
+                "x.png",
+            ],
+            "no length-scale columns (ls_u0, ...): is this a beliefs.csv (output.beliefs = true)?",
         ),
         (
             vec![

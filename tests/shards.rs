@@ -267,3 +267,100 @@ fn a_sharded_sweep_merges_to_the_unsharded_sweep() {
     assert!(!err.contains("TS run"), "{err}");
     assert!(!out.join("sweep.csv").exists());
 }
+
+/// `output.beliefs`: beliefs.csv holds the model behind every model-chosen query (none for
+/// random search), as it was when it chose: fixed hyperparameters as set; fitted ones from the
+/// first refit on (5 observations: iteration 2 here), unchanged until the next (10:
+/// iteration 7). Shards and their merge write the unsharded file byte for byte.
+#[test]
+fn beliefs_are_the_models_in_use_and_merge_from_shards() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+name = "beliefs"
+seed = 5
+runs = 3
+iterations = 8
+initial_points = 4
+[objective]
+kind = "function"
+function = "hartmann3"
+noise_var = 0.01
+[federation]
+agents = 1
+[surrogate.own]
+ard = true
+[output]
+beliefs = true
+[[algorithm]]
+kind = "ts"
+[[algorithm]]
+kind = "random"
+[[algorithm]]
+kind = "ei"
+ei = "log"
+"#;
+    let spec = write(dir.path(), "b.toml", text);
+    let full = dir.path().join("full");
+    fbo_ok("run", &spec, &full, &["--no-timing"]);
+    let mut rdr = csv::Reader::from_path(full.join("beliefs.csv")).unwrap();
+    let head: Vec<String> = rdr.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(
+        head.join(","),
+        "algorithm,run,agent,iteration,kernel,length_scales,mean,signal_var,noise_var,ls_u0,ls_u1,ls_u2"
+    );
+    let rows: Vec<Vec<String>> = rdr
+        .records()
+        .map(|r| r.unwrap().iter().map(String::from).collect())
+        .collect();
+    let of = |alg: &str| -> Vec<&Vec<String>> { rows.iter().filter(|r| r[0] == alg).collect() };
+    assert!(of("Random").is_empty(), "random search has no model");
+    assert_eq!(of("TS").len(), 3 * 8);
+    assert_eq!(of("EI log").len(), 3 * 8);
+    // Fixed hyperparameters are written as set.
+    let fixed = text.replace(
+        "ard = true",
+        "fit = false\nlength_scale = 0.3\nsignal_variance = 2.0\nnoise_variance = 0.05\nmean = \"zero\"",
+    );
+    let fixed_spec = write(dir.path(), "fixed.toml", &fixed);
+    fbo_ok(
+        "run",
+        &fixed_spec,
+        &dir.path().join("fixed"),
+        &["--no-timing"],
+    );
+    let mut rdr = csv::Reader::from_path(dir.path().join("fixed/beliefs.csv")).unwrap();
+    for r in rdr.records() {
+        let r = r.unwrap();
+        assert_eq!(
+            &r.iter().skip(5).collect::<Vec<_>>(),
+            &["1", "0", "2", "0.05", "0.3", "0.3", "0.3"],
+            "{r:?}"
+        );
+    }
+    for run in ["0", "1", "2"] {
+        let ts: Vec<&Vec<String>> = of("TS").into_iter().filter(|r| r[1] == run).collect();
+        let its: Vec<&str> = ts.iter().map(|r| r[3].as_str()).collect();
+        assert_eq!(its, ["1", "2", "3", "4", "5", "6", "7", "8"]);
+        assert_eq!(
+            ts[0][5], "1",
+            "before the first fit: the initial length scale"
+        );
+        assert_eq!(ts[1][5], "3", "fitted per axis from 5 observations");
+        // The profiled constant mean moves with the data; the rest stays until a refit.
+        for row in &ts[2..6] {
+            assert_eq!(
+                row[7..],
+                ts[1][7..],
+                "no refit between 5 and 10 observations"
+            );
+        }
+        assert_ne!(ts[6][7..], ts[1][7..], "refitted at 10 observations");
+    }
+    let out = dir.path().join("sharded");
+    common::run_every_shard("run", &spec, &out, 2);
+    fbo_ok("run", &spec, &out, &["--no-timing", "--merge"]);
+    assert!(
+        std::fs::read(out.join("beliefs.csv")).unwrap()
+            == std::fs::read(full.join("beliefs.csv")).unwrap()
+    );
+}

@@ -15,9 +15,9 @@ use crate::objective::{Landscape, Point, Region, Request, Space};
 pub const SENDERS: &str = "senders";
 use crate::optim::{Acquisition, BoxSearch, maximise};
 use crate::rng::{Purpose, Rng, SHARED, stream};
+use crate::spec::EiForm;
 use crate::spec::ObservationSource;
 use crate::spec::SharedModel;
-use crate::spec::EiForm;
 use crate::surrogate::agreement::{SharedHyper, median};
 use crate::surrogate::blr::BlrPosterior;
 use crate::surrogate::gp::{GpHyper, GpPosterior, Kernel};
@@ -40,6 +40,15 @@ pub fn maximise_point<R: rand::Rng + ?Sized>(
 ) -> Result<Point> {
     let (x, _) = maximise(acq, region, &space.groups(), search, rng)?;
     Ok(space.point(x))
+}
+
+/// A model's hyperparameters as an agent used them for a query (beliefs.csv's row): on the
+/// unit cube and the agent's standardised observations.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Belief {
+    pub hyper: GpHyper,
+    /// The constant prior mean on the standardised scale (profiled; 0 for the zero mean).
+    pub constant: f64,
 }
 
 /// A single agent running standard GP Thompson sampling on its own data.
@@ -277,6 +286,18 @@ impl Learner {
                 })
             }
         }
+    }
+
+    /// What the agent's model believes now (`output.beliefs`): its own hyperparameters or,
+    /// when given, those it decides with (shared ones), and the constant mean they imply on
+    /// its data (0 for the zero mean or with no data; NaN if the posterior is singular).
+    pub fn belief(&self, hyper: Option<&GpHyper>) -> Belief {
+        let hyper = hyper.unwrap_or_else(|| self.model.hyper()).clone();
+        let constant = match self.ys.is_empty() {
+            true => 0.0,
+            false => self.posterior(&hyper).map_or(f64::NAN, |p| p.constant()),
+        };
+        Belief { hyper, constant }
     }
 
     /// The exact GP posterior of the agent's (scaled) observations under `hyper`.
@@ -829,10 +850,19 @@ mod tests {
         let p = plain.decide(Rule::Ei(EiForm::Plain), None).unwrap();
         let l = log.decide(Rule::Ei(EiForm::Log), None).unwrap();
         let (a, b) = (p.point.view(), l.point.view());
-        let gap = a.iter().zip(b.iter()).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+        let gap = a
+            .iter()
+            .zip(b.iter())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
         assert!(gap < 1e-4, "{a} vs {b}");
         assert!(p.value > 0.0);
-        assert!((l.value - p.value.ln()).abs() < 1e-6, "{} vs {}", l.value, p.value.ln());
+        assert!(
+            (l.value - p.value.ln()).abs() < 1e-6,
+            "{} vs {}",
+            l.value,
+            p.value.ln()
+        );
     }
 
     /// log-noisy measures improvement against the best posterior mean at the queried inputs,
@@ -843,11 +873,19 @@ mod tests {
         let d = l.decide(Rule::Ei(EiForm::LogNoisy), None).unwrap();
         let post = l.posterior(l.model.hyper()).unwrap();
         let x = l.inputs();
-        let best_mean = post.predict(x.view()).0.iter().cloned().fold(f64::MIN, f64::max);
+        let best_mean = post
+            .predict(x.view())
+            .0
+            .iter()
+            .cloned()
+            .fold(f64::MIN, f64::max);
         let best_y = l.scaled_ys().iter().cloned().fold(f64::MIN, f64::max);
         assert!((best_mean - best_y).abs() > 1e-6, "{best_mean} vs {best_y}");
         let (m, v, _, _) = post.predict_grad(d.point.view().as_slice().unwrap());
-        assert_eq!(d.value, log_expected_improvement(m, v.max(0.0).sqrt(), best_mean));
+        assert_eq!(
+            d.value,
+            log_expected_improvement(m, v.max(0.0).sqrt(), best_mean)
+        );
     }
 
     #[test]

@@ -300,6 +300,10 @@ fn offer(learner: &mut Learner, eta: f64) -> Result<Offer> {
 }
 
 impl Algorithm for Cgp {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        self.agents.get(agent).map(|a| a.learner.belief(None))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.targets
     }

@@ -145,6 +145,10 @@ impl Consensus {
 }
 
 impl Algorithm for Consensus {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        self.agents.get(agent).map(|l| l.belief(None))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.targets
     }

@@ -119,6 +119,10 @@ fn centres(a: &mut Learner, density: Density) -> Result<Vec<Vec<f64>>> {
 }
 
 impl Algorithm for DesignDensity {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        self.agents.get(agent).map(|l| l.belief(None))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.targets
     }

@@ -365,6 +365,10 @@ impl Federated for DpFtsDe {
 }
 
 impl Algorithm for DpFtsDe {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        self.peers.get(agent).map(|p| p.learner.belief(None))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.targets
     }

@@ -144,6 +144,8 @@ pub struct FedGp {
     /// The shared hyperparameters of the last iteration (log coordinates), FedAvg's warm
     /// start for the next.
     global: Vec<f64>,
+    /// The shared hyperparameters every agent decided its last query with.
+    decided: Option<GpHyper>,
 }
 
 impl FedGp {
@@ -171,6 +173,7 @@ impl FedGp {
             tolerance,
             rounds_taken: Vec::new(),
             global,
+            decided: None,
         }
     }
 
@@ -219,12 +222,19 @@ impl FedGp {
 }
 
 impl Algorithm for FedGp {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        self.agents
+            .get(agent)
+            .map(|l| l.belief(self.decided.as_ref()))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.targets
     }
 
     fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
         let hyper = self.learn();
+        self.decided = Some(hyper.clone());
         let rule = self.rule;
         self.agents
             .par_iter_mut()

@@ -123,6 +123,10 @@ impl Fmtbo {
 }
 
 impl Algorithm for Fmtbo {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        self.agents.get(agent).map(|l| l.belief(None))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.targets
     }

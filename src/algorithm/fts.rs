@@ -153,6 +153,13 @@ fn pick_agent(weights: &[f64], rng: &mut Rng) -> Option<usize> {
 }
 
 impl Algorithm for Fts {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        self.targets
+            .iter()
+            .find(|t| t.learner.agent == agent)
+            .map(|t| t.learner.belief(None))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.ids
     }

@@ -520,6 +520,13 @@ fn box_acquisition(
 }
 
 impl Algorithm for MetaBo {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        self.targets
+            .iter()
+            .find(|t| t.learner.agent == agent)
+            .map(|t| t.learner.belief(None))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.ids
     }

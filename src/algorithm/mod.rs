@@ -115,6 +115,12 @@ pub trait Algorithm {
         &[]
     }
 
+    /// What agent `agent`'s model believed when it chose its last query (`output.beliefs`);
+    /// None where no model chose it (random search) or the algorithm keeps none.
+    fn belief(&self, _agent: usize) -> Option<agent::Belief> {
+        None
+    }
+
     /// The algorithm split into what each agent does on its own data and what the server does
     /// with their messages, for agents on machines of their own (`crate::federation`); None:
     /// the algorithm runs only in one process.
@@ -171,10 +177,7 @@ pub fn build(ctx: &RunContext) -> Result<Box<dyn Algorithm>> {
     Ok(match ctx.algorithm.kind {
         AlgorithmKind::Ts => Box::new(single::Single::new(ctx, single::Rule::Thompson)),
         AlgorithmKind::Random => Box::new(single::Single::new(ctx, single::Rule::Random)),
-        AlgorithmKind::Ei => Box::new(single::Single::new(
-            ctx,
-            single::Rule::Ei(ctx.algorithm.ei),
-        )),
+        AlgorithmKind::Ei => Box::new(single::Single::new(ctx, single::Rule::Ei(ctx.algorithm.ei))),
         AlgorithmKind::Ucb => Box::new(single::Single::new(
             ctx,
             single::Rule::Ucb {

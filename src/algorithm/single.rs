@@ -166,6 +166,11 @@ impl Agent {
 }
 
 impl Algorithm for Single {
+    fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
+        let slot = self.targets.iter().position(|&a| a == agent)?;
+        (self.rule != Rule::Random).then(|| self.agents[slot].learner.belief(None))
+    }
+
     fn targets(&self) -> &[usize] {
         &self.targets
     }

@@ -95,6 +95,14 @@ fn federated_algorithm(
             "\"agreed\" runs only in one process (the agreed hyperparameters do not yet travel with a federation's broadcast); use \"fixed\" across machines",
         ));
     }
+    // An agent's model lives on its own site; its beliefs are not sent to the server.
+    if spec.output.beliefs {
+        return Err(FboError::spec(
+            &spec.path,
+            "output.beliefs",
+            "runs only in one process (an agent's model stays on its site); set it false across machines",
+        ));
+    }
     let mut alg = algorithm::build(&ctx)?;
     if alg.federated().is_none() {
         return Err(FboError::spec(
@@ -895,6 +903,7 @@ impl Federation {
             node.alg_index,
             node.run,
             &node.server_rows(),
+            None,
             format!("{header}\n{}", node.trace_rows()).as_bytes(),
         )?;
         self.todo.retain(|&u| u != (node.alg_index, node.run));

@@ -227,7 +227,14 @@ pub(super) struct RawFramework {
 /// and checked there).
 pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
     match kind {
-        "consensus" => &["acquisition", "schedule", "noise", "beta", "ei", "own_weight"],
+        "consensus" => &[
+            "acquisition",
+            "schedule",
+            "noise",
+            "beta",
+            "ei",
+            "own_weight",
+        ],
         "cgp" => &["eta", "samples", "beta", "group", "rejection"],
         "design-density" => &["density", "width", "samples", "beta", "power", "eta"],
         "fedgp" => &[

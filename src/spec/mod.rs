@@ -124,6 +124,9 @@ pub struct FederationSpec {
 pub struct OutputSpec {
     /// Record measured seconds in `elapsed_s`; off gives byte-identical traces across reruns.
     pub timing: bool,
+    /// Write beliefs.csv: the hyperparameters of the model behind every model-based query
+    /// (length scales, signal and noise variance, mean), per agent and iteration.
+    pub beliefs: bool,
 }
 
 /// `surrogate.own.noise_variance_known`: a variance > 0, a list of one per agent, or
@@ -263,6 +266,7 @@ struct RawFederation {
 #[serde(deny_unknown_fields)]
 struct RawOutput {
     timing: Option<bool>,
+    beliefs: Option<bool>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -960,8 +964,10 @@ impl Spec {
         }
         let privacy = PrivacySpec { delta, accountants };
 
+        let ro = raw.output.unwrap_or_default();
         let output = OutputSpec {
-            timing: raw.output.unwrap_or_default().timing.unwrap_or(true),
+            timing: ro.timing.unwrap_or(true),
+            beliefs: ro.beliefs.unwrap_or(false),
         };
 
         Ok(Spec {

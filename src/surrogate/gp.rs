@@ -846,6 +846,11 @@ pub struct GpPosterior {
 }
 
 impl GpPosterior {
+    /// The profiled constant mean (0 for the zero mean).
+    pub fn constant(&self) -> f64 {
+        self.constant
+    }
+
     pub fn fit(x: ArrayView2<f64>, y: ArrayView1<f64>, hyper: &GpHyper) -> Option<Self> {
         let mut k = kernel_matrix(x, x, hyper);
         for i in 0..k.nrows() {
