@@ -26,17 +26,7 @@ quick=${FBO_ACQ_QUICK:-}
 final="$OUT/final.csv"
 echo "problem,algorithm,runs,mean_simple_regret,diff_vs_ts,holm_vs_ts,wtl_vs_ts,diff_vs_ei_plain,holm_vs_ei_plain,wtl_vs_ei_plain" >"$final"
 for p in "${problems[@]}"; do
-    read -r fn dim embed <<<"$p"
-    [[ "$dim" == "-" ]] && dim=""
-    name="acq-$fn${dim:+-$dim}${embed:+-in-$embed}"
-    if [[ -n "$embed" ]]; then
-        runs=10 iterations=60 initial=$((2 * embed + 1))
-    else
-        runs=${FBO_ACQ_RUNS:-10} iterations=30 initial=5
-    fi
-    if [[ -n "$quick" ]]; then
-        runs=3 iterations=4
-    fi
+    suite_problem acq "$p" ${FBO_ACQ_RUNS:-10} "$quick"
     spec="$OUT/specs/$name.toml"
     {
         suite_spec bench-acq.sh "$name" "$fn" "$dim" "$runs" "$iterations" "$initial" "$embed"

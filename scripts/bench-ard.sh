@@ -29,17 +29,7 @@ quick=${FBO_ARD_QUICK:-}
 final="$OUT/final.csv"
 echo "problem,ard,runs,mean_simple_regret,se_simple_regret" >"$final"
 for p in "${problems[@]}"; do
-    read -r fn dim embed <<<"$p"
-    [[ "$dim" == "-" ]] && dim=""
-    name="ard-$fn${dim:+-$dim}${embed:+-in-$embed}"
-    if [[ -n "$embed" ]]; then
-        runs=10 iterations=60 initial=$((2 * embed + 1))
-    else
-        runs=20 iterations=30 initial=5
-    fi
-    if [[ -n "$quick" ]]; then
-        runs=3 iterations=4
-    fi
+    suite_problem ard "$p" 20 "$quick"
     spec="$OUT/specs/$name.toml"
     {
         suite_spec bench-ard.sh "$name" "$fn" "$dim" "$runs" "$iterations" "$initial" "$embed"

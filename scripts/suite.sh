@@ -45,3 +45,22 @@ agents = 1
 kind = "ts"
 SPEC
 }
+
+# suite_problem PREFIX "FUNCTION [DIMENSION] [EMBED]" LOW_RUNS QUICK: sets fn, dim, embed, name,
+# runs, iterations and initial for one problem of the ARD and acquisition benches: LOW_RUNS runs
+# of 5 random points + 30 iterations in its own dimension; hidden in EMBED dimensions 10 runs of
+# 2 EMBED + 1 Sobol points + 60 iterations (issue 41's setting); QUICK non-empty: 3 runs, 4
+# iterations. DIMENSION "-" is a function of fixed dimension.
+suite_problem() {
+    read -r fn dim embed <<<"$2"
+    [[ "$dim" == "-" ]] && dim=""
+    name="$1-$fn${dim:+-$dim}${embed:+-in-$embed}"
+    if [[ -n "$embed" ]]; then
+        runs=10 iterations=60 initial=$((2 * embed + 1))
+    else
+        runs=$3 iterations=30 initial=5
+    fi
+    if [[ -n "$4" ]]; then
+        runs=3 iterations=4
+    fi
+}

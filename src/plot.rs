@@ -1044,21 +1044,27 @@ fn metric_label(input: &Path) -> Option<(String, bool)> {
     }
 }
 
-/// `difference` and `ranks`: statistics over the paired units of one run's trace.
-fn paired_figure(opts: &PlotOptions, metric_name: &str, higher: Option<bool>) -> Result<Figure> {
-    use crate::compare::{self, Metric};
+/// The one input of a plot drawn from one run (`kinds` names them for the message): `file`
+/// itself, or `file` in the run's folder.
+fn one_run_input(opts: &PlotOptions, kinds: &str, file: &str) -> Result<PathBuf> {
     let [input] = opts.inputs.as_slice() else {
         return Err(FboError::spec(
             "fbo plot",
             "--input",
-            "difference and ranks plots take one run: a trace.csv or its folder",
+            format!("{kinds} take one run: a {file} or its folder"),
         ));
     };
-    let trace = if input.is_dir() {
-        input.join("trace.csv")
+    Ok(if input.is_dir() {
+        input.join(file)
     } else {
         input.clone()
-    };
+    })
+}
+
+/// `difference` and `ranks`: statistics over the paired units of one run's trace.
+fn paired_figure(opts: &PlotOptions, metric_name: &str, higher: Option<bool>) -> Result<Figure> {
+    use crate::compare::{self, Metric};
+    let trace = one_run_input(opts, "difference and ranks plots", "trace.csv")?;
     let metric = match opts.quantity.unwrap_or(Quantity::BestMetric) {
         Quantity::BestMetric => Metric::BestMetric,
         Quantity::SimpleRegret => Metric::SimpleRegret,
@@ -1128,18 +1134,7 @@ fn paired_figure(opts: &PlotOptions, metric_name: &str, higher: Option<bool>) ->
 /// geometric mean over (run, agent) with the band exp(mean log +/- s.e. of log), on a log axis
 /// (length scales are positive and span decades: a dead axis sits at the cap, a live one low).
 fn beliefs_figure(opts: &PlotOptions) -> Result<Figure> {
-    let [input] = opts.inputs.as_slice() else {
-        return Err(FboError::spec(
-            "fbo plot",
-            "--input",
-            "beliefs plots take one run: a beliefs.csv or its folder",
-        ));
-    };
-    let path = if input.is_dir() {
-        input.join("beliefs.csv")
-    } else {
-        input.clone()
-    };
+    let path = one_run_input(opts, "beliefs plots", "beliefs.csv")?;
     let t = Table::read(&path)?;
     let (ci, axes) = (t.col("iteration")?, beliefs_axes(&t));
     if axes.is_empty() {
