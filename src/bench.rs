@@ -53,7 +53,7 @@ fn iteration_cost(path: &std::path::Path) -> Result<()> {
             let last = out
                 .rows
                 .iter()
-                .filter(|row| row.iteration == spec.iterations as i64)
+                .filter(|row| row.iteration == spec.evaluations() as i64)
                 .collect::<Vec<_>>();
             agents = last.len();
             let elapsed = last

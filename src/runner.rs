@@ -359,7 +359,7 @@ fn rows_per_run(spec: &Spec, a: usize) -> usize {
         true => spec.total_agents(),
         false => spec.targets().len(),
     };
-    agents * (spec.initial_points + spec.iterations)
+    agents * (spec.initial_points + spec.evaluations())
 }
 
 /// Whether the parts of run `r` of algorithm `a` are whole: the trace part has the trace's

@@ -312,7 +312,7 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
             })
             .collect()
     };
-    let last = spec.iterations.to_string();
+    let last = spec.evaluations().to_string();
     let summary = read("summary.csv")?;
     let privacy = read("privacy.csv")?;
     let server = read("server.csv")?;

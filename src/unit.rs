@@ -101,30 +101,46 @@ pub fn run_one_shared(
     for t in 1..=spec.iterations {
         crate::progress::check_stop()?;
         let queries = alg.propose(t)?;
+        // The trace counts evaluations: an agent's j-th query of round t (j from 0) is its
+        // iteration (t - 1) batch + j + 1.
+        let mut taken = vec![0; targets.len()];
+        let iterations: Vec<usize> = queries
+            .iter()
+            .map(|q| {
+                taken[slot(q.agent)] += 1;
+                (t - 1) * spec.batch + taken[slot(q.agent)]
+            })
+            .collect();
         if spec.output.beliefs {
-            beliefs.extend(queries.iter().filter_map(|q| {
-                alg.belief(q.agent).map(|belief| BeliefRow {
-                    agent: q.agent,
-                    iteration: t,
-                    belief,
-                })
-            }));
+            beliefs.extend(
+                queries
+                    .iter()
+                    .zip(&iterations)
+                    .filter_map(|(q, &iteration)| {
+                        alg.belief(q.agent).map(|belief| BeliefRow {
+                            agent: q.agent,
+                            iteration,
+                            belief,
+                        })
+                    }),
+            );
         }
         let params = alg.params_sent(t);
         let batch: Vec<(&Query, Request)> = queries
             .iter()
-            .map(|q| {
+            .zip(&iterations)
+            .map(|(q, &it)| {
                 (
                     q,
-                    Request::new(alg_spec.label.clone(), run, q.agent, t as i64),
+                    Request::new(alg_spec.label.clone(), run, q.agent, it as i64),
                 )
             })
             .collect();
         let evaluated = evaluator.evaluate(&batch, &mut noise)?;
         let (mut seen, mut ys) = (Vec::new(), Vec::new());
-        for (q, (f, y, cost)) in queries.iter().zip(evaluated) {
+        for ((q, (f, y, cost)), &it) in queries.iter().zip(evaluated).zip(&iterations) {
             let training = evaluator.training_s;
-            tracer.record(slot(q.agent), q, y, t as i64, params, f, cost, training);
+            tracer.record(slot(q.agent), q, y, it as i64, params, f, cost, training);
             if !f.is_nan() {
                 seen.push(q.clone());
                 ys.push(y);
@@ -421,7 +437,7 @@ impl Tracer {
             trained: vec![0.0; n],
             start: Instant::now(),
             timing: spec.output.timing,
-            rows: Vec::with_capacity(n * (spec.iterations + spec.initial_points)),
+            rows: Vec::with_capacity(n * (spec.evaluations() + spec.initial_points)),
         }
     }
 

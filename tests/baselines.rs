@@ -147,3 +147,63 @@ fn baseline_keys_are_checked() {
         "{out}"
     );
 }
+
+/// `batch = k`: k evaluations per agent per round, numbered as evaluations in the trace
+/// (round t holds iterations (t - 1) k + 1 ..= t k); EI's constant liar and TS's independent
+/// samples give k distinct points per round; random search on a grid draws without
+/// replacement across the batch; the federated kinds refuse the key.
+#[test]
+fn batches_of_evaluations_per_round() {
+    let text = BRANIN.replace("iterations = 30", "iterations = 4\nbatch = 3");
+    let s = spec(&text);
+    assert_eq!((s.batch, s.evaluations()), (3, 12));
+    let land = fbo::objective::landscapes(&s).unwrap()[0].clone();
+    for a in 0..s.algorithms.len() {
+        let out = run_one(&s, a, 0, land.clone()).unwrap();
+        let its: Vec<i64> = out.rows.iter().map(|r| r.iteration).collect();
+        assert_eq!(
+            its,
+            (-4..=12).collect::<Vec<i64>>(),
+            "{}",
+            s.algorithms[a].label
+        );
+        for round in out.rows[5..].chunks(3) {
+            for (i, p) in round.iter().enumerate() {
+                for q in &round[i + 1..] {
+                    let gap =
+                        p.x.iter()
+                            .zip(&q.x)
+                            .map(|(a, b)| (a - b).abs())
+                            .fold(0.0, f64::max);
+                    assert!(
+                        gap > 1e-3,
+                        "{}: {:?} and {:?} in one round",
+                        s.algorithms[a].label,
+                        p.x,
+                        q.x
+                    );
+                }
+            }
+        }
+        // Deterministic: the same spec and seed give the same batch.
+        let again = run_one(&s, a, 0, land.clone()).unwrap();
+        let xy = |rows: &[fbo::output::TraceRow]| -> Vec<(Vec<f64>, f64)> {
+            rows.iter().map(|r| (r.x.clone(), r.y)).collect()
+        };
+        assert_eq!(xy(&out.rows), xy(&again.rows));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fts = format!("{text}[[algorithm]]\nkind = \"fts\"\n");
+    let f = write(
+        dir.path(),
+        "fts.toml",
+        &fts.replace("agents = 1", "agents = 3"),
+    );
+    let o = validate(&f);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("key `batch`: applies to kinds ts, random, ei and ucb; algorithm[4] (FTS M=100) evaluates one point"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -123,6 +123,18 @@ impl Learner {
         self.ys.push(y);
     }
 
+    /// Forgets every observation after the first `n` (a batch's pending points, added to
+    /// choose the batch's next point).
+    pub fn truncate(&mut self, n: usize) {
+        self.points.truncate(n);
+        self.ys.truncate(n);
+    }
+
+    /// The hyperparameters of the agent's own model as last fitted.
+    pub fn hyper(&self) -> &GpHyper {
+        self.model.hyper()
+    }
+
     pub fn n_obs(&self) -> usize {
         self.ys.len()
     }

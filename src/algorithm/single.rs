@@ -12,6 +12,7 @@ use crate::error::{FboError, Result};
 use crate::objective::{Landscape, Point, Space};
 use crate::rng::{Purpose, Rng, stream};
 use crate::spec::{AlgorithmKind, Start};
+use crate::surrogate::gp::GpHyper;
 use rand::Rng as _;
 use rayon::prelude::*;
 
@@ -28,6 +29,8 @@ pub struct Single {
     rule: Rule,
     /// Each target's reference point (`start`), in target order.
     warm: Vec<Option<Point>>,
+    /// Queries per agent per round (`batch`).
+    batch: usize,
 }
 
 /// The grid point a reference starts agent `agent` from, computed from the noiseless
@@ -117,27 +120,65 @@ impl Single {
             targets,
             rule,
             warm,
+            batch: ctx.spec.batch,
         }
     }
 }
 
 impl Agent {
-    fn query(&mut self, rule: Rule) -> Result<Query> {
-        Ok(Query {
-            agent: self.learner.agent,
-            point: self.next(rule)?,
-            source: match rule {
-                Rule::Thompson => Source::Own,
-                Rule::Random => Source::Random,
-                Rule::Ei(_) | Rule::Ucb { .. } => Source::Acquisition,
-            },
-        })
+    /// The agent's `k` queries of one round. TS: k independent posterior samples' argmaxes
+    /// (Kandasamy et al. 2018's parallel TS). EI and UCB: a constant liar (Ginsbourger, Le
+    /// Riche and Carraro 2010, CL-min): each point chosen is added at the worst value observed
+    /// so far before the next is chosen, with the round's hyperparameters held, so the batch
+    /// spreads. Random: k draws, on a grid without replacement across the batch.
+    fn round(&mut self, rule: Rule, k: usize) -> Result<Vec<Query>> {
+        let source = match rule {
+            Rule::Thompson => Source::Own,
+            Rule::Random => Source::Random,
+            Rule::Ei(_) | Rule::Ucb { .. } => Source::Acquisition,
+        };
+        let agent = self.learner.agent;
+        let query = |point| Query {
+            agent,
+            point,
+            source,
+        };
+        let first = self.next(rule, None)?;
+        let mut points = vec![first];
+        if k > 1 {
+            let hyper = self.learner.hyper().clone();
+            let (_, ys) = self.learner.observations();
+            let lie = ys.iter().cloned().fold(f64::INFINITY, f64::min);
+            let lie = if lie.is_finite() { lie } else { 0.0 };
+            for _ in 1..k {
+                // TS's samples are independent: the pending points do not enter its model.
+                let pending: Vec<(Point, f64)> = match rule {
+                    Rule::Thompson => Vec::new(),
+                    _ => points.iter().map(|p| (p.clone(), lie)).collect(),
+                };
+                let point = self.with_pending(&pending, |a| a.next(rule, Some(&hyper)))?;
+                points.push(point);
+            }
+        }
+        Ok(points.into_iter().map(query).collect())
     }
 
-    fn next(&mut self, rule: Rule) -> Result<Point> {
+    /// `f` on this agent with `pending` among its observations (`Learner::with_pending`).
+    fn with_pending<T>(&mut self, pending: &[(Point, f64)], f: impl FnOnce(&mut Self) -> T) -> T {
+        let n = self.learner.n_obs();
+        for (p, y) in pending {
+            self.learner.add(p.clone(), *y);
+        }
+        let out = f(self);
+        self.learner.truncate(n);
+        out
+    }
+
+    /// The next point by `rule`, on the agent's own fit or, when given, `hyper` held.
+    fn next(&mut self, rule: Rule, hyper: Option<&GpHyper>) -> Result<Point> {
         match rule {
             Rule::Random => Ok(self.random()),
-            _ => Ok(self.learner.decide(rule, None)?.point),
+            _ => Ok(self.learner.decide(rule, hyper)?.point),
         }
     }
 
@@ -177,8 +218,14 @@ impl Algorithm for Single {
 
     fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
         let rule = self.rule;
+        let k = self.batch;
         // Independent agents on their own streams: parallel order cannot change the result.
-        self.agents.par_iter_mut().map(|a| a.query(rule)).collect()
+        let rounds: Vec<Vec<Query>> = self
+            .agents
+            .par_iter_mut()
+            .map(|a| a.round(rule, k))
+            .collect::<Result<_>>()?;
+        Ok(rounds.into_iter().flatten().collect())
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
@@ -223,7 +270,9 @@ impl Federated for Single {
             .iter()
             .position(|&a| a == agent)
             .expect("a target agent");
-        self.agents[slot].query(self.rule)
+        // Across machines one query per round (batch is refused there).
+        let mut round = self.agents[slot].round(self.rule, 1)?;
+        Ok(round.remove(0))
     }
 
     fn message_len(&self) -> usize {

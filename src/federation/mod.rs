@@ -95,6 +95,13 @@ fn federated_algorithm(
             "\"agreed\" runs only in one process (the agreed hyperparameters do not yet travel with a federation's broadcast); use \"fixed\" across machines",
         ));
     }
+    if spec.batch > 1 {
+        return Err(FboError::spec(
+            &spec.path,
+            "batch",
+            "runs only in one process (a round across machines is one query per site); set batch = 1 across machines",
+        ));
+    }
     // An agent's model lives on its own site; its beliefs are not sent to the server.
     if spec.output.beliefs {
         return Err(FboError::spec(

@@ -42,6 +42,9 @@ pub struct Spec {
     pub runs: usize,
     pub iterations: usize,
     pub initial_points: usize,
+    /// Evaluations per agent per round (`batch`): round t's are the trace's iterations
+    /// (t - 1) batch + 1 ..= t batch.
+    pub batch: usize,
     /// Where the initial points come from (random, a design, a file).
     pub initial_design: crate::design::InitialDesign,
     pub algorithms: Vec<AlgorithmSpec>,
@@ -185,6 +188,7 @@ struct RawSpec {
     runs: Option<i64>,
     iterations: Option<i64>,
     initial_points: Option<i64>,
+    batch: Option<i64>,
     initial_design: Option<String>,
     initial_design_across_agents: Option<bool>,
     initial_points_file: Option<String>,
@@ -481,6 +485,13 @@ impl Spec {
         let runs = c.int("runs", raw.runs, 10, 1, MAX_COUNT)?;
         let iterations = c.int("iterations", raw.iterations, 50, 1, MAX_OBS)?;
         let initial_points = c.int("initial_points", raw.initial_points, 1, 0, MAX_OBS)?;
+        let batch = c.int("batch", raw.batch, 1, 1, 1000)?;
+        if batch > 1 && iterations.saturating_mul(batch) > MAX_OBS as usize {
+            return Err(c.err(
+                "batch",
+                format!("iterations x batch must be at most {MAX_OBS}, got {iterations} x {batch}"),
+            ));
+        }
 
         let rf = raw.federation.unwrap_or_default();
         let mut objective = check_objective(&c, raw.objective)?;
@@ -867,6 +878,21 @@ impl Spec {
                 total_agents,
             },
         )?;
+        // A batch per round is defined for agents alone; the federated kinds' rounds (one
+        // message, one broadcast, one query) have no batch form yet.
+        if let Some((i, a)) = algorithms
+            .iter()
+            .enumerate()
+            .find(|(_, a)| batch > 1 && !a.kind.is_single_agent())
+        {
+            return Err(c.err(
+                "batch",
+                format!(
+                    "applies to kinds ts, random, ei and ucb; algorithm[{i}] ({}) evaluates one point per agent per round (set batch = 1)",
+                    a.label
+                ),
+            ));
+        }
         let rp = raw.privacy.unwrap_or_default();
         let delta = rp.delta.unwrap_or((total_agents as f64).powf(-1.1));
         let private = algorithms
@@ -978,6 +1004,7 @@ impl Spec {
             runs,
             iterations,
             initial_points,
+            batch,
             initial_design,
             algorithms,
             objective,
@@ -988,6 +1015,11 @@ impl Spec {
             acquisition,
             has_sweep: raw.sweep.is_some(),
         })
+    }
+
+    /// Evaluations per acting agent after its initial points: the trace's last iteration.
+    pub fn evaluations(&self) -> usize {
+        self.iterations * self.batch
     }
 
     /// Agents whose own optimisation TS and FTS trace.
