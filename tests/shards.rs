@@ -315,7 +315,7 @@ ei = "log"
     let of = |alg: &str| -> Vec<&Vec<String>> { rows.iter().filter(|r| r[0] == alg).collect() };
     assert!(of("Random").is_empty(), "random search has no model");
     assert_eq!(of("TS").len(), 3 * 8);
-    assert_eq!(of("EI log").len(), 3 * 8);
+    assert_eq!(of("EI").len(), 3 * 8);
     // Fixed hyperparameters are written as set.
     let fixed = text.replace(
         "ard = true",
