@@ -193,6 +193,28 @@ fn batches_of_evaluations_per_round() {
         assert_eq!(xy(&out.rows), xy(&again.rows));
     }
     let dir = tempfile::tempdir().unwrap();
+    // With refit_every = 5 and batch = 10, 5 initial points refit every round (5 + 10 t); 4
+    // never would (4 + 10 t), and are refused.
+    let never = write(
+        dir.path(),
+        "never.toml",
+        &text
+            .replace("batch = 3", "batch = 10")
+            .replace("initial_points = 5", "initial_points = 4"),
+    );
+    let o = validate(&never);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("the observation count 4 + 10 t is never a multiple of 5"),
+        "{}",
+        stderr(&o)
+    );
+    let every = write(
+        dir.path(),
+        "every.toml",
+        &text.replace("batch = 3", "batch = 10"),
+    );
+    assert!(validate(&every).status.success());
     let fts = format!("{text}[[algorithm]]\nkind = \"fts\"\n");
     let f = write(
         dir.path(),

@@ -893,6 +893,19 @@ impl Spec {
                 ),
             ));
         }
+        // A model refits when its observation count, initial_points + batch t, is a multiple
+        // of refit_every: never, unless gcd(batch, refit_every) divides initial_points.
+        if let Some(r) = surrogate.own.refit_every {
+            let g = gcd(batch, r);
+            if batch > 1 && !initial_points.is_multiple_of(g) {
+                return Err(c.err(
+                    "batch",
+                    format!(
+                        "with initial_points = {initial_points} and surrogate.own.refit_every = {r}, the observation count {initial_points} + {batch} t is never a multiple of {r}, so the model would never refit: choose a batch, refit_every or initial_points where gcd(batch, refit_every) = {g} divides initial_points"
+                    ),
+                ));
+            }
+        }
         let rp = raw.privacy.unwrap_or_default();
         let delta = rp.delta.unwrap_or((total_agents as f64).powf(-1.1));
         let private = algorithms
@@ -1056,4 +1069,9 @@ impl Spec {
             _ => self.federation.agents,
         }
     }
+}
+
+/// Greatest common divisor (Euclid).
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
 }
