@@ -163,7 +163,7 @@ impl Agent {
         Ok(points.into_iter().map(query).collect())
     }
 
-    /// `f` on this agent with `pending` among its observations (`Learner::with_pending`).
+    /// `f` on this agent with `pending` among its observations, which are dropped after it.
     fn with_pending<T>(&mut self, pending: &[(Point, f64)], f: impl FnOnce(&mut Self) -> T) -> T {
         let n = self.learner.n_obs();
         for (p, y) in pending {
