@@ -395,21 +395,7 @@ fn check_part(
         return Err("ends in the middle of a line".into());
     }
     let columns = head.split(',').count();
-    let mut rd = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(true)
-        .from_reader(&text[..]);
-    let mut rows = 0;
-    for (i, rec) in rd.records().enumerate() {
-        let rec = rec.map_err(|e| format!("line {}: {e}", i + 2))?;
-        if rec.len() != columns || rec.get(0) != Some(label) || rec.get(1) != Some(&r.to_string()) {
-            return Err(format!(
-                "line {}: not a row of {label} run {r} with {columns} columns",
-                i + 2
-            ));
-        }
-        rows += 1;
-    }
+    let rows = unit_rows_checked(&text, true, label, r, Some(columns))?;
     let want = rows_per_run(spec, a);
     if rows != want {
         return Err(format!("has {rows} rows where a run writes {want}"));
@@ -453,22 +439,39 @@ fn check_beliefs_part(
     if !text.is_empty() && text.last() != Some(&b'\n') {
         return Err(bad("ends in the middle of a line".into()));
     }
-    let mut rd = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .from_reader(&text[..]);
-    let mut width = None;
-    for (i, rec) in rd.records().enumerate() {
-        let rec = rec.map_err(|e| bad(format!("line {}: {e}", i + 1)))?;
-        let run = r.to_string();
-        if rec.get(0) != Some(label)
-            || rec.get(1) != Some(run.as_str())
-            || *width.get_or_insert(rec.len()) != rec.len()
-        {
-            return Err(bad(format!("line {}: not a row of {label} run {r}", i + 1)));
-        }
-    }
+    unit_rows_checked(&text, false, label, r, None).map_err(bad)?;
     Ok(())
+}
+
+/// The number of CSV records in `text` (after its header line, if it has one), each a row of
+/// `label` run `r` with `columns` fields (None: as many as the first); the first that is not,
+/// named by its line.
+fn unit_rows_checked(
+    text: &[u8],
+    has_header: bool,
+    label: &str,
+    r: usize,
+    columns: Option<usize>,
+) -> std::result::Result<usize, String> {
+    let mut rd = csv::ReaderBuilder::new()
+        .has_headers(has_header)
+        .flexible(true)
+        .from_reader(text);
+    let (first_line, run) = (1 + usize::from(has_header), r.to_string());
+    let mut width = columns;
+    let mut rows = 0;
+    for (i, rec) in rd.records().enumerate() {
+        let rec = rec.map_err(|e| format!("line {}: {e}", i + first_line))?;
+        let columns = *width.get_or_insert(rec.len());
+        if rec.len() != columns || rec.get(0) != Some(label) || rec.get(1) != Some(run.as_str()) {
+            return Err(format!(
+                "line {}: not a row of {label} run {r} with {columns} columns",
+                i + first_line
+            ));
+        }
+        rows += 1;
+    }
+    Ok(rows)
 }
 
 /// Where damaged parts are moved, out of parts/ (kept for a look, never merged).
@@ -1016,19 +1019,11 @@ fn copy_unit(
     let label = &spec.algorithms[a].label;
     let trace = src.join("trace.csv");
     let bad = |e: String| FboError::spec(&trace, "", e);
-    let mut rdr = csv::Reader::from_path(&trace).map_err(|e| bad(e.to_string()))?;
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(output::trace_header(dim, names))
         .map_err(|e| bad(e.to_string()))?;
     let run = r.to_string();
-    let mut rows = 0;
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| bad(e.to_string()))?;
-        if &rec[0] == label.as_str() && rec[1] == run {
-            w.write_record(&rec).map_err(|e| bad(e.to_string()))?;
-            rows += 1;
-        }
-    }
+    let rows = copy_unit_rows(&trace, label, &run, &mut w)?;
     if rows != rows_per_run(spec, a) {
         return Err(bad(format!(
             "holds {rows} rows of {label} run {r}, not the {} it would compute",
@@ -1045,20 +1040,36 @@ fn copy_unit(
     dir.write(&server_part_name(a, r), server.as_bytes())?;
     if spec.output.beliefs {
         let path = src.join("beliefs.csv");
-        let bad = |e: String| FboError::spec(&path, "", e);
-        let mut rdr = csv::Reader::from_path(&path).map_err(|e| bad(e.to_string()))?;
         let mut b = csv::Writer::from_writer(Vec::new());
-        for rec in rdr.records() {
-            let rec = rec.map_err(|e| bad(e.to_string()))?;
-            if &rec[0] == label.as_str() && rec[1] == run {
-                b.write_record(&rec).map_err(|e| bad(e.to_string()))?;
-            }
-        }
-        let bytes = b.into_inner().map_err(|e| bad(e.to_string()))?;
+        copy_unit_rows(&path, label, &run, &mut b)?;
+        let bytes = b
+            .into_inner()
+            .map_err(|e| FboError::spec(&path, "", e.to_string()))?;
         dir.write(&beliefs_part_name(a, r), &bytes)?;
     }
     let bytes = w.into_inner().map_err(|e| bad(e.to_string()))?;
     dir.write(&part_name(a, r), &bytes)
+}
+
+/// Writes to `w` the records of the CSV at `path` (past its header) that are rows of `label`
+/// run `run`, re-quoted as the csv writer does; how many.
+fn copy_unit_rows(
+    path: &std::path::Path,
+    label: &str,
+    run: &str,
+    w: &mut csv::Writer<Vec<u8>>,
+) -> Result<usize> {
+    let bad = |e: String| FboError::spec(path, "", e);
+    let mut rdr = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
+    let mut rows = 0;
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| bad(e.to_string()))?;
+        if &rec[0] == label && &rec[1] == run {
+            w.write_record(&rec).map_err(|e| bad(e.to_string()))?;
+            rows += 1;
+        }
+    }
+    Ok(rows)
 }
 
 /// Computes the units `todo` in parallel, each saved as its two parts as soon as it is

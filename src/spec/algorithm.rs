@@ -237,6 +237,15 @@ impl EiForm {
             EiForm::LogNoisy => "log-noisy",
         }
     }
+
+    /// "EI", with the form's name where it is not the default (kind ei's label, and the
+    /// frameworks' with acquisition = "ei").
+    pub fn label(self) -> String {
+        match self {
+            EiForm::DEFAULT => "EI".to_string(),
+            form => format!("EI {}", form.name()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -567,8 +576,7 @@ pub(super) fn check_algorithms(
                     (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
                     (AlgorithmKind::Random, _) => "Random".to_string(),
                     (kind, _) if kind.is_framework() => framework.label(),
-                    (AlgorithmKind::Ei, _) if ei == EiForm::DEFAULT => "EI".to_string(),
-                    (AlgorithmKind::Ei, _) => format!("EI {}", ei.name()),
+                    (AlgorithmKind::Ei, _) => ei.label(),
                     (AlgorithmKind::Ucb, _) => match beta {
                         Some(b) if b < 1e-3 => format!("UCB beta={b:e}"),
                         Some(b) => format!("UCB beta={b}"),

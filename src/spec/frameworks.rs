@@ -114,8 +114,7 @@ impl Decide {
     fn name(self) -> String {
         match self {
             Decide::Ts => "TS".into(),
-            Decide::Ei(EiForm::DEFAULT) => "EI".into(),
-            Decide::Ei(form) => format!("EI {}", form.name()),
+            Decide::Ei(form) => form.label(),
             Decide::Ucb { beta: None } => "UCB".into(),
             Decide::Ucb { beta: Some(b) } => format!("UCB beta={b}"),
         }

@@ -113,6 +113,20 @@ pub fn validate(spec: &Path) -> Output {
     fbo().arg("validate").arg(spec).output().unwrap()
 }
 
+/// Asserts that `fbo validate SPEC` refuses the spec as invalid input (exit 2) with `want` in
+/// its message.
+pub fn assert_refused(spec: &Path, want: &str) {
+    let o = validate(spec);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "{}: {}",
+        spec.display(),
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains(want), "{want:?} not in {}", stderr(&o));
+}
+
 /// `fbo <args>` with its output collected.
 pub fn fbo_output<I, S>(args: I) -> Output
 where
