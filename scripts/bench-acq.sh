@@ -17,11 +17,8 @@ OUT="${FBO_ACQ_OUT:-$ROOT/results/bench-acq}"
 mkdir -p "$OUT/specs" "$OUT/compare"
 problems=("branin" "hartmann3" "hartmann6" "shekel" "levy 4" "ackley 5" "rosenbrock 5"
     "michalewicz 5" "styblinski-tang 5" "hartmann6 - 20")
-if [[ -n "${FBO_ACQ_PROBLEMS:-}" ]]; then
-    IFS=';' read -r -a problems <<<"$FBO_ACQ_PROBLEMS"
-fi
 quick=${FBO_ACQ_QUICK:-}
-[[ -n "$quick" ]] && problems=("branin" "branin - 8")
+suite_narrow "${FBO_ACQ_PROBLEMS:-}" "$quick"
 
 final="$OUT/final.csv"
 echo "problem,algorithm,runs,mean_simple_regret,diff_vs_ts,holm_vs_ts,wtl_vs_ts,diff_vs_ei_plain,holm_vs_ei_plain,wtl_vs_ei_plain" >"$final"

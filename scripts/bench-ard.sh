@@ -20,11 +20,8 @@ mkdir -p "$OUT/specs" "$OUT/compare"
 problems=("branin" "hartmann3" "michalewicz 2" "levy 2" "levy 5" "griewank 5"
     "styblinski-tang 5" "rosenbrock 5" "ackley 5" "hartmann6"
     "hartmann6 - 20" "branin - 20" "levy 4 20" "hartmann6 - 50")
-if [[ -n "${FBO_ARD_PROBLEMS:-}" ]]; then
-    IFS=';' read -r -a problems <<<"$FBO_ARD_PROBLEMS"
-fi
 quick=${FBO_ARD_QUICK:-}
-[[ -n "$quick" ]] && problems=("branin" "branin - 8")
+suite_narrow "${FBO_ARD_PROBLEMS:-}" "$quick"
 
 final="$OUT/final.csv"
 echo "problem,ard,runs,mean_simple_regret,se_simple_regret" >"$final"

@@ -64,3 +64,14 @@ suite_problem() {
         runs=3 iterations=4
     fi
 }
+
+# suite_narrow LIST QUICK: the caller's `problems` narrowed to LIST ("branin;levy 4 20", when
+# given) or, with QUICK non-empty, to the quick check of the ARD and acquisition benches.
+suite_narrow() {
+    if [[ -n "$1" ]]; then
+        IFS=';' read -r -a problems <<<"$1"
+    fi
+    if [[ -n "$2" ]]; then
+        problems=("branin" "branin - 8")
+    fi
+}
