@@ -7,7 +7,7 @@ function here must give fbo's noiseless value at each of them to 1e-9, so boxes 
 definitions agree), observes the same noise level, and runs the same number of iterations with
   - ts:    SingleTaskGP (BoTorch's defaults: RBF kernel with ARD and Hvarfner et al.'s
            dimension-scaled priors, standardised outcomes), Thompson sampling by an exact joint
-           posterior sample on a Sobol candidate set (MaxPosteriorSampling),
+           posterior sample on 1000 Sobol candidates (MaxPosteriorSampling),
   - logei: the same model with qLogExpectedImprovement, optimize_acqf (10 restarts, 512 raw).
 It writes <problem>/botorch.csv: run, method, iteration, simple regret (of the best
 noiseless value among the points observed so far, as fbo's trace does) and CPU seconds.
@@ -27,7 +27,9 @@ import warnings
 import numpy as np
 
 
-def problem(name, dim):
+def problem(name, dim, embed=0):
+    """The function on the unit cube (maximised, as fbo does) and its dimension; with embed
+    > 0 hidden in that many dimensions, of which only the first dim count (`objective.embed`)."""
     import torch
     from botorch.test_functions import synthetic as s
 
@@ -35,6 +37,7 @@ def problem(name, dim):
         "branin": lambda: s.Branin(),
         "hartmann3": lambda: s.Hartmann(dim=3),
         "hartmann6": lambda: s.Hartmann(dim=6),
+        "shekel": lambda: s.Shekel(m=10),
         "ackley": lambda: s.Ackley(dim=dim),
         "levy": lambda: s.Levy(dim=dim),
         "rosenbrock": lambda: s.Rosenbrock(dim=dim),
@@ -45,8 +48,10 @@ def problem(name, dim):
     }
     f = table[name]()
     bounds = f.bounds.to(torch.double)
+    d = f.dim
     # BoTorch's functions are minimised; fbo maximises their negation.
-    return (lambda x_unit: -f.evaluate_true(bounds[0] + x_unit * (bounds[1] - bounds[0]))), f.dim
+    value = lambda x_unit: -f.evaluate_true(bounds[0] + x_unit[..., :d] * (bounds[1] - bounds[0]))
+    return value, max(d, embed)
 
 
 def read_fbo(trace):
@@ -88,7 +93,7 @@ def fbo_traces(folder):
     return traces
 
 
-def run_problem(folder, name, dim, noise_sd, methods, seed):
+def run_problem(folder, name, dim, noise_sd, methods, seed, embed=0, ts_candidates=1000):
     import torch
     from botorch.acquisition.logei import qLogExpectedImprovement
     from botorch.fit import fit_gpytorch_mll
@@ -104,7 +109,7 @@ def run_problem(folder, name, dim, noise_sd, methods, seed):
     torch.set_num_threads(1)
     # GPyTorch's jitter notices, one per fit on near-duplicate points, would drown the log.
     warnings.simplefilter("ignore")
-    f, d = problem(name, dim)
+    f, d = problem(name, dim, embed)
     runs = read_fbo(fbo_traces(folder)[0])
     out_path = os.path.join(folder, "botorch.csv")
     done = set()
@@ -138,7 +143,7 @@ def run_problem(folder, name, dim, noise_sd, methods, seed):
                 model = SingleTaskGP(X, Y.unsqueeze(-1), outcome_transform=Standardize(m=1))
                 fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
                 if method == "ts":
-                    n = min(5000, max(2000, 200 * d))
+                    n = ts_candidates
                     cand = SobolEngine(d, scramble=True, seed=seed * 100003 + run * 101 + it).draw(n)
                     nxt = MaxPosteriorSampling(model=model, replacement=False)(cand, num_samples=1)
                 else:
@@ -236,13 +241,18 @@ if __name__ == "__main__":
     r.add_argument("--noise-sd", type=float, required=True)
     r.add_argument("--methods", default="ts,logei")
     r.add_argument("--seed", type=int, default=24)
+    r.add_argument("--embed", type=int, default=0)
+    # MaxPosteriorSampling on this many Sobol candidates: 1000, as BoTorch's Thompson-sampling
+    # tutorial and issue 41's measurement of its defaults take it.
+    r.add_argument("--ts-candidates", type=int, default=1000)
     c = sub.add_parser("compare")
     c.add_argument("folders", nargs="+")
     u = sub.add_parser("cpu")
     u.add_argument("folders", nargs="+")
     a = ap.parse_args()
     if a.cmd == "run":
-        run_problem(a.folder, a.function, a.dimension, a.noise_sd, a.methods.split(","), a.seed)
+        run_problem(a.folder, a.function, a.dimension, a.noise_sd, a.methods.split(","), a.seed,
+                    a.embed, a.ts_candidates)
     elif a.cmd == "cpu":
         cpu(a.folders)
     else:

@@ -278,6 +278,11 @@ pub enum Command {
         /// Iterations to compare at, comma-separated [default: the last].
         #[arg(long, value_delimiter = ',')]
         at: Vec<i64>,
+        /// Simulated times in seconds to compare at instead, comma-separated: each agent's
+        /// value after its last evaluation finished by then (trace column sim_clock_s; runs
+        /// with a [clock], e.g. synchronous against asynchronous agents).
+        #[arg(long, value_delimiter = ',', conflicts_with = "at")]
+        at_clock: Vec<f64>,
         /// What to compare.
         #[arg(long, default_value = "best-metric", value_parser = ["best-metric", "simple-regret"])]
         metric: String,
@@ -590,6 +595,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             csv,
             baseline,
             at,
+            at_clock,
             metric,
             resamples,
             markdown,
@@ -602,6 +608,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             csv,
             baseline,
             at,
+            at_clock,
             metric: crate::compare::Metric::parse(&metric).expect("clap checked the value"),
             resamples: resamples as usize,
             markdown,

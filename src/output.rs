@@ -67,12 +67,16 @@ pub struct TraceRow {
     /// Seconds of model training the target's evaluations so far cost: the table's recorded
     /// train_seconds, or a live model's measured ones (0 for synthetic objectives).
     pub train_s: f64,
+    /// With a `[clock]`: the simulated time this evaluation finished (`crate::clock`).
+    pub clock_s: Option<f64>,
 }
 
 impl TraceRow {
-    /// Simulated wall clock: measured BO overhead plus recorded training time.
+    /// Simulated wall clock: with a `[clock]`, the simulated time the evaluation finished;
+    /// otherwise measured BO overhead plus recorded training time.
     pub fn sim_clock_s(&self) -> Option<f64> {
-        self.elapsed_s.map(|e| e + self.train_s)
+        self.clock_s
+            .or_else(|| self.elapsed_s.map(|e| e + self.train_s))
     }
 }
 

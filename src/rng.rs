@@ -43,6 +43,8 @@ pub enum Purpose {
     SharedPoints = 17,
     /// The noise of a private agreement on the shared model (`surrogate.shared = "agreed"`).
     Agreement = 18,
+    /// Each agent's simulated evaluation costs (`[clock]`).
+    Clock = 19,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

@@ -36,9 +36,123 @@ pub fn run_one(
     run_one_shared(spec, alg_index, run, landscape, None)
 }
 
+/// One unit set up and its initial points evaluated, observed and traced: what the
+/// synchronous rounds below and the asynchronous driver (`crate::pace`) both start from.
+pub(crate) struct Unit<'a> {
+    pub(crate) spec: &'a Spec,
+    pub(crate) label: &'a str,
+    pub(crate) run: usize,
+    pub(crate) alg: Box<dyn Algorithm>,
+    pub(crate) targets: Vec<usize>,
+    /// Each target's observation-noise stream, by slot.
+    pub(crate) noise: Vec<crate::rng::Rng>,
+    pub(crate) tracer: Tracer,
+    pub(crate) evaluator: Evaluator,
+    /// With a `[clock]`: the simulated clock (agents alone never wait; others in rounds).
+    pub(crate) clock: Option<crate::clock::RunClock>,
+}
+
+impl<'a> Unit<'a> {
+    pub(crate) fn start(
+        spec: &'a Spec,
+        alg_index: usize,
+        run: usize,
+        landscape: Arc<Landscape>,
+        senders: Option<&SenderCache>,
+    ) -> Result<Self> {
+        let alg_spec = &spec.algorithms[alg_index];
+        let ctx = RunContext {
+            spec,
+            algorithm: alg_spec,
+            run,
+            landscape: landscape.clone(),
+            senders,
+        };
+        let alg = algorithm::build(&ctx)?;
+        let targets = alg.targets().to_vec();
+        let noise = targets
+            .iter()
+            .map(|&a| stream(spec.seed, run as u64, a as u64, Purpose::Noise))
+            .collect();
+        let clock = spec.clock.as_ref().map(|c| {
+            let costs = crate::clock::Costs::new(spec, c, run, &targets, &landscape);
+            crate::clock::RunClock::new(costs, targets.len(), !alg_spec.kind.is_single_agent())
+        });
+        let mut unit = Unit {
+            spec,
+            label: &alg_spec.label,
+            run,
+            tracer: Tracer::new(spec, &alg_spec.label, run, landscape.clone(), targets.len()),
+            evaluator: Evaluator::new(landscape.clone(), &targets, spec.output.timing),
+            alg,
+            targets,
+            noise,
+            clock,
+        };
+        unit.initial_points(&landscape)?;
+        Ok(unit)
+    }
+
+    /// The trace slot of a target agent.
+    pub(crate) fn slot(&self, agent: usize) -> usize {
+        self.targets
+            .iter()
+            .position(|&a| a == agent)
+            .expect("query for a target")
+    }
+
+    fn initial_points(&mut self, landscape: &Arc<Landscape>) -> Result<()> {
+        let init = initial_queries(
+            self.spec,
+            self.alg.as_ref(),
+            self.label,
+            self.run,
+            &self.targets,
+            &landscape.space,
+        );
+        tell_given(self.spec, landscape, &init)?;
+        let batch: Vec<(&Query, Request)> = init.iter().map(|(q, r)| (q, r.clone())).collect();
+        let evaluated = self.evaluator.evaluate(&batch, &mut self.noise)?;
+        for ((q, req), (f, y, cost)) in init.iter().zip(evaluated) {
+            let slot = self.slot(q.agent);
+            let training = self.evaluator.training_s;
+            self.tracer
+                .record(slot, q, y, req.iteration, 0, f, cost, training);
+            if let Some(c) = self.clock.as_mut() {
+                self.tracer.finished_at(c.initial(slot, q));
+            }
+            // A failed evaluation that is skipped is traced, not observed.
+            if !f.is_nan() {
+                self.alg.observe(std::slice::from_ref(q), &[y]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The model behind agent `agent`'s next query, with `output.beliefs`.
+    pub(crate) fn belief(&self, agent: usize, iteration: usize) -> Option<BeliefRow> {
+        if !self.spec.output.beliefs {
+            return None;
+        }
+        self.alg.belief(agent).map(|belief| BeliefRow {
+            agent,
+            iteration,
+            belief,
+        })
+    }
+
+    pub(crate) fn finish(self, beliefs: Vec<BeliefRow>) -> RunOutput {
+        RunOutput {
+            server: self.alg.server_records().to_vec(),
+            rows: self.tracer.rows,
+            beliefs,
+        }
+    }
+}
+
 /// `run_one` with the senders' states shared across the algorithms of a spec: the
 /// algorithm's initial points, then `iterations` rounds of propose, evaluate, observe, each
-/// query traced as it is evaluated.
+/// query traced as it is evaluated (or the asynchronous driver, for `pace = "asynchronous"`).
 pub fn run_one_shared(
     spec: &Spec,
     alg_index: usize,
@@ -48,84 +162,44 @@ pub fn run_one_shared(
 ) -> Result<RunOutput> {
     crate::progress::check_stop()?;
     let alg_spec = &spec.algorithms[alg_index];
-    let ctx = RunContext {
-        spec,
-        algorithm: alg_spec,
-        run,
-        landscape: landscape.clone(),
-        senders,
-    };
-    let mut alg = algorithm::build(&ctx)?;
-    let targets = alg.targets().to_vec();
-    let mut noise: Vec<_> = targets
-        .iter()
-        .map(|&a| stream(spec.seed, run as u64, a as u64, Purpose::Noise))
-        .collect();
-    let mut tracer = Tracer::new(spec, &alg_spec.label, run, landscape.clone(), targets.len());
-    let mut evaluator = Evaluator::new(landscape.clone(), &targets, spec.output.timing);
-    let slot = |agent: usize| {
-        targets
-            .iter()
-            .position(|&a| a == agent)
-            .expect("query for a target")
-    };
-
-    let init = initial_queries(
-        spec,
-        alg.as_ref(),
-        &alg_spec.label,
-        run,
-        &targets,
-        &landscape.space,
-    );
-    tell_given(spec, &landscape, &init)?;
-    let batch: Vec<(&Query, Request)> = init.iter().map(|(q, r)| (q, r.clone())).collect();
-    let evaluated = evaluator.evaluate(&batch, &mut noise)?;
-    for ((q, req), (f, y, cost)) in init.iter().zip(evaluated) {
-        tracer.record(
-            slot(q.agent),
-            q,
-            y,
-            req.iteration,
-            0,
-            f,
-            cost,
-            evaluator.training_s,
-        );
-        // A failed evaluation that is skipped is traced, not observed.
-        if !f.is_nan() {
-            alg.observe(std::slice::from_ref(q), &[y]);
-        }
+    if alg_spec.pace == crate::spec::Pace::Asynchronous {
+        return crate::pace::run_asynchronous(spec, alg_index, run, landscape, senders);
     }
+    let mut u = Unit::start(spec, alg_index, run, landscape, senders)?;
     let mut beliefs = Vec::new();
+    let horizon = spec.clock.as_ref().and_then(|c| c.horizon_s);
     for t in 1..=spec.iterations {
         crate::progress::check_stop()?;
-        let queries = alg.propose(t)?;
+        // With a wall-clock budget: no round once every agent's next start is past it, and
+        // (agents alone) no query of an agent whose own is.
+        let starts = u.clock.as_ref().map(|c| c.starts());
+        let open = |slot: usize| match (horizon, &starts) {
+            (Some(h), Some(s)) => s[slot] < h,
+            _ => true,
+        };
+        if !(0..u.targets.len()).any(open) {
+            break;
+        }
+        let mut queries = u.alg.propose(t)?;
+        queries.retain(|q| open(u.slot(q.agent)));
+        let slots: Vec<usize> = queries.iter().map(|q| u.slot(q.agent)).collect();
         // The trace counts evaluations: an agent's j-th query of round t (j from 0) is its
         // iteration (t - 1) batch + j + 1.
-        let mut taken = vec![0; targets.len()];
-        let iterations: Vec<usize> = queries
+        let mut taken = vec![0; u.targets.len()];
+        let iterations: Vec<usize> = slots
             .iter()
-            .map(|q| {
-                taken[slot(q.agent)] += 1;
-                (t - 1) * spec.batch + taken[slot(q.agent)]
+            .map(|&s| {
+                taken[s] += 1;
+                (t - 1) * spec.batch + taken[s]
             })
             .collect();
-        if spec.output.beliefs {
-            beliefs.extend(
-                queries
-                    .iter()
-                    .zip(&iterations)
-                    .filter_map(|(q, &iteration)| {
-                        alg.belief(q.agent).map(|belief| BeliefRow {
-                            agent: q.agent,
-                            iteration,
-                            belief,
-                        })
-                    }),
-            );
-        }
-        let params = alg.params_sent(t);
+        beliefs.extend(
+            queries
+                .iter()
+                .zip(&iterations)
+                .filter_map(|(q, &iteration)| u.belief(q.agent, iteration)),
+        );
+        let params = u.alg.params_sent(t);
         let batch: Vec<(&Query, Request)> = queries
             .iter()
             .zip(&iterations)
@@ -136,23 +210,25 @@ pub fn run_one_shared(
                 )
             })
             .collect();
-        let evaluated = evaluator.evaluate(&batch, &mut noise)?;
+        let evaluated = u.evaluator.evaluate(&batch, &mut u.noise)?;
+        let finished = u.clock.as_mut().map(|c| c.round(&slots, &queries));
         let (mut seen, mut ys) = (Vec::new(), Vec::new());
-        for ((q, (f, y, cost)), &it) in queries.iter().zip(evaluated).zip(&iterations) {
-            let training = evaluator.training_s;
-            tracer.record(slot(q.agent), q, y, it as i64, params, f, cost, training);
+        for (k, (q, (f, y, cost))) in queries.iter().zip(evaluated).enumerate() {
+            let training = u.evaluator.training_s;
+            let it = iterations[k] as i64;
+            u.tracer
+                .record(slots[k], q, y, it, params, f, cost, training);
+            if let Some(done) = &finished {
+                u.tracer.finished_at(done[k]);
+            }
             if !f.is_nan() {
                 seen.push(q.clone());
                 ys.push(y);
             }
         }
-        alg.observe(&seen, &ys);
+        u.alg.observe(&seen, &ys);
     }
-    Ok(RunOutput {
-        rows: tracer.rows,
-        server: alg.server_records().to_vec(),
-        beliefs,
-    })
+    Ok(u.finish(beliefs))
 }
 
 /// Initial points: distinct, uniformly random, from a stream of (run, agent) alone so that
@@ -492,6 +568,14 @@ impl Tracer {
             }),
             params_sent: params,
             train_s: self.trained[slot],
+            clock_s: None,
         });
+    }
+
+    /// Stamps the last recorded row with the simulated time its evaluation finished.
+    pub(crate) fn finished_at(&mut self, clock_s: f64) {
+        if let Some(r) = self.rows.last_mut() {
+            r.clock_s = Some(clock_s);
+        }
     }
 }

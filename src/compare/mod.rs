@@ -54,6 +54,9 @@ pub struct CompareOptions {
     pub baseline: Option<String>,
     /// Iterations to compare at; empty: the last iteration.
     pub at: Vec<i64>,
+    /// Simulated times (seconds) to compare at instead (`sim_clock_s`): each unit's value
+    /// after its last evaluation finished by then.
+    pub at_clock: Vec<f64>,
     pub metric: Metric,
     pub resamples: usize,
     pub markdown: bool,
@@ -115,7 +118,10 @@ fn higher_is_better(t: &Trace, metric: Metric) -> Option<bool> {
         .map(|(v, f)| (v / f) > 0.0)
 }
 
-fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
+/// The trace's values by iteration; with `at_clock` instead, by simulated time: pseudo-
+/// iteration j + 1 holds each unit's value after its last evaluation finished by
+/// `at_clock[j]` seconds (`sim_clock_s`, initial points included).
+fn read_trace(path: &Path, metric: Metric, at_clock: &[f64]) -> Result<Trace> {
     let bad = |msg: String| FboError::spec(path, "", msg);
     let (mut rdr, col) = open_csv(path, "a trace.csv")?;
     let value_col = col(match metric {
@@ -142,6 +148,13 @@ fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
         init: Vec::new(),
         last_iteration: i64::MIN,
     };
+    let c_clock = if at_clock.is_empty() {
+        None
+    } else {
+        Some(col("sim_clock_s")?)
+    };
+    // (algorithm, j, unit) -> (iteration, value, best_f) of the latest evaluation by at_clock[j].
+    let mut by_clock: BTreeMap<(usize, usize, Unit), (i64, f64, f64)> = BTreeMap::new();
     for (line, rec) in rdr.records().enumerate() {
         let rec = rec.map_err(|e| bad(e.to_string()))?;
         let num = |c: usize| -> Result<f64> {
@@ -160,6 +173,21 @@ fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
         };
         let unit = (num(c_run)? as u64, num(c_agent)? as u64);
         let it = num(c_it)? as i64;
+        if let Some(c) = c_clock {
+            if rec[c].is_empty() {
+                return Err(bad(format!(
+                    "row {}: no sim_clock_s (the run had no [clock] and output.timing was off); --at-clock needs one",
+                    line + 2
+                )));
+            }
+            let (clock, value, best_f) = (num(c)?, num(value_col)?, num(c_bf)?);
+            for (j, &limit) in at_clock.iter().enumerate() {
+                let e = by_clock.entry((a, j, unit)).or_insert((i64::MIN, 0.0, 0.0));
+                if clock <= limit && it > e.0 {
+                    *e = (it, value, best_f);
+                }
+            }
+        }
         if it <= 0 {
             let point = std::iter::once(c_x)
                 .chain(c_coords.iter().copied())
@@ -184,6 +212,26 @@ fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
     if t.algorithms.is_empty() {
         return Err(bad("holds no rows".into()));
     }
+    if !at_clock.is_empty() {
+        t.values.clear();
+        for ((a, j, unit), (it, value, best_f)) in by_clock {
+            if it == i64::MIN {
+                return Err(FboError::spec(
+                    path,
+                    "--at-clock",
+                    format!(
+                        "{}: agent {} of run {} has finished no evaluation by {} s; compare at a later time",
+                        t.algorithms[a], unit.1, unit.0, at_clock[j]
+                    ),
+                ));
+            }
+            t.values
+                .entry((a, j as i64 + 1))
+                .or_default()
+                .insert(unit, (value, best_f));
+        }
+        t.last_iteration = at_clock.len() as i64;
+    }
     Ok(t)
 }
 
@@ -191,6 +239,8 @@ fn read_trace(path: &Path, metric: Metric) -> Result<Trace> {
 #[derive(Clone, Debug)]
 pub struct Comparison {
     pub iteration: i64,
+    /// With `--at-clock`: the simulated time compared at (`iteration` is then its index).
+    pub clock_s: Option<f64>,
     pub algorithm: String,
     pub n: usize,
     pub mean_diff: f64,
@@ -209,6 +259,24 @@ pub struct Comparison {
 /// compares each point with the reference point instead, algorithm by algorithm, and adds the
 /// trend of the metric on epsilon.
 pub fn compare(opts: &CompareOptions) -> Result<Report> {
+    if let Some(c) = opts
+        .at_clock
+        .iter()
+        .find(|c| !(c.is_finite() && **c >= 0.0))
+    {
+        return Err(FboError::spec(
+            &opts.input,
+            "--at-clock",
+            format!("times must be finite seconds >= 0, got {c}"),
+        ));
+    }
+    if !opts.at_clock.is_empty() && opts.input.is_dir() && opts.input.join("sweep.csv").is_file() {
+        return Err(FboError::spec(
+            &opts.input,
+            "--at-clock",
+            "applies to a run's trace, not to a sweep's points",
+        ));
+    }
     if !opts.pool.is_empty() || opts.units.is_some() {
         return compare_pooled(opts);
     }
@@ -220,7 +288,7 @@ pub fn compare(opts: &CompareOptions) -> Result<Report> {
     } else {
         opts.input.clone()
     };
-    let t = read_trace(&path, opts.metric)?;
+    let t = read_trace(&path, opts.metric, &opts.at_clock)?;
     if t.algorithms.len() < 2 {
         return Err(FboError::spec(
             &path,
@@ -290,7 +358,7 @@ fn compare_pooled(opts: &CompareOptions) -> Result<Report> {
     let first = trace_of(inputs[0]);
     for (i, input) in inputs.iter().enumerate() {
         let path = trace_of(input);
-        let t = read_trace(&path, opts.metric)?;
+        let t = read_trace(&path, opts.metric, &opts.at_clock)?;
         if let Some(p) = &pooled
             && (p.algorithms != t.algorithms || p.last_iteration != t.last_iteration)
         {
@@ -362,6 +430,9 @@ fn baseline_index(t: &Trace, opts: &CompareOptions, path: &Path) -> Result<usize
 
 /// The iterations to compare at: `--at`, checked against the trace, or its last.
 fn iterations_at(t: &Trace, opts: &CompareOptions, path: &Path) -> Result<Vec<i64>> {
+    if !opts.at_clock.is_empty() {
+        return Ok((1..=opts.at_clock.len() as i64).collect());
+    }
     if opts.at.is_empty() {
         return Ok(vec![t.last_iteration]);
     }
@@ -531,6 +602,7 @@ fn compare_trace(
             let w = stats::wilcoxon(&diffs);
             rows.push(Comparison {
                 iteration: it,
+                clock_s: (!opts.at_clock.is_empty()).then(|| opts.at_clock[it as usize - 1]),
                 algorithm: t.algorithms[a].clone(),
                 n,
                 mean_diff,
@@ -614,6 +686,7 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
             read_trace(
                 &opts.input.join("points").join(&p.0).join("trace.csv"),
                 opts.metric,
+                &[],
             )
         })
         .collect::<Result<_>>()?;
@@ -808,7 +881,7 @@ pub fn difference_curves(
     metric: Metric,
     resamples: usize,
 ) -> Result<(String, Vec<Curve>)> {
-    let t = read_trace(trace, metric)?;
+    let t = read_trace(trace, metric, &[])?;
     let base = match baseline {
         None => 0,
         Some(b) => t.algorithms.iter().position(|a| a == b).ok_or_else(|| {
@@ -828,6 +901,7 @@ pub fn difference_curves(
         units: None,
         baseline: None,
         at: (1..=t.last_iteration).collect(),
+        at_clock: Vec::new(),
         metric,
         resamples,
         markdown: false,
@@ -856,7 +930,7 @@ pub fn difference_curves(
 /// among `among` (labels; empty: every algorithm of the trace). Refused, as by `compare`,
 /// unless every algorithm covers the same units with finite values.
 pub fn rank_curves(trace: &Path, metric: Metric, among: &[String]) -> Result<Vec<Curve>> {
-    let t = read_trace(trace, metric)?;
+    let t = read_trace(trace, metric, &[])?;
     let chosen: Vec<usize> = if among.is_empty() {
         (0..t.algorithms.len()).collect()
     } else {
@@ -927,12 +1001,17 @@ pub fn rank_curves(trace: &Path, metric: Metric, among: &[String]) -> Result<Vec
 pub const CSV_HEADER: &str = "metric,iteration,algorithm,baseline,n,mean_diff,ci_low,ci_high,wins,ties,losses,p_value,p_holm,p_method\n";
 
 pub fn to_csv(metric: Metric, baseline: &str, rows: &[Comparison]) -> String {
-    let mut out = String::from(CSV_HEADER);
+    // Compared at simulated times, the second column holds them.
+    let mut out = match rows.first().and_then(|r| r.clock_s) {
+        Some(_) => CSV_HEADER.replacen("iteration", "clock_s", 1),
+        None => String::from(CSV_HEADER),
+    };
     for r in rows {
         out += &format!(
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             metric.name(),
-            r.iteration,
+            r.clock_s
+                .map_or_else(|| r.iteration.to_string(), |c| c.to_string()),
             crate::sweep::csv_escape(&r.algorithm),
             crate::sweep::csv_escape(baseline),
             r.n,
@@ -967,8 +1046,9 @@ pub fn to_table(
     rows: &[Comparison],
     markdown: bool,
 ) -> String {
+    let clock = rows.first().is_some_and(|r| r.clock_s.is_some());
     let head = [
-        "iteration",
+        if clock { "clock (s)" } else { "iteration" },
         "algorithm",
         "n",
         "mean diff",
@@ -981,7 +1061,8 @@ pub fn to_table(
         .iter()
         .map(|r| {
             [
-                r.iteration.to_string(),
+                r.clock_s
+                    .map_or_else(|| r.iteration.to_string(), |c| c.to_string()),
                 r.algorithm.clone(),
                 r.n.to_string(),
                 format!("{:+.4}", r.mean_diff),

@@ -102,6 +102,15 @@ fn federated_algorithm(
             "runs only in one process (a round across machines is one query per site); set batch = 1 across machines",
         ));
     }
+    // Across machines time is real: the simulated clock and its asynchronous server belong to
+    // one process.
+    if spec.clock.is_some() {
+        return Err(FboError::spec(
+            &spec.path,
+            "clock",
+            "runs only in one process (a simulated clock; across machines the clock is real and rounds are synchronous): remove [clock] and pace across machines",
+        ));
+    }
     // An agent's model lives on its own site; its beliefs are not sent to the server.
     if spec.output.beliefs {
         return Err(FboError::spec(

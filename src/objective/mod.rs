@@ -205,6 +205,17 @@ impl Landscape {
 
     /// Whether values are measured through a journal (command and hand-evaluated
     /// objectives).
+    /// The training seconds the objective records for each grid point (a response table's
+    /// `train_seconds`), by agent; None where it records none.
+    pub fn recorded_costs(&self) -> Option<&[Array1<f64>]> {
+        match &self.values {
+            Values::Grid {
+                cost: Some(cost), ..
+            } => Some(cost),
+            _ => None,
+        }
+    }
+
     pub fn is_measured(&self) -> bool {
         matches!(self.values, Values::Measured(_))
     }

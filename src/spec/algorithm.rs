@@ -123,6 +123,9 @@ pub struct AlgorithmSpec {
     pub beta: Option<f64>,
     /// EI (kind = "ei"): how it is scored; the frameworks carry theirs in `Decide::Ei`.
     pub ei: EiForm,
+    /// How its agents keep time with each other on the simulated clock (`pace`; only
+    /// DP-FTS-DE has an asynchronous form).
+    pub pace: super::Pace,
     /// The survey's frameworks' settings (`Framework::None` for the other kinds).
     pub framework: frameworks::Framework,
     /// The server keys this algorithm's own `server = { .. }` sets (the others come from the
@@ -285,6 +288,7 @@ pub(super) struct RawAlgorithm {
     group: Option<i64>,
     own_weight: Option<f64>,
     rejection: Option<String>,
+    pace: Option<String>,
 }
 
 /// What an algorithm's table falls back on: the spec's own settings.
@@ -597,6 +601,25 @@ pub(super) fn check_algorithms(
                 }
             }
         };
+        let pace = c.choice(
+            &key("pace"),
+            ra.pace.as_deref(),
+            super::Pace::Synchronous,
+            "pace",
+            super::Pace::NAMES,
+            super::Pace::parse,
+        )?;
+        // The asynchronous form needs a server that aggregates whatever has arrived; the FTS
+        // paper's target-and-senders form, the meta-learners and the frameworks keep rounds.
+        if pace == super::Pace::Asynchronous && kind != AlgorithmKind::DpFtsDe {
+            return Err(c.err(
+                &key("pace"),
+                format!(
+                    "\"asynchronous\" applies to kind = \"dp-fts-de\" (its server aggregates whatever messages are fresh); {} keeps synchronous rounds",
+                    ra.kind
+                ),
+            ));
+        }
         if algorithms.iter().any(|a| a.label == label) {
             return Err(c.err(
                 &key("label"),
@@ -616,6 +639,7 @@ pub(super) fn check_algorithms(
             own_sample,
             beta,
             ei,
+            pace,
             framework,
             server_inline: ra
                 .server

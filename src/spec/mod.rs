@@ -3,6 +3,7 @@
 //! input; every message names the file, the key and what is allowed.
 
 mod algorithm;
+mod clock;
 pub mod frameworks;
 mod objective;
 pub mod portable;
@@ -10,6 +11,7 @@ pub mod schedule;
 mod server;
 
 pub use algorithm::*;
+pub use clock::{ClockSpec, Pace};
 pub use objective::*;
 pub use server::*;
 
@@ -53,6 +55,8 @@ pub struct Spec {
     pub federation: FederationSpec,
     pub privacy: PrivacySpec,
     pub output: OutputSpec,
+    /// The simulated clock (`[clock]`): evaluation costs, and an asynchronous server's pace.
+    pub clock: Option<ClockSpec>,
     /// How a continuous box is searched ([acquisition]); unused on grids.
     pub acquisition: BoxSearch,
     /// The file has a [sweep] table (only `fbo sweep` runs it).
@@ -200,6 +204,7 @@ struct RawSpec {
     server: Option<RawServer>,
     privacy: Option<RawPrivacy>,
     output: Option<RawOutput>,
+    clock: Option<clock::RawClock>,
     acquisition: Option<RawAcquisition>,
     /// Read by `fbo sweep` (src/sweep.rs); here only noted.
     sweep: Option<toml::Value>,
@@ -1008,6 +1013,15 @@ impl Spec {
             timing: ro.timing.unwrap_or(true),
             beliefs: ro.beliefs.unwrap_or(false),
         };
+        let clock = clock::check_clock(&c, raw.clock)?;
+        if clock.is_none()
+            && let Some(i) = algorithms.iter().position(|a| a.pace == Pace::Asynchronous)
+        {
+            return Err(c.err(
+                &format!("algorithm[{i}].pace"),
+                "\"asynchronous\" runs on the simulated clock: add a [clock] table (its keys have defaults)",
+            ));
+        }
 
         Ok(Spec {
             name,
@@ -1025,6 +1039,7 @@ impl Spec {
             federation,
             privacy,
             output,
+            clock,
             acquisition,
             has_sweep: raw.sweep.is_some(),
         })

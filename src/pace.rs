@@ -1,0 +1,146 @@
+//! Agents at their own pace (`pace = "asynchronous"`, DP-FTS-DE): on the simulated clock
+//! (`[clock]`) every agent proposes as soon as its last evaluation returns, and the server
+//! releases every `clock.period_s` seconds from whatever messages are fresh.
+//!
+//! The events, in simulated time (ties: the server first, then agents by index):
+//! - an agent's evaluation returns: it observes the value, sends the message its posterior now
+//!   gives (kept by the server, replacing its earlier one), and, with iterations left, chooses
+//!   its next query: the server's latest point with probability 1 - p_t if that release is one
+//!   it has not yet used, otherwise its own Thompson sample (a fast agent does not query one
+//!   released point twice);
+//! - release k at k * period_s (k = 1 ..= iterations; period_s by default the slowest site's
+//!   median cost, so that the releases span the slowest agent's iterations): the server aggregates the latest
+//!   message of every agent sent after release k - staleness, exactly as a synchronous round
+//!   aggregates (subsampling, clipping, weights, noise), with the others as messages that did
+//!   not arrive.
+//!
+//! Privacy: the server releases at most `iterations` times, at times fixed in advance, and each
+//! release is the synchronous round's mechanism, in which an agent whose message is stale or
+//! absent takes part with probability 0 instead of q (a dropout: the output is the mechanism
+//! without it, which the subsampled Gaussian dominates). Who is fresh depends on earlier
+//! releases and the agents' own costs, never on another agent's data, so adaptive composition
+//! over the releases gives the same bound as `iterations` synchronous rounds: privacy.csv's
+//! curve is a valid upper bound (exact when all `iterations` releases happen).
+
+use crate::algorithm::agent::SenderCache;
+use crate::algorithm::{Broadcast, Query};
+use crate::error::Result;
+use crate::objective::{Landscape, Request};
+use crate::spec::Spec;
+use crate::unit::{RunOutput, Unit};
+use ndarray::Array1;
+use std::sync::Arc;
+
+/// What the server holds from one agent: its latest message and how many releases had
+/// happened when it was sent.
+struct Held {
+    message: Array1<f64>,
+    releases_before: usize,
+}
+
+/// One agent's evaluation in flight (it returns at the agent's `free_at`).
+struct InFlight {
+    query: Query,
+    f: f64,
+    y: f64,
+}
+
+pub(crate) fn run_asynchronous(
+    spec: &Spec,
+    alg_index: usize,
+    run: usize,
+    landscape: Arc<Landscape>,
+    senders: Option<&SenderCache>,
+) -> Result<RunOutput> {
+    let clock_spec = spec
+        .clock
+        .as_ref()
+        .expect("an asynchronous algorithm has a [clock] (spec check)");
+    let mut u = Unit::start(spec, alg_index, run, landscape, senders)?;
+    let n = u.targets.len();
+    // The initial points' costs and finish times from the unit's clock; the iterations' costs
+    // continue the same streams (agent a's i-th evaluation costs what it costs in a
+    // synchronous algorithm of the spec).
+    let (mut costs, mut free_at) = u
+        .clock
+        .take()
+        .expect("a [clock] run keeps a clock")
+        .into_parts();
+    let period = clock_spec
+        .period_s
+        .unwrap_or_else(|| costs.slowest_median(&u.targets));
+    let staleness = clock_spec.staleness;
+    let horizon = clock_spec.horizon_s;
+    let t_max = spec.iterations;
+
+    let mut held: Vec<Option<Held>> = (0..n).map(|_| None).collect();
+    let mut in_flight: Vec<Option<InFlight>> = (0..n).map(|_| None).collect();
+    let mut done = vec![0usize; n];
+    let mut used = vec![0usize; n];
+    let mut latest: (usize, Broadcast) = (0, Broadcast { point: None });
+    let mut beliefs = Vec::new();
+    loop {
+        crate::progress::check_stop()?;
+        // The next agent event: the earliest free agent with work or an observation left.
+        let next = (0..n)
+            .filter(|&s| done[s] < t_max || in_flight[s].is_some())
+            .min_by(|&a, &b| free_at[a].total_cmp(&free_at[b]).then(a.cmp(&b)));
+        let Some(s) = next else { break };
+        let releases = latest.0;
+        if releases < t_max && (releases + 1) as f64 * period <= free_at[s] {
+            let k = releases + 1;
+            let messages: Vec<Option<Array1<f64>>> = held
+                .iter()
+                .map(|h| {
+                    h.as_ref()
+                        .filter(|h| k - 1 - h.releases_before < staleness)
+                        .map(|h| h.message.clone())
+                })
+                .collect();
+            let fed = u.alg.federated().expect("dp-fts-de is federated");
+            latest = (k, fed.broadcast(k, &messages)?);
+            continue;
+        }
+        let agent = u.targets[s];
+        if let Some(f) = in_flight[s].take()
+            && !f.f.is_nan()
+        {
+            u.alg.observe(std::slice::from_ref(&f.query), &[f.y]);
+        }
+        if done[s] == t_max || horizon.is_some_and(|h| free_at[s] >= h) {
+            done[s] = t_max;
+            continue;
+        }
+        let fed = u.alg.federated().expect("dp-fts-de is federated");
+        held[s] = fed.message(agent, releases + 1).map(|message| Held {
+            message,
+            releases_before: releases,
+        });
+        let t = done[s] + 1;
+        let fresh = latest.0 > used[s];
+        let broadcast = if fresh {
+            used[s] = latest.0;
+            latest.1.clone()
+        } else {
+            Broadcast { point: None }
+        };
+        beliefs.extend(u.belief(agent, t));
+        let query = u
+            .alg
+            .federated()
+            .expect("dp-fts-de is federated")
+            .choose(agent, t, &broadcast)?;
+        let request = Request::new(u.label.to_string(), run, agent, t as i64);
+        let (f, y, cost) = u.evaluator.evaluate(&[(&query, request)], &mut u.noise)?[0];
+        let params = u.alg.params_sent(t);
+        let training = u.evaluator.training_s;
+        u.tracer
+            .record(s, &query, y, t as i64, params, f, cost, training);
+        let done_at = free_at[s] + costs.cost(s, &query);
+        u.tracer.finished_at(done_at);
+        free_at[s] = done_at;
+        done[s] = t;
+        in_flight[s] = Some(InFlight { query, f, y });
+    }
+    Ok(u.finish(beliefs))
+}

@@ -1,0 +1,322 @@
+//! The simulated clock (`[clock]`) and agents at their own pace (`pace = "asynchronous"`).
+
+mod common;
+use common::*;
+use fbo::output::TraceRow;
+use fbo::spec::Spec;
+use fbo::unit::run_one;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Six agents of a DP-family objective in rounds and at their own pace, and TS alone, on one
+/// clock whose sites differ about e^2 in speed.
+const CLOCKED: &str = r#"
+name = "clocked"
+seed = 7
+runs = 3
+iterations = 10
+initial_points = 2
+
+[objective]
+kind = "synthetic-dp"
+grid = 120
+functions = 1
+
+[surrogate]
+features = 16
+
+[surrogate.own]
+features = 20
+
+[federation]
+agents = 6
+
+[server]
+subregions = 2
+dp = true
+q = 0.5
+z = 1.0
+clip = 3.0
+
+[privacy]
+accountants = ["rdp-int"]
+
+[clock]
+median_s = 10
+site_spread = 1.0
+spread = 0.5
+
+[[algorithm]]
+kind = "dp-fts-de"
+label = "rounds"
+
+[[algorithm]]
+kind = "dp-fts-de"
+label = "own pace"
+pace = "asynchronous"
+
+[[algorithm]]
+kind = "ts"
+"#;
+
+fn spec(text: &str) -> Spec {
+    Spec::parse(text, Path::new("clocked.toml")).unwrap()
+}
+
+/// (agent, iteration) -> simulated finish time, of one algorithm's run.
+fn finish_times(rows: &[TraceRow]) -> BTreeMap<(usize, i64), f64> {
+    rows.iter()
+        .map(|r| ((r.agent, r.iteration), r.clock_s.expect("a [clock] run")))
+        .collect()
+}
+
+#[test]
+fn rounds_wait_for_the_slowest_site_and_agents_alone_or_asynchronous_never_wait() {
+    let s = spec(CLOCKED);
+    let land = fbo::objective::landscapes(&s).unwrap()[0].clone();
+    let run = |a: usize| finish_times(&run_one(&s, a, 1, land.clone()).unwrap().rows);
+    let (rounds, own, alone) = (run(0), run(1), run(2));
+    let (n, t_max) = (6, 10i64);
+    // Alone, agent a's clock is the running sum of its costs, and an agent at its own pace
+    // waits for no one: its evaluations finish when the same costs say (the i-th evaluation
+    // of an agent costs the same in every algorithm of the spec).
+    assert_eq!(own.len(), alone.len());
+    for (k, t) in &alone {
+        assert!((own[k] - t).abs() <= 1e-9 * t, "{k:?}: {} vs {t}", own[k]);
+    }
+    // Each cost is the difference of the lone agent's consecutive finish times; in rounds
+    // every agent starts iteration t when the slowest has finished t - 1.
+    for t in 1..=t_max {
+        let start = (0..n)
+            .map(|a| rounds[&(a, t - 1)])
+            .fold(f64::NEG_INFINITY, f64::max);
+        for a in 0..n {
+            let cost = alone[&(a, t)] - alone[&(a, t - 1)];
+            assert!(cost > 0.0);
+            let want = start + cost;
+            assert!(
+                (rounds[&(a, t)] - want).abs() <= 1e-9 * want,
+                "agent {a} iteration {t}: {} vs {want}",
+                rounds[&(a, t)]
+            );
+        }
+    }
+    // Initial points run one after another from 0, the same in every algorithm.
+    for a in 0..n {
+        assert_eq!(rounds[&(a, -1)], alone[&(a, -1)]);
+        assert!(rounds[&(a, -1)] < rounds[&(a, 0)]);
+    }
+    // Sites differ: the slowest agent's last finish in rounds is no earlier than alone, and
+    // the other agents end far sooner at their own pace than in rounds.
+    let last = |m: &BTreeMap<(usize, i64), f64>, a: usize| m[&(a, t_max)];
+    let sum = |m: &BTreeMap<(usize, i64), f64>| (0..n).map(|a| last(m, a)).sum::<f64>();
+    assert!(
+        sum(&own) < 0.8 * sum(&rounds),
+        "{} {}",
+        sum(&own),
+        sum(&rounds)
+    );
+}
+
+#[test]
+fn asynchronous_runs_are_byte_identical_across_threads_and_release_at_most_iterations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "clocked.toml", CLOCKED);
+    let one = dir.path().join("one");
+    let two = dir.path().join("two");
+    fbo_ok("run", &path, &one, &["--no-timing", "--threads", "1"]);
+    fbo_ok("run", &path, &two, &["--no-timing", "--threads", "2"]);
+    for f in ["trace.csv", "summary.csv", "server.csv", "privacy.csv"] {
+        assert!(
+            std::fs::read(one.join(f)).unwrap() == std::fs::read(two.join(f)).unwrap(),
+            "{f} differs across thread counts"
+        );
+    }
+    let server = std::fs::read_to_string(one.join("server.csv")).unwrap();
+    for run in 0..3 {
+        let count = |label: &str| {
+            server
+                .lines()
+                .filter(|l| l.starts_with(&format!("{label},{run},")))
+                .count()
+        };
+        assert_eq!(count("rounds"), 10);
+        let releases = count("own pace");
+        assert!((1..=10).contains(&releases), "{releases} releases");
+    }
+    // The server's point reaches agents at their own pace too, each release at most once per
+    // agent.
+    let trace = std::fs::read_to_string(one.join("trace.csv")).unwrap();
+    let from_server = trace
+        .lines()
+        .filter(|l| l.starts_with("own pace,") && l.contains(",server,"))
+        .count();
+    assert!(from_server > 0);
+    // Sharded and merged, an asynchronous spec gives the fresh run's bytes.
+    let shards = dir.path().join("shards");
+    run_every_shard("run", &path, &shards, 3);
+    fbo_ok("run", &path, &shards, &["--no-timing", "--merge"]);
+    assert_trace_of_a_fresh_run(&path, &shards, &dir.path().join("scratch"));
+}
+
+#[test]
+fn a_wall_clock_budget_stops_every_agent_at_the_horizon_and_resumes() {
+    let text = CLOCKED.replace("spread = 0.5\n", "spread = 0.5\nhorizon_s = 150\n");
+    let s = spec(&text);
+    let land = fbo::objective::landscapes(&s).unwrap()[0].clone();
+    let mut evaluated = Vec::new();
+    for a in 0..3 {
+        let rows = run_one(&s, a, 0, land.clone()).unwrap().rows;
+        let t = finish_times(&rows);
+        // Every evaluation started before the horizon: the agent's previous one (or, in
+        // rounds, every agent's previous one) had finished by then.
+        for (&(agent, it), _) in t.iter().filter(|((_, it), _)| *it >= 1) {
+            let start = if a == 0 {
+                (0..6).map(|b| t[&(b, it - 1)]).fold(0.0, f64::max)
+            } else {
+                t[&(agent, it - 1)]
+            };
+            assert!(
+                start < 150.0,
+                "{}: started at {start}",
+                s.algorithms[a].label
+            );
+        }
+        evaluated.push(rows.len());
+    }
+    // Fast agents at their own pace evaluate more than in rounds within the same budget.
+    assert!(evaluated[1] > evaluated[0], "{evaluated:?}");
+    assert!(evaluated[0] < 6 * 12, "{evaluated:?}");
+    // A budgeted run's parts are judged whole: shards merge to the fresh run's bytes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "budget.toml", &text);
+    let shards = dir.path().join("shards");
+    run_every_shard("run", &path, &shards, 2);
+    fbo_ok("run", &path, &shards, &["--no-timing", "--merge"]);
+    assert_trace_of_a_fresh_run(&path, &shards, &dir.path().join("scratch"));
+}
+
+#[test]
+fn compare_at_clock_pairs_what_each_agent_had_by_then() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "clocked.toml", CLOCKED);
+    let out = dir.path().join("out");
+    fbo_ok("run", &path, &out, &["--no-timing"]);
+    let o = fbo_output([
+        "compare",
+        out.to_str().unwrap(),
+        "--metric",
+        "simple-regret",
+        "--at-clock",
+        "1000,1e6",
+        "--allow-init-differences",
+        "--csv",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = String::from_utf8(o.stdout).unwrap();
+    assert!(csv.starts_with("metric,clock_s,algorithm,"), "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 2 * 2, "{csv}");
+    // Past every finish, the comparison at a time is the one at the last iteration.
+    let last = fbo_output([
+        "compare",
+        out.to_str().unwrap(),
+        "--metric",
+        "simple-regret",
+        "--csv",
+        "--allow-init-differences",
+    ]);
+    let last = String::from_utf8(last.stdout).unwrap();
+    // algorithm, baseline, n, mean_diff, wins, ties, losses, p_value (the interval's
+    // resamples and Holm's adjustment depend on what else is compared).
+    let tail = |l: &str| -> Vec<String> {
+        let f: Vec<&str> = l.split(',').collect();
+        [2, 3, 4, 5, 8, 9, 10, 11]
+            .iter()
+            .map(|&i| f[i].to_string())
+            .collect()
+    };
+    let at_end: Vec<Vec<String>> = csv.lines().skip(3).map(tail).collect();
+    let at_last: Vec<Vec<String>> = last.lines().skip(1).map(tail).collect();
+    assert_eq!(at_end, at_last);
+    // Before an agent's first evaluation there is nothing to compare.
+    let o = fbo_output(["compare", out.to_str().unwrap(), "--at-clock", "0.001"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("finished no evaluation by 0.001 s"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn recorded_training_seconds_are_the_clock_of_a_table() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "table.toml",
+        "dataset = \"toy\"\nmetric = \"acc\"\ndirection = \"maximize\"\nagents = 2\npoints_per_agent = 3\n\
+         [[hyperparameters]]\nname = \"h\"\n",
+    );
+    write(
+        dir.path(),
+        "table.csv",
+        "agent,point,x0,h,metric,train_seconds\n\
+         0,0,0,0,0.1,3\n0,1,0.5,1,0.2,5\n0,2,1,2,0.3,7\n\
+         1,0,0,0,0.9,30\n1,1,0.5,1,0.0,50\n1,2,1,2,0.5,70\n",
+    );
+    let spec = write(
+        dir.path(),
+        "spec.toml",
+        "name = \"costs\"\nseed = 5\nruns = 2\niterations = 4\ninitial_points = 1\n\
+         [objective]\nkind = \"table\"\ntable = \"table.toml\"\n\
+         [clock]\n\
+         [[algorithm]]\nkind = \"ts\"\n",
+    );
+    let res = dir.path().join("res");
+    fbo_ok("run", &spec, &res, &["--no-timing"]);
+    let trace = std::fs::read_to_string(res.join("trace.csv")).unwrap();
+    let head: Vec<&str> = trace.lines().next().unwrap().split(',').collect();
+    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    for line in trace.lines().skip(1) {
+        let f: Vec<&str> = line.split(',').collect();
+        let (train, clock): (f64, f64) = (
+            f[col("train_s")].parse().unwrap(),
+            f[col("sim_clock_s")].parse().unwrap(),
+        );
+        // An agent alone: its clock is the sum of the recorded seconds it evaluated.
+        assert_eq!(train, clock, "{line}");
+    }
+}
+
+#[test]
+fn pace_and_clock_are_refused_where_they_do_not_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_clock = CLOCKED.replace("[clock]\nmedian_s = 10\n", "[output]\n");
+    let no_clock = no_clock.replace("site_spread = 1.0\nspread = 0.5\n", "");
+    let p = write(dir.path(), "a.toml", &no_clock);
+    assert_refused(&p, "algorithm[1].pace");
+    let ts = CLOCKED.replace(
+        "kind = \"ts\"\n",
+        "kind = \"ts\"\npace = \"asynchronous\"\n",
+    );
+    let p = write(dir.path(), "b.toml", &ts);
+    assert_refused(&p, "applies to kind = \"dp-fts-de\"");
+    let p = write(
+        dir.path(),
+        "c.toml",
+        &CLOCKED.replace("site_spread = 1.0", "site_spread = 6"),
+    );
+    assert_refused(&p, "clock.site_spread");
+    let p = write(
+        dir.path(),
+        "d.toml",
+        &CLOCKED.replace("spread = 0.5\n", "spread = 0.5\nperiod_s = -1\n"),
+    );
+    assert_refused(&p, "clock.period_s");
+    let p = write(
+        dir.path(),
+        "e.toml",
+        &CLOCKED.replace("pace = \"asynchronous\"", "pace = \"sometimes\""),
+    );
+    assert_refused(&p, "unknown pace \"sometimes\"");
+}
