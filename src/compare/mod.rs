@@ -213,22 +213,31 @@ fn read_trace(path: &Path, metric: Metric, at_clock: &[f64]) -> Result<Trace> {
         return Err(bad("holds no rows".into()));
     }
     if !at_clock.is_empty() {
+        // A unit that has finished nothing by a time in some algorithm (a slow site still on
+        // its initial points) has no value there: it is left out of that time's pairs.
+        let empty: BTreeSet<(usize, Unit)> = by_clock
+            .iter()
+            .filter(|(_, v)| v.0 == i64::MIN)
+            .map(|((_, j, unit), _)| (*j, *unit))
+            .collect();
         t.values.clear();
-        for ((a, j, unit), (it, value, best_f)) in by_clock {
-            if it == i64::MIN {
-                return Err(FboError::spec(
-                    path,
-                    "--at-clock",
-                    format!(
-                        "{}: agent {} of run {} has finished no evaluation by {} s; compare at a later time",
-                        t.algorithms[a], unit.1, unit.0, at_clock[j]
-                    ),
-                ));
+        for ((a, j, unit), (_, value, best_f)) in by_clock {
+            if !empty.contains(&(j, unit)) {
+                t.values
+                    .entry((a, j as i64 + 1))
+                    .or_default()
+                    .insert(unit, (value, best_f));
             }
-            t.values
-                .entry((a, j as i64 + 1))
-                .or_default()
-                .insert(unit, (value, best_f));
+        }
+        if let Some(j) = (0..at_clock.len()).find(|&j| !t.values.contains_key(&(0, j as i64 + 1))) {
+            return Err(FboError::spec(
+                path,
+                "--at-clock",
+                format!(
+                    "no agent has finished an evaluation in every algorithm by {} s; compare at a later time",
+                    at_clock[j]
+                ),
+            ));
         }
         t.last_iteration = at_clock.len() as i64;
     }

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Agents at their own pace (issue 41 item 4): configs/async-hartmann6.toml at three levels of
+# site heterogeneity (clock.site_spread 0, 0.5, 1: the standard deviation of ln site speed)
+# and configs/async-privtuna.toml on PrivTuna's recorded training seconds. Per spec: `fbo
+# compare --at-clock` at a quarter, half and all of the wall-clock budget, against the
+# synchronous rounds and against TS alone (paired over run x agent), and, from the trace, the
+# mean best-so-far simple regret over runs and agents on a grid of 200 times with the first
+# time each algorithm reaches the synchronous rounds' regret at the budget.
+# Not part of CI: about 5 minutes on 2 cores.
+#
+#   scripts/bench-async.sh   # results/bench-async/{reach.csv, compare/*.txt}
+source "$(dirname "$0")/lib.sh"
+OUT="${FBO_ASYNC_OUT:-$ROOT/results/bench-async}"
+mkdir -p "$OUT/specs" "$OUT/compare"
+
+reach="$OUT/reach.csv"
+echo "spec,algorithm,mean_regret_at_budget,reaches_rounds_at_s,budget_s" >"$reach"
+
+# bench NAME SPEC BUDGET ROUNDS_LABEL
+bench() {
+    local name=$1 spec=$2 budget=$3 rounds=$4
+    local dir="$OUT/$name"
+    echo "bench-async: $name" >&2
+    "$FBO" run "$spec" --out "$dir" --quiet --no-timing --overwrite
+    local at
+    at=$(python3 -c "b=$budget; print(f'{b/4:g},{b/2:g},{b:g}')")
+    "$FBO" compare "$dir" --metric simple-regret --at-clock "$at" --baseline "$rounds" \
+        --allow-init-differences >"$OUT/compare/$name-vs-rounds.txt"
+    "$FBO" compare "$dir" --metric simple-regret --at-clock "$at" --baseline "TS alone" \
+        --allow-init-differences >"$OUT/compare/$name-vs-alone.txt"
+    python3 - "$dir/trace.csv" "$budget" "$rounds" "$name" >>"$reach" <<'PY'
+import csv, sys
+from collections import defaultdict
+path, budget, rounds, name = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+# (algorithm, run, agent) -> [(finish time, best-so-far simple regret)] in trace order.
+steps = defaultdict(list)
+with open(path, newline="") as fh:
+    for r in csv.DictReader(fh):
+        steps[(r["algorithm"], r["run"], r["agent"])].append(
+            (float(r["sim_clock_s"]), float(r["simple_regret"])))
+grid = [budget * (k + 1) / 200 for k in range(200)]
+algorithms = list(dict.fromkeys(k[0] for k in steps))
+curves = {}
+for a in algorithms:
+    units = [v for k, v in steps.items() if k[0] == a]
+    curve = []
+    for t in grid:
+        # An agent that has finished nothing yet counts at its first value (the same
+        # initial-point cost in every algorithm).
+        vals = [min((reg for c, reg in u if c <= t), default=u[0][1]) for u in units]
+        curve.append(sum(vals) / len(vals))
+    curves[a] = curve
+target = curves[rounds][-1]
+for a in algorithms:
+    first = next((t for t, v in zip(grid, curves[a]) if v <= target), None)
+    print(f"{name},{a},{curves[a][-1]:.6g},{'' if first is None else f'{first:g}'},{budget:g}")
+PY
+}
+
+for spread in 0 0.5 1; do
+    spec="$OUT/specs/async-hartmann6-spread-$spread.toml"
+    sed -e "s/^name = .*/name = \"async-hartmann6-spread-$spread\"/" \
+        -e "s/^site_spread = .*/site_spread = $spread/" \
+        "$ROOT/configs/async-hartmann6.toml" >"$spec"
+    bench "hartmann6-spread-$spread" "$spec" 3000 "FTS-DE rounds"
+done
+bench privtuna "$ROOT/configs/async-privtuna.toml" 400 "FTS rounds"
+column -s, -t "$reach"
