@@ -8,7 +8,8 @@
 # time each algorithm reaches the synchronous rounds' regret at the budget.
 # Not part of CI: about 5 minutes on 2 cores.
 #
-#   scripts/bench-async.sh   # results/bench-async/{reach.csv, compare/*.txt}
+#   scripts/bench-async.sh   # results/bench-async/{reach.csv, compare/*.txt, curve-*.csv},
+#                            # results/figures/async-*.png
 source "$(dirname "$0")/lib.sh"
 OUT="${FBO_ASYNC_OUT:-$ROOT/results/bench-async}"
 mkdir -p "$OUT/specs" "$OUT/compare"
@@ -28,10 +29,11 @@ bench() {
         --allow-init-differences >"$OUT/compare/$name-vs-rounds.txt"
     "$FBO" compare "$dir" --metric simple-regret --at-clock "$at" --baseline "TS alone" \
         --allow-init-differences >"$OUT/compare/$name-vs-alone.txt"
-    python3 - "$dir/trace.csv" "$budget" "$rounds" "$name" >>"$reach" <<'PY'
-import csv, sys
+    python3 - "$dir/trace.csv" "$budget" "$rounds" "$name" "$OUT/curve-$name.csv" >>"$reach" <<'PY'
+import csv, math, sys
 from collections import defaultdict
-path, budget, rounds, name = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
+path, budget, rounds, name, curve_path = sys.argv[1:6]
+budget = float(budget)
 # (algorithm, run, agent) -> [(finish time, best-so-far simple regret)] in trace order.
 steps = defaultdict(list)
 with open(path, newline="") as fh:
@@ -43,13 +45,23 @@ algorithms = list(dict.fromkeys(k[0] for k in steps))
 curves = {}
 for a in algorithms:
     units = [v for k, v in steps.items() if k[0] == a]
-    curve = []
+    curve, se = [], []
     for t in grid:
         # An agent that has finished nothing yet counts at its first value (the same
         # initial-point cost in every algorithm).
         vals = [min((reg for c, reg in u if c <= t), default=u[0][1]) for u in units]
-        curve.append(sum(vals) / len(vals))
-    curves[a] = curve
+        m = sum(vals) / len(vals)
+        curve.append(m)
+        se.append(math.sqrt(sum((v - m) ** 2 for v in vals) / (len(vals) - 1) / len(vals)))
+    curves[a] = (curve, se)
+# The curves in summary.csv's columns, for `fbo plot time` (x: the time, as mean_sim_clock_s).
+with open(curve_path, "w", newline="") as fh:
+    w = csv.writer(fh)
+    w.writerow(["algorithm", "iteration", "mean_simple_regret", "se_simple_regret", "mean_sim_clock_s"])
+    for a, (curve, se) in curves.items():
+        for k, (t, m, e) in enumerate(zip(grid, curve, se)):
+            w.writerow([a, k + 1, f"{m:.6g}", f"{e:.6g}", f"{t:g}"])
+curves = {a: c for a, (c, _) in curves.items()}
 target = curves[rounds][-1]
 for a in algorithms:
     first = next((t for t, v in zip(grid, curves[a]) if v <= target), None)
@@ -66,3 +78,7 @@ for spread in 0 0.5 1; do
 done
 bench privtuna "$ROOT/configs/async-privtuna.toml" 400 "FTS rounds"
 column -s, -t "$reach"
+for name in hartmann6-spread-1 privtuna; do
+    plot time "async-$name" --input "$OUT/curve-$name.csv" --y simple-regret --log-y \
+        --title "Agents in rounds and at their own pace ($name)"
+done

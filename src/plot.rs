@@ -278,7 +278,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
             };
             fig.x_label = match (opts.kind, clock) {
                 (Kind::Iterations, _) => "iteration".into(),
-                (_, Clock::Simulated) => "simulated run time (s): BO overhead + training".into(),
+                (_, Clock::Simulated) => "simulated run time (s)".into(),
                 (_, Clock::Overhead) => "BO overhead (s)".into(),
             };
             fig.y_label = fit_y_label([format!("{name} (mean +/- s.e.)"), name]);
