@@ -12,6 +12,7 @@
 #   scripts/bench-botorch.sh                       # results/bench-botorch/{paired,cpu}.csv
 #   FBO_SUITE_PROBLEMS="branin;levy 5" scripts/bench-botorch.sh
 #   FBO_BENCH_METHODS=ts scripts/bench-botorch.sh  # BoTorch TS only (qLogEI is the slow one)
+#   FBO_BENCH_RUNS=3 FBO_BENCH_ITERATIONS=10 ...     # fewer runs and iterations (a CPU timing)
 #   FBO_SUITE_PROBLEMS="hartmann6 - 20;levy 4" FBO_BENCH_CONFIGS="default;loo" \
 #       FBO_BOTORCH_OUT=results/bench-heldout scripts/bench-botorch.sh   # issue 41's held-out set
 #
@@ -35,8 +36,8 @@ if [[ ! -x "$VENV/bin/python" ]] || ! "$VENV/bin/python" -c "import botorch" 2>/
 fi
 PY="$VENV/bin/python"
 
-runs=10
-iterations=30
+runs=${FBO_BENCH_RUNS:-10}
+iterations=${FBO_BENCH_ITERATIONS:-30}
 source "$ROOT/scripts/suite.sh"
 problems=("${suite_problems[@]}")
 methods="${FBO_BENCH_METHODS:-ts,logei}"

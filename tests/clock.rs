@@ -242,7 +242,7 @@ fn compare_at_clock_pairs_what_each_agent_had_by_then() {
     let o = fbo_output(["compare", out.to_str().unwrap(), "--at-clock", "0.001"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("finished no evaluation by 0.001 s"),
+        stderr(&o).contains("no agent has finished an evaluation in every algorithm by 0.001 s"),
         "{}",
         stderr(&o)
     );
