@@ -251,19 +251,15 @@ fn compare_at_clock_pairs_what_each_agent_had_by_then() {
 #[test]
 fn recorded_training_seconds_are_the_clock_of_a_table() {
     let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        "table.toml",
-        "dataset = \"toy\"\nmetric = \"acc\"\ndirection = \"maximize\"\nagents = 2\npoints_per_agent = 3\n\
-         [[hyperparameters]]\nname = \"h\"\n",
-    );
-    write(
-        dir.path(),
-        "table.csv",
-        "agent,point,x0,h,metric,train_seconds\n\
-         0,0,0,0,0.1,3\n0,1,0.5,1,0.2,5\n0,2,1,2,0.3,7\n\
-         1,0,0,0,0.9,30\n1,1,0.5,1,0.0,50\n1,2,1,2,0.5,70\n",
-    );
+    let rows = [
+        (0.1, 3.0),
+        (0.2, 5.0),
+        (0.3, 7.0),
+        (0.9, 30.0),
+        (0.0, 50.0),
+        (0.5, 70.0),
+    ];
+    write_toy_table(dir.path(), 2, &rows);
     let spec = write(
         dir.path(),
         "spec.toml",

@@ -229,20 +229,9 @@ fn committed_tables_are_the_importers_output() {
 #[test]
 fn references_start_where_the_closed_form_says() {
     let dir = tempfile::tempdir().unwrap();
-    write(
-        dir.path(),
-        "table.toml",
-        "dataset = \"toy\"\nmetric = \"acc\"\ndirection = \"maximize\"\nagents = 3\npoints_per_agent = 3\n\
-         [[hyperparameters]]\nname = \"h\"\n",
-    );
-    write(
-        dir.path(),
-        "table.csv",
-        "agent,point,x0,h,metric,train_seconds\n\
-         0,0,0,0,0.1,1\n0,1,0.5,1,0.2,1\n0,2,1,2,0.3,1\n\
-         1,0,0,0,0.9,1\n1,1,0.5,1,0.0,1\n1,2,1,2,0.5,1\n\
-         2,0,0,0,0.0,1\n2,1,0.5,1,0.1,1\n2,2,1,2,0.95,1\n",
-    );
+    let metrics = [0.1, 0.2, 0.3, 0.9, 0.0, 0.5, 0.0, 0.1, 0.95];
+    let rows: Vec<(f64, f64)> = metrics.iter().map(|&m| (m, 1.0)).collect();
+    write_toy_table(dir.path(), 3, &rows);
     let spec = write(
         dir.path(),
         "spec.toml",

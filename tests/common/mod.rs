@@ -163,6 +163,27 @@ low = 0.0
 high = 15.0
 "#;
 
+/// A toy response table in `dir` (table.toml and table.csv): `agents` agents on three points
+/// of one hyperparameter h = 0, 1, 2 (x0 = 0, 0.5, 1), `rows` giving each agent's metric and
+/// training seconds per point as "metric,seconds", agent by agent.
+pub fn write_toy_table(dir: &Path, agents: usize, rows: &[(f64, f64)]) {
+    assert_eq!(rows.len(), agents * 3, "three points per agent");
+    write(
+        dir,
+        "table.toml",
+        &format!(
+            "dataset = \"toy\"\nmetric = \"acc\"\ndirection = \"maximize\"\nagents = {agents}\npoints_per_agent = 3\n\
+             [[hyperparameters]]\nname = \"h\"\n"
+        ),
+    );
+    let mut csv = String::from("agent,point,x0,h,metric,train_seconds\n");
+    for (i, (metric, seconds)) in rows.iter().enumerate() {
+        let (a, p) = (i / 3, i % 3);
+        csv += &format!("{a},{p},{},{p},{metric},{seconds}\n", p as f64 / 2.0);
+    }
+    write(dir, "table.csv", &csv);
+}
+
 /// The toy command objective (examples/toy_objective.rs: fbo's Branin behind the protocol).
 pub fn toy() -> PathBuf {
     let bin = Path::new(env!("CARGO_BIN_EXE_fbo"));
