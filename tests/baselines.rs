@@ -218,6 +218,6 @@ fn batches_of_evaluations_per_round() {
     );
     assert_refused(
         &f,
-        "key `batch`: applies to kinds ts, random, ei and ucb; algorithm[4] (FTS M=100) evaluates one point",
+        "key `batch`: applies to kinds ts, random, ei, ucb and dp-fts-de in rounds; algorithm[4] (FTS M=100) evaluates one point",
     );
 }

@@ -596,3 +596,48 @@ fn the_shared_model_defaults_to_agreed_only_where_it_was_measured() {
     );
     assert_eq!(kinds(&synthetic), [Fixed, Fixed, Fixed]);
 }
+
+#[test]
+fn a_batch_per_round_adds_own_samples_and_keeps_one_message_per_round() {
+    let one = spec(SMALL_DP);
+    let three = spec(&SMALL_DP.replace("initial_points = 3", "initial_points = 3\nbatch = 3"));
+    let (r1, r3) = (
+        run_one(&one, 1, 0, landscape(&one)).unwrap(),
+        run_one(&three, 1, 0, landscape(&three)).unwrap(),
+    );
+    // Every agent: its 3 initial points, then 8 rounds of 3 evaluations (iterations 1..=24).
+    for a in 0..12 {
+        let its: Vec<i64> = r3
+            .rows
+            .iter()
+            .filter(|r| r.agent == a)
+            .map(|r| r.iteration)
+            .collect();
+        assert_eq!(its, (-2..=24).collect::<Vec<i64>>(), "agent {a}");
+        // The round's first query is the unbatched algorithm's (same streams so far); the
+        // others are the agent's own samples, so the server's point comes at most once.
+        let first = |rows: &[fbo::output::TraceRow]| {
+            rows.iter()
+                .find(|r| r.agent == a && r.iteration == 1)
+                .map(|r| (r.x_index, r.source.clone()))
+        };
+        assert_eq!(first(&r1.rows), first(&r3.rows), "agent {a}");
+        for round in r3
+            .rows
+            .iter()
+            .filter(|r| r.agent == a && r.iteration >= 1)
+            .collect::<Vec<_>>()
+            .chunks(3)
+        {
+            assert!(round[1..].iter().all(|r| r.source == "own"));
+        }
+    }
+    // One server round (and one message per agent) per round, whatever the batch.
+    assert_eq!(r3.server.len(), 8);
+    let refused = SMALL_DP
+        .replace("initial_points = 3", "initial_points = 3\nbatch = 2\n[clock]")
+        .replace("kind = \"dp-fts-de\"", "kind = \"dp-fts-de\"\npace = \"asynchronous\"");
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "async-batch.toml", &refused);
+    assert_refused(&p, "dp-fts-de in rounds");
+}

@@ -36,6 +36,21 @@ impl Peer {
     /// The agent's query: its own Thompson sample with probability p_t, otherwise the server's
     /// point; only its own sample, with no draw, once the server releases nothing (a spent
     /// privacy budget: what the DP paper recommends once p_t is near 1).
+    /// The agent's `k` queries of one round: the first as `choose`, the others its own
+    /// independent Thompson samples (parallel TS, Kandasamy et al. 2018), so the server's
+    /// point is queried at most once a round.
+    fn choose_batch(&mut self, p_t: f64, broadcast: &Broadcast, k: usize) -> Result<Vec<Query>> {
+        let mut queries = vec![self.choose(p_t, broadcast)?];
+        for _ in 1..k {
+            queries.push(Query {
+                agent: self.learner.agent,
+                point: self.learner.thompson()?,
+                source: Source::Own,
+            });
+        }
+        Ok(queries)
+    }
+
     fn choose(&mut self, p_t: f64, broadcast: &Broadcast) -> Result<Query> {
         let (point, source) = match &broadcast.point {
             None => (self.learner.thompson()?, Source::Own),
@@ -94,6 +109,8 @@ pub struct DpFtsDe {
     records: Vec<RoundRecord>,
     /// Rounds the privacy budget allows (`server.max_epsilon`); unlimited without one.
     budget_rounds: u64,
+    /// Queries per agent per round (`batch`; one message per round whatever it is).
+    batch: usize,
 }
 
 /// Each grid point's sub-region, and each sub-region's points; refuses a partition that
@@ -245,6 +262,7 @@ impl DpFtsDe {
                 .dp
                 .and_then(|d| d.budget)
                 .map_or(u64::MAX, |b| b.rounds),
+            batch: spec.batch,
         })
     }
 
@@ -394,12 +412,15 @@ impl Algorithm for DpFtsDe {
             (0..self.peers.len()).map(|a| self.message(a, t)).collect();
         let broadcast = self.broadcast(t, &messages)?;
         let p_t = self.schedule.p(t);
+        let k = self.batch;
         // Agents act independently on their own streams, so running them in parallel cannot
         // change the result.
-        self.peers
+        let rounds: Vec<Vec<Query>> = self
+            .peers
             .par_iter_mut()
-            .map(|peer| peer.choose(p_t, &broadcast))
-            .collect()
+            .map(|peer| peer.choose_batch(p_t, &broadcast, k))
+            .collect::<Result<_>>()?;
+        Ok(rounds.into_iter().flatten().collect())
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {

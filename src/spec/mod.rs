@@ -886,17 +886,19 @@ impl Spec {
                 total_agents,
             },
         )?;
-        // A batch per round is defined for agents alone; the federated kinds' rounds (one
-        // message, one broadcast, one query) have no batch form yet.
-        if let Some((i, a)) = algorithms
-            .iter()
-            .enumerate()
-            .find(|(_, a)| batch > 1 && !a.kind.is_single_agent())
-        {
+        // A batch per round is defined for agents alone and for DP-FTS-DE's synchronous
+        // rounds (one message per agent, k queries); the other federated kinds' rounds (one
+        // message, one broadcast, one query) have no batch form yet, and an agent at its own
+        // pace has one evaluation in flight.
+        if let Some((i, a)) = algorithms.iter().enumerate().find(|(_, a)| {
+            batch > 1
+                && !(a.kind.is_single_agent()
+                    || a.kind == AlgorithmKind::DpFtsDe && a.pace == Pace::Synchronous)
+        }) {
             return Err(c.err(
                 "batch",
                 format!(
-                    "applies to kinds ts, random, ei and ucb; algorithm[{i}] ({}) evaluates one point per agent per round (set batch = 1)",
+                    "applies to kinds ts, random, ei, ucb and dp-fts-de in rounds; algorithm[{i}] ({}) evaluates one point per agent per round (set batch = 1)",
                     a.label
                 ),
             ));
