@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Batches per round (issue 41 item 3): single-agent TS and EI (log) with batch = 1 for 4T
+# Batches per round (issue 41 item 3): single-agent TS and EI (log), and FTS-DE's server form
+# with eight agents (on Hartmann-6 and Levy-4), with batch = 1 for 4T
 # iterations against batch = 4 for T rounds (4T evaluations), T = 30, on the suite's 3-6-D
 # problems (5 initial points, noise s.d. 0.1, 10 runs). One sweep per problem over the two
 # points, so both share seeds, initial points and noise. Two paired comparisons per algorithm,
@@ -22,14 +23,21 @@ fi
 
 final="$OUT/final.csv"
 echo "problem,algorithm,comparison,k1_mean_regret,k4_mean_regret,diff_k4_minus_k1,p,k4_wins/ties/losses" >"$final"
+# TAG:KIND:AGENTS; FTS-DE's server form (DP-FTS-DE with subregions = 1, no DP) with eight
+# agents on the suite's first two 6-D and 4-D problems only. FBO_BATCH_ALGS="ftsde" keeps some.
+algs=("ts:ts:1" "ei:ei:1" "ftsde:dp-fts-de:8")
 for p in "${problems[@]}"; do
     read -r fn dim <<<"$p"
-    for alg in ts ei; do
+    for a in "${algs[@]}"; do
+        IFS=: read -r alg kind agents <<<"$a"
+        [[ -n "${FBO_BATCH_ALGS:-}" && ";$FBO_BATCH_ALGS;" != *";$alg;"* ]] && continue
+        [[ "$alg" == ftsde && "$fn" != hartmann6 && "$fn" != levy ]] && continue
         name="batch-$alg-$fn${dim:+-$dim}"
         spec="$OUT/specs/$name.toml"
         {
             suite_spec bench-batch.sh "$name" "$fn" "$dim" "$runs" "$((4 * rounds))" |
-                sed "s/^kind = \"ts\"$/kind = \"$alg\"/"
+                sed -e "s/^kind = \"ts\"$/kind = \"$kind\"/" -e "s/^agents = 1$/agents = $agents/"
+            [[ "$kind" == dp-fts-de ]] && printf 'server = { subregions = 1 }\n'
             cat <<SPEC
 
 # The model as measured in docs/results.md (the default before "loo").
