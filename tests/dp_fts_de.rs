@@ -635,8 +635,14 @@ fn a_batch_per_round_adds_own_samples_and_keeps_one_message_per_round() {
     // One server round (and one message per agent) per round, whatever the batch.
     assert_eq!(r3.server.len(), 8);
     let refused = SMALL_DP
-        .replace("initial_points = 3", "initial_points = 3\nbatch = 2\n[clock]")
-        .replace("kind = \"dp-fts-de\"", "kind = \"dp-fts-de\"\npace = \"asynchronous\"");
+        .replace(
+            "initial_points = 3",
+            "initial_points = 3\nbatch = 2\n[clock]",
+        )
+        .replace(
+            "kind = \"dp-fts-de\"",
+            "kind = \"dp-fts-de\"\npace = \"asynchronous\"",
+        );
     let dir = tempfile::tempdir().unwrap();
     let p = write(dir.path(), "async-batch.toml", &refused);
     assert_refused(&p, "dp-fts-de in rounds");
