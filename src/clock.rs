@@ -131,14 +131,12 @@ impl RunClock {
     /// (at the slowest agent's finish, in rounds; at the agent's own, alone), a site's
     /// several queries (a batch) on workers of their own.
     pub fn round(&mut self, slots: &[usize], queries: &[Query]) -> Vec<f64> {
-        let shared = self.now.iter().copied().fold(0.0, f64::max);
-        let start = self.now.clone();
+        let start = self.starts();
         slots
             .iter()
             .zip(queries)
             .map(|(&slot, q)| {
-                let t0 = if self.rounds { shared } else { start[slot] };
-                let done = t0 + self.costs.cost(slot, q);
+                let done = start[slot] + self.costs.cost(slot, q);
                 self.now[slot] = self.now[slot].max(done);
                 done
             })

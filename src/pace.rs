@@ -70,7 +70,7 @@ pub(crate) fn run_asynchronous(
         .period_s
         .unwrap_or_else(|| costs.slowest_median(&u.targets));
     let staleness = clock_spec.staleness;
-    let horizon = clock_spec.horizon_s;
+    let horizon = spec.horizon_s();
     let t_max = spec.iterations;
 
     let mut held: Vec<Option<Held>> = (0..n).map(|_| None).collect();

@@ -356,15 +356,14 @@ pub fn whole_runs(spec: &Spec, (lo, hi): (usize, usize)) -> (usize, usize) {
 /// wall-clock budget (`clock.horizon_s`) stops agents early, and an asynchronous server
 /// releases on its own period.
 fn may_stop_early(spec: &Spec, a: usize) -> bool {
-    spec.clock.as_ref().is_some_and(|c| c.horizon_s.is_some())
-        || spec.algorithms[a].pace == crate::spec::Pace::Asynchronous
+    spec.horizon_s().is_some() || spec.algorithms[a].pace == crate::spec::Pace::Asynchronous
 }
 
 /// Whether `rows` trace rows are what one run of algorithm `a` writes: all of them, or with
 /// a wall-clock budget any count from the initial points' up.
 fn rows_fit(spec: &Spec, a: usize, rows: usize) -> bool {
     let all = rows_per_run(spec, a);
-    match spec.clock.as_ref().is_some_and(|c| c.horizon_s.is_some()) {
+    match spec.horizon_s().is_some() {
         true => {
             rows <= all
                 && rows >= all / (spec.initial_points + spec.evaluations()) * spec.initial_points

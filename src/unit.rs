@@ -167,7 +167,7 @@ pub fn run_one_shared(
     }
     let mut u = Unit::start(spec, alg_index, run, landscape, senders)?;
     let mut beliefs = Vec::new();
-    let horizon = spec.clock.as_ref().and_then(|c| c.horizon_s);
+    let horizon = spec.horizon_s();
     for t in 1..=spec.iterations {
         crate::progress::check_stop()?;
         // With a wall-clock budget: no round once every agent's next start is past it, and

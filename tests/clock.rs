@@ -153,10 +153,8 @@ fn asynchronous_runs_are_byte_identical_across_threads_and_release_at_most_itera
         .count();
     assert!(from_server > 0);
     // Sharded and merged, an asynchronous spec gives the fresh run's bytes.
-    let shards = dir.path().join("shards");
-    run_every_shard("run", &path, &shards, 3);
-    fbo_ok("run", &path, &shards, &["--no-timing", "--merge"]);
-    assert_trace_of_a_fresh_run(&path, &shards, &dir.path().join("scratch"));
+    let (shards, scratch) = (dir.path().join("shards"), dir.path().join("scratch"));
+    assert_shards_merge_to_a_fresh_run(&path, &shards, &scratch, 3);
 }
 
 #[test]
@@ -190,10 +188,8 @@ fn a_wall_clock_budget_stops_every_agent_at_the_horizon_and_resumes() {
     // A budgeted run's parts are judged whole: shards merge to the fresh run's bytes.
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "budget.toml", &text);
-    let shards = dir.path().join("shards");
-    run_every_shard("run", &path, &shards, 2);
-    fbo_ok("run", &path, &shards, &["--no-timing", "--merge"]);
-    assert_trace_of_a_fresh_run(&path, &shards, &dir.path().join("scratch"));
+    let (shards, scratch) = (dir.path().join("shards"), dir.path().join("scratch"));
+    assert_shards_merge_to_a_fresh_run(&path, &shards, &scratch, 2);
 }
 
 #[test]

@@ -86,14 +86,8 @@ pub(super) fn check_clock(c: &Check, raw: Option<RawClock>) -> Result<Option<Clo
         median_s: c.positive("clock.median_s", r.median_s, 60.0)?,
         site_spread: spread("clock.site_spread", r.site_spread, 1.0)?,
         spread: spread("clock.spread", r.spread, 0.3)?,
-        period_s: r
-            .period_s
-            .map(|p| c.positive("clock.period_s", Some(p), p))
-            .transpose()?,
+        period_s: c.positive_or_none("clock.period_s", r.period_s)?,
         staleness: c.int("clock.staleness", r.staleness, 4, 1, 1_000_000)?,
-        horizon_s: r
-            .horizon_s
-            .map(|h| c.positive("clock.horizon_s", Some(h), h))
-            .transpose()?,
+        horizon_s: c.positive_or_none("clock.horizon_s", r.horizon_s)?,
     }))
 }

@@ -310,6 +310,11 @@ impl Check<'_> {
         Ok(v)
     }
 
+    /// `positive` for a key without a default: None stays None.
+    fn positive_or_none(&self, key: &str, v: Option<f64>) -> Result<Option<f64>> {
+        v.map(|v| self.positive(key, Some(v), v)).transpose()
+    }
+
     fn non_negative(&self, key: &str, v: Option<f64>, default: f64) -> Result<f64> {
         let v = v.unwrap_or(default);
         if !(v.is_finite() && v >= 0.0) {
@@ -1053,6 +1058,11 @@ impl Spec {
     /// Evaluations per acting agent after its initial points: the trace's last iteration.
     pub fn evaluations(&self) -> usize {
         self.iterations * self.batch
+    }
+
+    /// The wall-clock budget (`clock.horizon_s`), if any: no evaluation starts past it.
+    pub fn horizon_s(&self) -> Option<f64> {
+        self.clock.as_ref().and_then(|c| c.horizon_s)
     }
 
     /// Agents whose own optimisation TS and FTS trace.

@@ -108,6 +108,14 @@ pub fn assert_trace_of_a_fresh_run(spec: &Path, out: &Path, scratch: &Path) {
     );
 }
 
+/// Runs `spec` as `n` shards into `out`, merges them, and asserts the merged trace.csv has the
+/// bytes of an undisturbed run (made in `scratch`).
+pub fn assert_shards_merge_to_a_fresh_run(spec: &Path, out: &Path, scratch: &Path, n: usize) {
+    run_every_shard("run", spec, out, n);
+    fbo_ok("run", spec, out, &["--no-timing", "--merge"]);
+    assert_trace_of_a_fresh_run(spec, out, scratch);
+}
+
 /// `fbo validate SPEC`.
 pub fn validate(spec: &Path) -> Output {
     fbo().arg("validate").arg(spec).output().unwrap()
