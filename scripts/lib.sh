@@ -7,6 +7,7 @@
 #                                    kept, so a rerun only does what is missing)
 #   plot KIND OUT_NAME [fbo plot options]   draw results/figures/OUT_NAME.png and .svg
 # With FBO_PLOT_ONLY=1, run and sweep do nothing: the figures are redrawn from results/.
+# FBO_BUILT=1 FBO_BIN=path runs a binary built elsewhere (a benchmark beside another's build).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -16,7 +17,7 @@ if [[ -z "${FBO_BUILT:-}" ]]; then
     cargo build --release
     export FBO_BUILT=1
 fi
-FBO="$ROOT/target/release/fbo"
+FBO="${FBO_BIN:-$ROOT/target/release/fbo}"
 FIGURES="$ROOT/results/figures"
 mkdir -p "$FIGURES"
 

@@ -90,7 +90,10 @@ fn frontier(spec: &Spec, journal: &Arc<Journal>) -> Result<(Vec<(Request, Point)
         for r in 0..spec.runs {
             let land: Arc<Landscape> = landscapes[r % landscapes.len()].clone();
             let result = run_one(spec, a, r, land.clone());
-            let pending = land.take_pending();
+            let mut pending = land.take_pending();
+            // Evaluations of a round or of pending queries wait on threads of their own, in
+            // whatever order they started: listed by agent and iteration.
+            pending.sort_by_key(|(r, _)| (r.agent, r.iteration));
             match (result, pending.is_empty()) {
                 (Ok(_), _) => complete += 1,
                 (Err(_), false) => {

@@ -28,6 +28,7 @@ pub mod optim;
 pub mod outdir;
 pub mod output;
 pub mod pace;
+pub mod pending;
 pub mod plot;
 pub mod privacy;
 pub mod progress;

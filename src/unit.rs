@@ -165,6 +165,9 @@ pub fn run_one_shared(
     if alg_spec.pace == crate::spec::Pace::Asynchronous {
         return crate::pace::run_asynchronous(spec, alg_index, run, landscape, senders);
     }
+    if spec.parallel > 1 {
+        return crate::pending::run_pending(spec, alg_index, run, landscape, senders);
+    }
     let mut u = Unit::start(spec, alg_index, run, landscape, senders)?;
     let mut beliefs = Vec::new();
     let horizon = spec.horizon_s();

@@ -127,6 +127,20 @@ pub trait Algorithm {
     fn federated(&mut self) -> Option<&mut dyn Federated> {
         None
     }
+
+    /// The algorithm as agents that choose a query while earlier ones are still being
+    /// evaluated (`parallel = k`, `crate::pending`); None: every query waits for the last.
+    fn pending(&mut self) -> Option<&mut dyn Pending> {
+        None
+    }
+}
+
+/// Agents that keep several evaluations running: each chooses its next query from what has
+/// returned, knowing which points are still being evaluated.
+pub trait Pending {
+    /// Agent `agent`'s query t (its t-th after the initial points), with `pending` its
+    /// queries still being evaluated, oldest first.
+    fn propose_pending(&mut self, agent: usize, t: usize, pending: &[Point]) -> Result<Query>;
 }
 
 /// What the server tells every agent before iteration t: the point of the aggregated vectors'

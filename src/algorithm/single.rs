@@ -7,7 +7,7 @@
 //! last random initial point.
 
 use super::agent::Learner;
-use super::{Algorithm, Broadcast, Federated, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, Pending, Query, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::objective::{Landscape, Point, Space};
 use crate::rng::{Purpose, Rng, stream};
@@ -132,35 +132,61 @@ impl Agent {
     /// so far before the next is chosen, with the round's hyperparameters held, so the batch
     /// spreads. Random: k draws, on a grid without replacement across the batch.
     fn round(&mut self, rule: Rule, k: usize) -> Result<Vec<Query>> {
+        let first = self.next(rule, None)?;
+        let mut points = vec![first];
+        if k > 1 {
+            let hyper = self.learner.hyper().clone();
+            for _ in 1..k {
+                let point = self.next_beside(rule, &points, &hyper)?;
+                points.push(point);
+            }
+        }
+        Ok(points.into_iter().map(|p| self.query(rule, p)).collect())
+    }
+
+    fn query(&self, rule: Rule, point: Point) -> Query {
         let source = match rule {
             Rule::Thompson => Source::Own,
             Rule::Random => Source::Random,
             Rule::Ei(_) | Rule::Ucb { .. } => Source::Acquisition,
         };
-        let agent = self.learner.agent;
-        let query = |point| Query {
-            agent,
+        Query {
+            agent: self.learner.agent,
             point,
             source,
-        };
-        let first = self.next(rule, None)?;
-        let mut points = vec![first];
-        if k > 1 {
-            let hyper = self.learner.hyper().clone();
-            let (_, ys) = self.learner.observations();
-            let lie = ys.iter().cloned().fold(f64::INFINITY, f64::min);
-            let lie = if lie.is_finite() { lie } else { 0.0 };
-            for _ in 1..k {
-                // TS's samples are independent: the pending points do not enter its model.
-                let pending: Vec<(Point, f64)> = match rule {
-                    Rule::Thompson => Vec::new(),
-                    _ => points.iter().map(|p| (p.clone(), lie)).collect(),
-                };
-                let point = self.with_pending(&pending, |a| a.next(rule, Some(&hyper)))?;
-                points.push(point);
-            }
         }
-        Ok(points.into_iter().map(query).collect())
+    }
+
+    /// The next point by `rule` with `pending` points being evaluated, on `hyper` held. TS's
+    /// samples are independent: the pending points do not enter its model. The others see
+    /// each pending point as a constant liar, the worst value observed so far.
+    fn next_beside(&mut self, rule: Rule, pending: &[Point], hyper: &GpHyper) -> Result<Point> {
+        let pending: Vec<(Point, f64)> = match rule {
+            Rule::Thompson => Vec::new(),
+            _ => {
+                let (_, ys) = self.learner.observations();
+                let lie = ys.iter().cloned().fold(f64::INFINITY, f64::min);
+                let lie = if lie.is_finite() { lie } else { 0.0 };
+                pending.iter().map(|p| (p.clone(), lie)).collect()
+            }
+        };
+        self.with_pending(&pending, |a| a.next(rule, Some(hyper)))
+    }
+
+    /// The next query with `pending` points still being evaluated (`parallel = k`): the
+    /// model refits on what has returned when its schedule says so, then chooses as a
+    /// batch's later point does.
+    fn next_pending(&mut self, rule: Rule, pending: &[Point]) -> Result<Query> {
+        let point = if pending.is_empty() {
+            self.next(rule, None)?
+        } else {
+            let hyper = match rule {
+                Rule::Random => self.learner.hyper().clone(),
+                _ => self.learner.fitted_hyper(),
+            };
+            self.next_beside(rule, pending, &hyper)?
+        };
+        Ok(self.query(rule, point))
     }
 
     /// `f` on this agent with `pending` among its observations, which are dropped after it.
@@ -246,6 +272,21 @@ impl Algorithm for Single {
 
     fn federated(&mut self) -> Option<&mut dyn Federated> {
         Some(self)
+    }
+
+    fn pending(&mut self) -> Option<&mut dyn Pending> {
+        Some(self)
+    }
+}
+
+impl Pending for Single {
+    fn propose_pending(&mut self, agent: usize, _t: usize, pending: &[Point]) -> Result<Query> {
+        let slot = self
+            .targets
+            .iter()
+            .position(|&a| a == agent)
+            .expect("a target agent");
+        self.agents[slot].next_pending(self.rule, pending)
     }
 }
 

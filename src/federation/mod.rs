@@ -102,6 +102,13 @@ fn federated_algorithm(
             "runs only in one process (a round across machines is one query per site); set batch = 1 across machines",
         ));
     }
+    if spec.parallel > 1 {
+        return Err(FboError::spec(
+            &spec.path,
+            "parallel",
+            "runs only in one process (a round across machines is one query per site); set parallel = 1 across machines",
+        ));
+    }
     // Across machines time is real: the simulated clock and its asynchronous server belong to
     // one process.
     if spec.clock.is_some() {

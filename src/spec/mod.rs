@@ -47,6 +47,9 @@ pub struct Spec {
     /// Evaluations per agent per round (`batch`): round t's are the trace's iterations
     /// (t - 1) batch + 1 ..= t batch.
     pub batch: usize,
+    /// Evaluations each agent keeps running at once (`parallel`): its next query is chosen
+    /// as soon as its oldest returns, with the others pending (`crate::pending`).
+    pub parallel: usize,
     /// Where the initial points come from (random, a design, a file).
     pub initial_design: crate::design::InitialDesign,
     pub algorithms: Vec<AlgorithmSpec>,
@@ -193,6 +196,7 @@ struct RawSpec {
     iterations: Option<i64>,
     initial_points: Option<i64>,
     batch: Option<i64>,
+    parallel: Option<i64>,
     initial_design: Option<String>,
     initial_design_across_agents: Option<bool>,
     initial_points_file: Option<String>,
@@ -503,8 +507,26 @@ impl Spec {
             ));
         }
 
+        let parallel = c.int("parallel", raw.parallel, 1, 1, 64)?;
+        if parallel > 1 && batch > 1 {
+            return Err(c.err(
+                "parallel",
+                format!("and batch are two ways to run several evaluations per agent: a batch waits for all of a round's, parallel = {parallel} proposes as each returns; set one of them to 1"),
+            ));
+        }
+        // A command's evaluations at once (over all runs and agents) default to the agent's
+        // parallel ones, so that parallel = k runs k at once without a second key.
+        let concurrency_given = raw
+            .objective
+            .as_ref()
+            .is_some_and(|o| o.concurrency_given());
         let rf = raw.federation.unwrap_or_default();
         let mut objective = check_objective(&c, raw.objective)?;
+        if let ObjectiveKind::Command(settings) = &mut objective.kind
+            && !concurrency_given
+        {
+            settings.concurrency = parallel;
+        }
         let agents = match &objective.kind {
             ObjectiveKind::Table { agents, .. } => {
                 if rf.agents.is_some() {
@@ -908,6 +930,21 @@ impl Spec {
                 ),
             ));
         }
+        // Pending evaluations are defined for agents alone, each on its own model; a federated
+        // round waits for every agent's one query.
+        if let Some((i, a)) = algorithms
+            .iter()
+            .enumerate()
+            .find(|(_, a)| parallel > 1 && !a.kind.is_single_agent())
+        {
+            return Err(c.err(
+                "parallel",
+                format!(
+                    "applies to kinds ts, random, ei and ucb; algorithm[{i}] ({}) waits for every agent's query each round (set parallel = 1)",
+                    a.label
+                ),
+            ));
+        }
         // A model refits when its observation count, initial_points + batch t, is a multiple
         // of refit_every: never, unless gcd(batch, refit_every) divides initial_points.
         if let Some(r) = surrogate.own.refit_every {
@@ -1042,6 +1079,7 @@ impl Spec {
             iterations,
             initial_points,
             batch,
+            parallel,
             initial_design,
             algorithms,
             objective,

@@ -146,6 +146,13 @@ pub(super) struct RawParam {
     choices: Option<Vec<String>>,
 }
 
+impl RawObjective {
+    /// Whether `objective.concurrency` was written (its default follows `parallel`).
+    pub(super) fn concurrency_given(&self) -> bool {
+        self.concurrency.is_some()
+    }
+}
+
 pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<ObjectiveSpec> {
     let Some(mut o) = raw else {
         return Err(c.err(
