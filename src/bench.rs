@@ -429,6 +429,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             normalize_y: true,
             sampler: crate::surrogate::own::OwnSampler::Rff,
             known_noise: Vec::new(),
+            fit_points: None,
         };
         let mut times = Vec::new();
         for (rep, land) in lands.iter().enumerate() {

@@ -252,6 +252,7 @@ struct RawOwn {
     refit_every: Option<i64>,
     fit_starts: Option<i64>,
     fit_restarts: Option<i64>,
+    fit_points: Option<i64>,
     normalize_y: Option<bool>,
     sample: Option<String>,
     length_scale: Option<f64>,
@@ -763,6 +764,10 @@ impl Spec {
                 )?;
                 FitBudget { starts, restarts }
             },
+            fit_points: ro
+                .fit_points
+                .map(|_| c.int("surrogate.own.fit_points", ro.fit_points, 0, 20, MAX_OBS))
+                .transpose()?,
             model,
             initial,
             normalize_y: ro.normalize_y.unwrap_or(true),

@@ -63,6 +63,11 @@ pub struct OwnSettings {
     /// (`surrogate.own.noise_variance_known`): one value for every agent, or one per agent;
     /// empty: the noise is fitted. Fixed in every fit, rescaled as the outputs are.
     pub known_noise: Vec<f64>,
+    /// Fit the hyperparameters on at most this many observations, a uniformly random subset
+    /// drawn afresh at each refit (the posterior still conditions on all of them); None: all.
+    /// A fit costs O(n^3) per likelihood evaluation, the posterior once: at large n the fit
+    /// is the bottleneck (docs/results.md, "Cost per iteration").
+    pub fit_points: Option<usize>,
 }
 
 /// A sampled function f(x) = phi(x)^T w with its own features, plus the kernel update of a
@@ -181,6 +186,18 @@ impl OwnModel {
             return false;
         }
         let yv = self.targets(y);
+        let (x, yv) = match self.settings.fit_points {
+            Some(m) if n > m => {
+                let mut keep = rand::seq::index::sample(rng, n, m).into_vec();
+                keep.sort_unstable();
+                (
+                    x.select(ndarray::Axis(0), &keep),
+                    yv.select(ndarray::Axis(0), &keep),
+                )
+            }
+            _ => (x.to_owned(), yv),
+        };
+        let x = x.view();
         let warm = (self.fitted_at > 0).then_some(&self.hyper);
         // A known noise is one point of the noise's range: the fit finds the rest around it.
         let known = self.known_on_model_scale(y);
@@ -293,7 +310,9 @@ mod tests {
     use super::*;
     use crate::objective::space::Domain;
     use crate::surrogate::gp::{GpPosterior, HyperBounds, HyperPrior, Kernel, MeanFn};
+    use ndarray::ArrayView2;
     use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
 
     fn model(sampler: OwnSampler, noise_var: f64, features: usize, kernel: Kernel) -> OwnModel {
         let h = GpHyper::isotropic(kernel, 0.15, 1.0, noise_var);
@@ -320,12 +339,50 @@ mod tests {
             normalize_y: false,
             sampler,
             known_noise: Vec::new(),
+            fit_points: None,
         })
     }
 
     fn data() -> (Array2<f64>, Vec<f64>) {
         let x = ndarray::array![[0.1], [0.35], [0.5], [0.8]];
         (x, vec![0.4, -0.9, 0.2, 1.3])
+    }
+
+    /// `fit_points = m` fits on m observations drawn uniformly without replacement from the
+    /// fit's own stream, exactly the fit of all settings on that subset; at m >= n it is the
+    /// fit on all, with the same draws.
+    #[test]
+    fn a_fit_on_fit_points_is_the_fit_on_a_random_subset_of_that_many() {
+        let n = 40;
+        let x = Array2::from_shape_fn((n, 1), |(i, _)| (i as f64 * 0.618) % 1.0);
+        let y: Vec<f64> = x.column(0).iter().map(|v| (6.0 * v).sin()).collect();
+        let mut base = model(OwnSampler::Rff, 0.01, 50, Kernel::Se)
+            .settings()
+            .clone();
+        base.refit_every = Some(1);
+        base.fit = FitBudget {
+            starts: 4,
+            restarts: 2,
+        };
+        let fit = |points: Option<usize>, x: ArrayView2<f64>, y: &[f64], rng: &mut ChaCha8Rng| {
+            let mut m = OwnModel::new(OwnSettings {
+                fit_points: points,
+                ..base.clone()
+            });
+            assert!(m.maybe_refit(x, y, rng));
+            m.hyper().clone()
+        };
+        let rng = || ChaCha8Rng::seed_from_u64(9);
+        let all = fit(None, x.view(), &y, &mut rng());
+        assert_eq!(fit(Some(n), x.view(), &y, &mut rng()), all);
+        let sub = fit(Some(15), x.view(), &y, &mut rng());
+        let mut r = rng();
+        let mut keep = rand::seq::index::sample(&mut r, n, 15).into_vec();
+        keep.sort_unstable();
+        let xs = x.select(ndarray::Axis(0), &keep);
+        let ys: Vec<f64> = keep.iter().map(|&i| y[i]).collect();
+        assert_eq!(fit(None, xs.view(), &ys, &mut r), sub);
+        assert_ne!(sub, all);
     }
 
     /// A known noise variance is the fit's noise, on the standardised scale: v / var(y); the
