@@ -17,6 +17,7 @@
 
 pub mod pld;
 pub mod rdp;
+pub mod select;
 
 use std::fmt;
 use std::str::FromStr;
