@@ -15,6 +15,7 @@
 //! sum by up to 2S: the RDP accountants use Wang, Balle & Kasiviswanathan (2019, Thm. 27),
 //! `pld` the dominating pairs of `pld::pairs`.
 
+pub mod allocation;
 pub mod pld;
 pub mod rdp;
 pub mod select;
