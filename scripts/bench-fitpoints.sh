@@ -38,21 +38,7 @@ SPEC
         } >"$spec"
         echo "bench-fitpoints: $name" >&2
         "$FBO" sweep "$spec" --out "$OUT/$name" --quiet
-        python3 - "$OUT/$name" >"$OUT/$name/both.csv" <<'PY'
-import csv, glob, os, sys
-points = sorted(glob.glob(os.path.join(sys.argv[1], "points", "p*")))
-w = csv.writer(sys.stdout, lineterminator="\n")
-for n, (label, folder) in enumerate(zip(("all", "subset"), points)):
-    with open(os.path.join(folder, "trace.csv")) as f:
-        r = csv.reader(f)
-        h = next(r)
-        if n == 0:
-            w.writerow(h)
-        ia = h.index("algorithm")
-        for row in r:
-            row[ia] = label
-            w.writerow(row)
-PY
+        python3 "$ROOT/scripts/label_points.py" "$OUT/$name" all subset >"$OUT/$name/both.csv"
         "$FBO" compare "$OUT/$name/both.csv" --metric simple-regret --at "$iterations" \
             --baseline all >"$OUT/compare/$name.txt"
         python3 - "$fn${dim:+-$dim}" "$kind" "$OUT/$name/both.csv" "$OUT/$name/compare.csv" "$iterations" >>"$final" <<'PY'

@@ -54,21 +54,7 @@ SPEC
         echo "bench-pending: $name" >&2
         "$FBO" sweep "$spec" --out "$OUT/$name" --quiet --no-timing
         # One trace of the three, labelled by way.
-        python3 - "$OUT/$name" >"$OUT/$name/ways.csv" <<'PY'
-import csv, glob, os, sys
-points = sorted(glob.glob(os.path.join(sys.argv[1], "points", "p*")))
-w = csv.writer(sys.stdout, lineterminator="\n")
-for n, (label, folder) in enumerate(zip(("one at a time", "batch 4", "parallel 4"), points)):
-    with open(os.path.join(folder, "trace.csv")) as f:
-        r = csv.reader(f)
-        h = next(r)
-        if n == 0:
-            w.writerow(h)
-        ia = h.index("algorithm")
-        for row in r:
-            row[ia] = label
-            w.writerow(row)
-PY
+        python3 "$ROOT/scripts/label_points.py" "$OUT/$name" "one at a time" "batch 4" "parallel 4" >"$OUT/$name/ways.csv"
         "$FBO" compare "$OUT/$name/ways.csv" --metric simple-regret --at-clock "$at" \
             --baseline "batch 4" >"$OUT/compare/$name.txt"
         python3 - "$fn${dim:+-$dim}" "$kind" "$OUT/$name/ways.csv" "$at" "$OUT/$name/compare.csv" >>"$final" <<'PY'

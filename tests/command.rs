@@ -70,11 +70,7 @@ fn run(spec: &Path, out: &Path, count: &Path, env: &[(&str, &str)]) -> std::proc
 
 /// The columns of a trace that say what was queried and seen (not timings).
 fn queries(out: &Path) -> Vec<String> {
-    std::fs::read_to_string(out.join("trace.csv"))
-        .unwrap()
-        .lines()
-        .map(|l| l.split(',').take(14).collect::<Vec<_>>().join(","))
-        .collect()
+    common::trace_columns(out, 14)
 }
 
 fn lines(path: &Path) -> Vec<String> {

@@ -6,7 +6,7 @@ use common::*;
 use fbo::output::TraceRow;
 use fbo::spec::Spec;
 use fbo::unit::run_one;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Two agents on Branin, TS, log-EI and random search; `{extra}` adds top-level keys.
 fn spec_text(extra: &str) -> String {
@@ -61,6 +61,33 @@ fn iterations(rows: &[TraceRow], agent: usize) -> Vec<&TraceRow> {
         .collect();
     out.sort_by_key(|r| r.iteration);
     out
+}
+
+/// A spec of Branin's box with `objective` lines (a command's, or an external one's) and,
+/// beside it, the same spec on the built-in function: (spec, built-in spec).
+fn on_branin(
+    dir: &Path,
+    name: &str,
+    head: &str,
+    objective: &str,
+    tail: &str,
+) -> (PathBuf, PathBuf) {
+    let spec = write(
+        dir,
+        &format!("{name}.toml"),
+        &format!("{head}\n[objective]\n{objective}\ndirection = \"maximize\"\n{BRANIN_BOX}{tail}"),
+    );
+    let builtin = write(
+        dir,
+        &format!("{name}-fn.toml"),
+        &format!("{head}\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n{tail}"),
+    );
+    (spec, builtin)
+}
+
+/// What a trace says was queried and seen: its first 12 columns, row by row.
+fn queried(out: &Path) -> Vec<String> {
+    trace_columns(out, 12)
 }
 
 #[test]
@@ -191,19 +218,11 @@ fn a_command_keeps_k_evaluations_running() {
     let dir = tempfile::tempdir().unwrap();
     let head = "name = \"cmd\"\nseed = 5\nruns = 1\niterations = 7\ninitial_points = 3\nparallel = 3\n\n[acquisition]\ncandidates = 200\nstarts = 3\n";
     let tail = "\n[federation]\nagents = 1\n\n[[algorithm]]\nkind = \"ei\"\nei = \"log\"\n";
-    let cmd = write(
-        dir.path(),
-        "cmd.toml",
-        &format!(
-            "{head}\n[objective]\nkind = \"command\"\ncommand = [{:?}]\ndirection = \"maximize\"\nconcurrency = 8\n{BRANIN_BOX}{tail}",
-            toy().display().to_string()
-        ),
+    let objective = format!(
+        "kind = \"command\"\ncommand = [{:?}]\nconcurrency = 8",
+        toy().display().to_string()
     );
-    let builtin = write(
-        dir.path(),
-        "fn.toml",
-        &format!("{head}\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n{tail}"),
-    );
+    let (cmd, builtin) = on_branin(dir.path(), "cmd", head, &objective, tail);
     let events = dir.path().join("events");
     let count = dir.path().join("count");
     let run = || {
@@ -232,21 +251,17 @@ fn a_command_keeps_k_evaluations_running() {
         most = most.max(now);
     }
     assert_eq!(most, 3, "{log}");
-    let cut = |d: &str| -> Vec<String> {
-        std::fs::read_to_string(dir.path().join(d).join("trace.csv"))
-            .unwrap()
-            .lines()
-            .map(|l| l.split(',').take(12).collect::<Vec<_>>().join(","))
-            .collect()
-    };
-    assert_eq!(cut("cmd"), cut("fn"));
+    assert_eq!(
+        queried(&dir.path().join("cmd")),
+        queried(&dir.path().join("fn"))
+    );
     // The journal replays: nothing runs again and the trace is the same.
     std::fs::remove_file(&count).unwrap();
-    let before = cut("cmd");
+    let before = queried(&dir.path().join("cmd"));
     let o = run();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!count.exists() || std::fs::read_to_string(&count).unwrap().is_empty());
-    assert_eq!(cut("cmd"), before);
+    assert_eq!(queried(&dir.path().join("cmd")), before);
 }
 
 /// Run by hand (`kind = "external"`): `fbo ask` hands out an agent's k pending queries at
@@ -256,18 +271,7 @@ fn ask_hands_out_k_queries_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let head = "name = \"ext\"\nseed = 5\nruns = 1\niterations = 7\ninitial_points = 3\nparallel = 3\n\n[acquisition]\ncandidates = 200\nstarts = 3\n";
     let tail = "\n[federation]\nagents = 2\n\n[[algorithm]]\nkind = \"ts\"\n";
-    let ext = write(
-        dir.path(),
-        "ext.toml",
-        &format!(
-            "{head}\n[objective]\nkind = \"external\"\ndirection = \"maximize\"\n{BRANIN_BOX}{tail}"
-        ),
-    );
-    let builtin = write(
-        dir.path(),
-        "fn.toml",
-        &format!("{head}\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n{tail}"),
-    );
+    let (ext, builtin) = on_branin(dir.path(), "ext", head, "kind = \"external\"", tail);
     let state = dir.path().join("state");
     let mut told = Vec::new();
     loop {
@@ -282,12 +286,5 @@ fn ask_hands_out_k_queries_at_once() {
     assert_eq!(told, vec![6, 6, 6, 2]);
     fbo_ok("run", &ext, &state, &["--no-timing"]);
     fbo_ok("run", &builtin, &dir.path().join("fn"), &["--no-timing"]);
-    let cut = |d: &Path| -> Vec<String> {
-        std::fs::read_to_string(d.join("trace.csv"))
-            .unwrap()
-            .lines()
-            .map(|l| l.split(',').take(12).collect::<Vec<_>>().join(","))
-            .collect()
-    };
-    assert_eq!(cut(&state), cut(&dir.path().join("fn")));
+    assert_eq!(queried(&state), queried(&dir.path().join("fn")));
 }

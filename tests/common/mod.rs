@@ -150,6 +150,15 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// The first `n` columns of a trace, row by row (what was queried and seen, without timings).
+pub fn trace_columns(out: &Path, n: usize) -> Vec<String> {
+    std::fs::read_to_string(out.join("trace.csv"))
+        .unwrap()
+        .lines()
+        .map(|l| l.split(',').take(n).collect::<Vec<_>>().join(","))
+        .collect()
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
