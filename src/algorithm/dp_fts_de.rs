@@ -33,9 +33,6 @@ struct Peer {
 }
 
 impl Peer {
-    /// The agent's query: its own Thompson sample with probability p_t, otherwise the server's
-    /// point; only its own sample, with no draw, once the server releases nothing (a spent
-    /// privacy budget: what the DP paper recommends once p_t is near 1).
     /// The agent's `k` queries of one round: the first as `choose`, the others its own
     /// independent Thompson samples (parallel TS, Kandasamy et al. 2018), so the server's
     /// point is queried at most once a round.
@@ -51,6 +48,9 @@ impl Peer {
         Ok(queries)
     }
 
+    /// The agent's query: its own Thompson sample with probability p_t, otherwise the server's
+    /// point; only its own sample, with no draw, once the server releases nothing (a spent
+    /// privacy budget: what the DP paper recommends once p_t is near 1).
     fn choose(&mut self, p_t: f64, broadcast: &Broadcast) -> Result<Query> {
         let (point, source) = match &broadcast.point {
             None => (self.learner.thompson()?, Source::Own),

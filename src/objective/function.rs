@@ -596,7 +596,7 @@ mod tests {
             ([3.0, 7.0, 3.0, 7.0], 2.790_277_929_689_085),
         ] {
             assert!(
-                (shekel.value(&x) - want).abs() < 1e-8,
+                (shekel.value(&x) - want).abs() < 1e-12,
                 "{x:?}: {}",
                 shekel.value(&x)
             );

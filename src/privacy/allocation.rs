@@ -32,8 +32,8 @@ struct Grid {
 }
 
 /// Epsilon at `delta` for one round in T by random allocation, noise multiplier `sigma`: the
-/// larger of the two directions (add and remove), an upper bound to within the bisection's
-/// 1e-6 (rounded up).
+/// larger of the two directions (add and remove), an upper bound (the bisection's bracket
+/// closed to 1e-7 and its upper end returned).
 pub fn epsilon(sigma: f64, rounds: u64, delta: f64) -> Result<f64, String> {
     check(sigma, rounds)?;
     if !(delta > 0.0 && delta < 1.0) {

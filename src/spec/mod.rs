@@ -766,7 +766,7 @@ impl Spec {
             },
             fit_points: ro
                 .fit_points
-                .map(|_| c.int("surrogate.own.fit_points", ro.fit_points, 0, 20, MAX_OBS))
+                .map(|m| c.int("surrogate.own.fit_points", Some(m), m, 20, MAX_OBS))
                 .transpose()?,
             model,
             initial,
