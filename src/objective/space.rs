@@ -230,21 +230,31 @@ impl Domain {
         Point {
             x: self.points.row(i).to_vec(),
             index: Some(i),
+            given: None,
         }
     }
 }
 
 /// A point of a search space in unit coordinates; `index` is its row when the space is a grid
-/// (tables are looked up by it, and grid-only caches are indexed by it).
+/// (tables are looked up by it, and grid-only caches are indexed by it). `given` holds the
+/// raw values a user named (`fbo evaluate`, a trace's incumbents): mapping them to the unit
+/// cube and back can move them by an ulp (on a log scale not every raw value is the image of
+/// a unit coordinate), and a loosely stopped solver such as libsvm's can take another path
+/// from a C one ulp away, so the objective is handed exactly what was named.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Point {
     pub x: Vec<f64>,
     pub index: Option<usize>,
+    pub given: Option<Vec<f64>>,
 }
 
 impl Point {
     pub fn free(x: Vec<f64>) -> Self {
-        Point { x, index: None }
+        Point {
+            x,
+            index: None,
+            given: None,
+        }
     }
 
     pub fn view(&self) -> ArrayView1<'_, f64> {
@@ -370,6 +380,9 @@ impl Space {
 
     /// The raw hyperparameter values of a point (empty where the space has none).
     pub fn raw(&self, p: &Point) -> Vec<f64> {
+        if let Some(given) = &p.given {
+            return given.clone();
+        }
         match self {
             Space::Grid(d) => match (&d.raw, p.index) {
                 (Some(raw), Some(i)) => raw.row(i).to_vec(),
@@ -397,8 +410,10 @@ impl Space {
         match self {
             Space::Box(params) => {
                 let mut x = Vec::with_capacity(self.dim());
+                let mut given = Vec::with_capacity(raw.len());
                 for (p, &v) in params.iter().zip(raw) {
                     if p.is_categorical() {
+                        given.push(v);
                         let k = p.choices.len();
                         if !(v >= 0.0 && v.fract() == 0.0 && (v as usize) < k) {
                             return Err(format!(
@@ -420,9 +435,19 @@ impl Space {
                         Scale::Linear => (v - p.low) / (p.high - p.low),
                         Scale::Log => (v.ln() - p.low.ln()) / (p.high.ln() - p.low.ln()),
                     };
-                    x.push(u.clamp(0.0, 1.0));
+                    let u = u.clamp(0.0, 1.0);
+                    x.push(u);
+                    // The value itself, inside the range; an integer's as the space rounds it.
+                    given.push(if p.integer {
+                        p.value(u)
+                    } else {
+                        v.clamp(p.low, p.high)
+                    });
                 }
-                Ok(Point::free(x))
+                Ok(Point {
+                    given: Some(given),
+                    ..Point::free(x)
+                })
             }
             Space::Grid(d) => {
                 let Some(table) = &d.raw else {
@@ -769,6 +794,29 @@ mod tests {
         let mut bad = json.clone();
         bad.insert("kernel".into(), serde_json::json!(2));
         assert_eq!(c.from_json(&bad), None);
+    }
+
+    #[test]
+    fn a_named_raw_value_reaches_the_objective_exactly() {
+        let s = Space::Box(vec![
+            // The landmine SVM's box.
+            Param::linear("C", 1e-4, 10.0),
+            Param::linear("gamma", 0.01, 10.0),
+            Param {
+                integer: true,
+                ..Param::linear("width", 1.0, 9.0)
+            },
+        ]);
+        let named = [5.3110153144091115, 0.016718441129178616, 4.0];
+        let p = s.point_at_raw(&named).unwrap();
+        // Through the unit cube this C comes back one ulp off: not every raw value is the
+        // image of a unit coordinate.
+        let through_cube = s.raw(&Point::free(p.x.clone()));
+        assert_ne!(through_cube[0], named[0]);
+        assert_eq!(s.raw(&p), named.to_vec());
+        // Inside the range, and an integer as the space rounds it.
+        let edge = s.point_at_raw(&[10.0 + 1e-12, 0.5, 4.4]).unwrap();
+        assert_eq!(s.raw(&edge), vec![10.0, 0.5, 4.0]);
     }
 
     #[test]
