@@ -146,7 +146,7 @@ fn given_points_are_used_exactly_and_bad_files_are_named() {
     write(
         dir.path(),
         "pts.csv",
-        "agent,run,x1,x2\n0,0,0,0\n0,0,1,2\n1,0,3,4\n1,0,5,6\n2,0,-5,15\n2,0,10,0\n\
+        "agent,run,x1,x2\n0,0,0,0\n0,0,0.1,0.3\n1,0,3,4\n1,0,5,6\n2,0,-5,15\n2,0,10,0\n\
          0,1,2,2\n0,1,7,7\n1,1,3,3\n1,1,4,4\n2,1,9,9\n2,1,8,8\n",
     );
     let spec = write(
@@ -165,6 +165,11 @@ fn given_points_are_used_exactly_and_bad_files_are_named() {
     assert_eq!(
         init[&("TS".into(), "0".into(), "2".into())],
         want(&[(-5, 15), (10, 0)])
+    );
+    // As written, not as the unit cube maps them back (x1 = 0.1 came back 0.09999999999999964).
+    assert_eq!(
+        init[&("TS".into(), "0".into(), "0".into())][1],
+        ["0.1", "0.3"]
     );
     assert_eq!(
         init[&("Random".into(), "1".into(), "0".into())],
