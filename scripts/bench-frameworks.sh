@@ -10,14 +10,17 @@
 # because several frameworks decide by them: a framework's gain is also to be read against
 # its own acquisition without federation. Not part of CI: about
 # 10 minutes on 2 cores, and live landmine about 40 more. FBO_FRAMEWORKS_QUICK=1 checks the
-# script (2 seeds, 6 iterations, no landmine).
+# script (2 seeds, 6 iterations, no landmine). Beyond the issues' setting:
+# FBO_FRAMEWORKS_AGENTS (8), FBO_FRAMEWORKS_ITERATIONS (30) and FBO_FRAMEWORKS_OUT (a folder under
+# results/, bench-frameworks) size the federation and keep its results apart.
 #
 #   scripts/bench-frameworks.sh   # results/bench-frameworks/<problem>/ and table.md
 source "$(dirname "$0")/lib.sh"
-OUT="$ROOT/results/bench-frameworks"
+OUT="$ROOT/results/${FBO_FRAMEWORKS_OUT:-bench-frameworks}"
 mkdir -p "$OUT"
 runs=10
-iterations=30
+iterations=${FBO_FRAMEWORKS_ITERATIONS:-30}
+agents=${FBO_FRAMEWORKS_AGENTS:-8}
 if [[ -n "${FBO_FRAMEWORKS_QUICK:-}" ]]; then
     runs=2
     iterations=6
@@ -97,7 +100,7 @@ noise_var = 0.01
 $heterogeneity
 
 [federation]
-agents = 8
+agents = $agents
 p_t = "1-1/sqrt(t)"
 
 [[algorithm]]

@@ -34,6 +34,7 @@ pub mod privacy;
 pub mod progress;
 pub mod rng;
 pub mod runner;
+pub mod secagg;
 pub mod server;
 pub mod simd;
 pub mod spec;

@@ -1,0 +1,461 @@
+//! Secure aggregation: the server learns the sum of the selected agents' vectors and nothing
+//! else (Bonawitz et al., CCS 2017, its honest-but-curious form; docs/algorithms.md "Secure
+//! aggregation" states the protocol step by step and its threat model).
+//!
+//! Each round, over the round's cohort (the agents the server selected):
+//! 1. **Advertise.** Every member draws an X25519 key pair for its masks and sends the public
+//!    key.
+//! 2. **Share.** Every member draws a 32-byte self-mask seed b_u and deals Shamir shares
+//!    (threshold t) of b_u and of its mask secret key to every other member (in a deployment
+//!    through the server, encrypted to the recipient; here handed over directly).
+//! 3. **Masked input.** Member u sends y_u = x_u + PRG(b_u) + sum over v > u of PRG(s_uv) -
+//!    sum over v < u of PRG(s_uv) (mod 2^64 per coordinate), s_uv = SHA-256 of the X25519
+//!    agreement of u and v. The pairwise masks cancel in the sum; each y_u alone is uniform.
+//! 4. **Unmask.** The server names the survivors S (whose y arrived) and the dropped D. Each
+//!    survivor answers with its share of b_u for u in S and of u's secret key for u in D,
+//!    never both for one u. With t answers the server rebuilds every b_u of S and the secret
+//!    keys of D, removes the self masks and the dropped members' pairwise masks, and has
+//!    sum over S of x_u. Fewer than t survivors: the round yields nothing.
+//!
+//! Values travel in fixed point (`encode`, 32 fraction bits) so that sums are exact modular
+//! integer sums: independent of the order of addition, hence of threads.
+pub mod shamir;
+
+use rand::{RngCore, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use sha2::{Digest, Sha256};
+use shamir::Share;
+use x25519_dalek::{PublicKey, StaticSecret};
+
+/// Fraction bits of the fixed-point encoding.
+pub const FRACTION_BITS: i32 = 32;
+
+/// `v` in fixed point, two's complement mod 2^64, or None when `cohort` such values could
+/// overflow the sum (|v| 2^32 must stay below 2^63 / cohort).
+pub fn encode(v: f64, cohort: usize) -> Option<u64> {
+    let scaled = (v * 2f64.powi(FRACTION_BITS)).round();
+    let limit = 2f64.powi(63) / cohort.max(1) as f64;
+    (scaled.is_finite() && scaled.abs() < limit).then_some(scaled as i64 as u64)
+}
+
+/// The value of a fixed-point sum.
+pub fn decode(v: u64) -> f64 {
+    v as i64 as f64 / 2f64.powi(FRACTION_BITS)
+}
+
+/// A member's private material for one round.
+pub struct Member {
+    pub id: usize,
+    secret: StaticSecret,
+    self_seed: [u8; 32],
+}
+
+/// Step 1's message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Advert {
+    pub id: usize,
+    pub public: [u8; 32],
+}
+
+/// Step 2's message from `from` to one other member: its shares of the sender's self-mask
+/// seed and mask secret key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dealt {
+    pub from: usize,
+    pub self_seed: Share,
+    pub secret: Share,
+}
+
+/// Step 4's answer of one survivor: for each member, the share the server asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reveal {
+    pub from: usize,
+    pub self_seeds: Vec<(usize, Share)>,
+    pub secrets: Vec<(usize, Share)>,
+}
+
+/// Step 1: a member's key pair and self-mask seed, drawn from its own stream.
+pub fn advertise<R: RngCore + ?Sized>(id: usize, rng: &mut R) -> (Member, Advert) {
+    let mut key = [0u8; 32];
+    rng.fill_bytes(&mut key);
+    let mut self_seed = [0u8; 32];
+    rng.fill_bytes(&mut self_seed);
+    let secret = StaticSecret::from(key);
+    let public = PublicKey::from(&secret).to_bytes();
+    (
+        Member {
+            id,
+            secret,
+            self_seed,
+        },
+        Advert { id, public },
+    )
+}
+
+/// Step 2: the shares `m` deals, one per member of `adverts` (itself included, in the
+/// adverts' order; share x is the position + 1).
+pub fn deal<R: RngCore + ?Sized>(
+    m: &Member,
+    adverts: &[Advert],
+    threshold: usize,
+    rng: &mut R,
+) -> Vec<(usize, Dealt)> {
+    let n = adverts.len();
+    let seeds = shamir::split(&m.self_seed, threshold, n, rng);
+    let secrets = shamir::split(&m.secret.to_bytes(), threshold, n, rng);
+    adverts
+        .iter()
+        .enumerate()
+        .map(|(k, a)| {
+            (
+                a.id,
+                Dealt {
+                    from: m.id,
+                    self_seed: seeds[k],
+                    secret: secrets[k],
+                },
+            )
+        })
+        .collect()
+}
+
+/// The seed two members share: SHA-256 of their X25519 agreement and both ids.
+fn pair_seed(secret: &StaticSecret, other: &Advert, me: usize) -> [u8; 32] {
+    let dh = secret.diffie_hellman(&PublicKey::from(other.public));
+    let (lo, hi) = (me.min(other.id), me.max(other.id));
+    let mut h = Sha256::new();
+    h.update(b"fbo secure aggregation pair mask v1");
+    h.update(dh.as_bytes());
+    h.update((lo as u64).to_le_bytes());
+    h.update((hi as u64).to_le_bytes());
+    h.finalize().into()
+}
+
+/// The mask a seed expands to: `len` words of the ChaCha20 stream keyed by it.
+pub fn expand(seed: &[u8; 32], len: usize) -> Vec<u64> {
+    let mut rng = ChaCha20Rng::from_seed(*seed);
+    (0..len).map(|_| rng.next_u64()).collect()
+}
+
+fn add_into(acc: &mut [u64], m: &[u64], sign: bool) {
+    for (a, &v) in acc.iter_mut().zip(m) {
+        *a = if sign {
+            a.wrapping_add(v)
+        } else {
+            a.wrapping_sub(v)
+        };
+    }
+}
+
+/// Step 3: `m`'s masked input.
+pub fn mask(m: &Member, adverts: &[Advert], input: &[u64]) -> Vec<u64> {
+    let mut y = input.to_vec();
+    let len = y.len();
+    add_into(&mut y, &expand(&m.self_seed, len), true);
+    for other in adverts.iter().filter(|a| a.id != m.id) {
+        let s = pair_seed(&m.secret, other, m.id);
+        add_into(&mut y, &expand(&s, len), m.id < other.id);
+    }
+    y
+}
+
+/// Step 4, a survivor's side: from what it was dealt, the self-mask seed shares of the
+/// survivors and the secret-key shares of the dropped. Refuses a request that names one
+/// member in both, which would hand the server that member's input.
+pub fn reveal(
+    me: usize,
+    dealt: &[Dealt],
+    survivors: &[usize],
+    dropped: &[usize],
+) -> Result<Reveal, String> {
+    if let Some(u) = survivors.iter().find(|u| dropped.contains(u)) {
+        return Err(format!("member {u} named both survivor and dropped"));
+    }
+    let pick = |who: &[usize], f: fn(&Dealt) -> Share| -> Vec<(usize, Share)> {
+        who.iter()
+            .filter_map(|&u| dealt.iter().find(|d| d.from == u).map(|d| (u, f(d))))
+            .collect()
+    };
+    Ok(Reveal {
+        from: me,
+        self_seeds: pick(survivors, |d| d.self_seed),
+        secrets: pick(dropped, |d| d.secret),
+    })
+}
+
+/// Step 4, the server's side: the sum of the survivors' inputs from the sum of their masked
+/// inputs and at least `threshold` reveals.
+pub fn unmask(
+    adverts: &[Advert],
+    masked_sum: &[u64],
+    survivors: &[usize],
+    dropped: &[usize],
+    reveals: &[Reveal],
+    threshold: usize,
+) -> Result<Vec<u64>, String> {
+    if reveals.len() < threshold {
+        return Err(format!(
+            "{} survivors answered, the threshold is {threshold}",
+            reveals.len()
+        ));
+    }
+    let shares_of = |u: usize, f: fn(&Reveal) -> &Vec<(usize, Share)>| -> Vec<Share> {
+        reveals
+            .iter()
+            .filter_map(|r| f(r).iter().find(|(v, _)| *v == u).map(|(_, s)| *s))
+            .collect()
+    };
+    let mut sum = masked_sum.to_vec();
+    let len = sum.len();
+    for &u in survivors {
+        let seed = shamir::combine(&shares_of(u, |r| &r.self_seeds))
+            .ok_or_else(|| format!("the self-mask seed of member {u} does not reconstruct"))?;
+        add_into(&mut sum, &expand(&seed, len), false);
+    }
+    for &u in dropped {
+        let key = shamir::combine(&shares_of(u, |r| &r.secrets))
+            .ok_or_else(|| format!("the secret key of member {u} does not reconstruct"))?;
+        let secret = StaticSecret::from(key);
+        for v in adverts.iter().filter(|a| survivors.contains(&a.id)) {
+            // v added +PRG(s_uv) if v < u, else -PRG(s_uv): take it back out.
+            let s = pair_seed(&secret, v, u);
+            add_into(&mut sum, &expand(&s, len), v.id > u);
+        }
+    }
+    Ok(sum)
+}
+
+/// What the server saw in one round, for inspection and tests.
+#[derive(Clone, Debug, Default)]
+pub struct ServerView {
+    pub adverts: Vec<Advert>,
+    /// (member, masked input) of every survivor.
+    pub masked: Vec<(usize, Vec<u64>)>,
+    pub reveals: Vec<Reveal>,
+}
+
+/// One round among `cohort` (ids with their streams), where `inputs[k]` is member k's
+/// encoded vector or None when it drops out after step 2: the survivors' sum, or None when
+/// fewer than `threshold` survive; with what the server saw.
+pub fn round<R: RngCore>(
+    cohort: &mut [(usize, R)],
+    inputs: &[Option<Vec<u64>>],
+    len: usize,
+    threshold: usize,
+) -> (Option<Vec<u64>>, ServerView) {
+    let threshold = threshold.clamp(1, cohort.len().max(1));
+    let mut view = ServerView::default();
+    if cohort.is_empty() {
+        return (Some(vec![0; len]), view);
+    }
+    let mut members = Vec::with_capacity(cohort.len());
+    for (id, rng) in cohort.iter_mut() {
+        let (m, a) = advertise(*id, rng);
+        members.push(m);
+        view.adverts.push(a);
+    }
+    // inbox[k]: what member k was dealt.
+    let mut inbox: Vec<Vec<Dealt>> = vec![Vec::new(); members.len()];
+    for (m, (_, rng)) in members.iter().zip(cohort.iter_mut()) {
+        for (to, d) in deal(m, &view.adverts, threshold, rng) {
+            let k = view
+                .adverts
+                .iter()
+                .position(|a| a.id == to)
+                .expect("a member");
+            inbox[k].push(d);
+        }
+    }
+    let mut masked_sum = vec![0u64; len];
+    let (mut survivors, mut dropped) = (Vec::new(), Vec::new());
+    for (m, input) in members.iter().zip(inputs) {
+        match input {
+            Some(x) => {
+                let y = mask(m, &view.adverts, x);
+                add_into(&mut masked_sum, &y, true);
+                view.masked.push((m.id, y));
+                survivors.push(m.id);
+            }
+            None => dropped.push(m.id),
+        }
+    }
+    if survivors.len() < threshold {
+        return (None, view);
+    }
+    for (k, m) in members.iter().enumerate() {
+        if survivors.contains(&m.id) {
+            let r = reveal(m.id, &inbox[k], &survivors, &dropped).expect("disjoint sets");
+            view.reveals.push(r);
+        }
+    }
+    let sum = unmask(
+        &view.adverts,
+        &masked_sum,
+        &survivors,
+        &dropped,
+        &view.reveals,
+        threshold,
+    )
+    .expect("honest members' shares reconstruct");
+    (Some(sum), view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cohort(n: usize, seed: u64) -> Vec<(usize, ChaCha20Rng)> {
+        (0..n)
+            .map(|i| {
+                (
+                    3 * i + 1,
+                    ChaCha20Rng::seed_from_u64(seed * 1000 + i as u64),
+                )
+            })
+            .collect()
+    }
+
+    fn inputs(n: usize, len: usize) -> Vec<Vec<u64>> {
+        (0..n)
+            .map(|i| {
+                (0..len)
+                    .map(|k| encode((i as f64 - 2.5) * 0.37 + k as f64 * 1e-3, n).unwrap())
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn plain_sum(xs: &[Vec<u64>], keep: &[bool]) -> Vec<u64> {
+        let mut s = vec![0u64; xs[0].len()];
+        for (x, _) in xs.iter().zip(keep).filter(|(_, k)| **k) {
+            add_into(&mut s, x, true);
+        }
+        s
+    }
+
+    #[test]
+    fn fixed_point_round_trips_and_refuses_what_could_overflow() {
+        for v in [0.0, 1.5, -2.25, 1e-9, -123456.789] {
+            let e = encode(v, 10).unwrap();
+            assert!((decode(e) - v).abs() <= 2f64.powi(-33), "{v}");
+        }
+        let a = encode(-3.5, 3).unwrap();
+        let b = encode(1.25, 3).unwrap();
+        assert_eq!(decode(a.wrapping_add(b)), -2.25);
+        // Two values of 2^29 (2^61 in fixed point) sum inside i64; the bound is |v| < 2^63 / cohort.
+        assert!(encode(2f64.powi(29), 2).is_some());
+        assert!(encode(2f64.powi(30), 2).is_none());
+        assert!(encode(2f64.powi(29), 4).is_none());
+        assert!(encode(f64::NAN, 1).is_none());
+    }
+
+    #[test]
+    fn the_server_recovers_exactly_the_survivors_sum_up_to_the_dropout_bound() {
+        let (n, len, t) = (7, 5, 4);
+        let xs = inputs(n, len);
+        // No dropout, and every dropout pattern of up to n - t members.
+        for pattern in 0u32..(1 << n) {
+            let drops = pattern.count_ones() as usize;
+            if drops > n - t + 1 {
+                continue;
+            }
+            let keep: Vec<bool> = (0..n).map(|i| pattern >> i & 1 == 0).collect();
+            let ins: Vec<Option<Vec<u64>>> = xs
+                .iter()
+                .zip(&keep)
+                .map(|(x, &k)| k.then(|| x.clone()))
+                .collect();
+            let (sum, view) = round(&mut cohort(n, pattern as u64), &ins, len, t);
+            if drops <= n - t {
+                assert_eq!(sum, Some(plain_sum(&xs, &keep)), "dropped {pattern:b}");
+                assert_eq!(view.reveals.len(), n - drops);
+            } else {
+                assert_eq!(sum, None, "below threshold {pattern:b}");
+                assert!(
+                    view.reveals.is_empty(),
+                    "nothing is revealed below the threshold"
+                );
+            }
+        }
+    }
+
+    /// Pearson's chi-square of the bytes of `words` against uniform on 256 values (255 d.f.;
+    /// the 99.9% quantile is 330.5).
+    fn byte_chi_square(words: &[u64]) -> f64 {
+        let mut counts = [0f64; 256];
+        for w in words {
+            for b in w.to_le_bytes() {
+                counts[b as usize] += 1.0;
+            }
+        }
+        let expect = words.len() as f64 * 8.0 / 256.0;
+        counts.iter().map(|c| (c - expect).powi(2) / expect).sum()
+    }
+
+    #[test]
+    fn masked_inputs_look_uniform() {
+        // Members whose inputs are all zero: each masked word must be uniform on 2^64, so every
+        // byte uniform on 256 values; 6 members x 2000 words x 8 bytes. A constant input would
+        // give a chi-square near 24 million.
+        let (n, len) = (6, 2000);
+        let zeros = vec![Some(vec![0u64; len]); n];
+        let (sum, view) = round(&mut cohort(n, 5), &zeros, len, 4);
+        assert_eq!(sum, Some(vec![0; len]));
+        let all: Vec<u64> = view.masked.iter().flat_map(|(_, y)| y.clone()).collect();
+        let chi2 = byte_chi_square(&all);
+        assert!(chi2 < 330.5, "chi-square {chi2}");
+        assert!(byte_chi_square(&vec![0u64; 100]) > 1e4, "the test can fail");
+    }
+
+    #[test]
+    fn without_one_members_mask_nothing_is_revealed() {
+        // The server with every self-mask seed but member 0's: the sum is the true sum plus
+        // member 0's self mask, uniform; and member 0's upload with its self mask removed is
+        // still covered by its pairwise masks, uniform too. Inputs all zero, so any leak would
+        // show as zero bytes.
+        let (n, len, t) = (5, 4000, 3);
+        let zeros = vec![Some(vec![0u64; len]); n];
+        let (sum, view) = round(&mut cohort(n, 9), &zeros, len, t);
+        assert_eq!(sum, Some(vec![0; len]));
+        let seed_of = |u: usize, reveals: &[Reveal]| -> Option<[u8; 32]> {
+            let shares: Vec<Share> = reveals
+                .iter()
+                .map(|r| r.self_seeds.iter().find(|(v, _)| *v == u).unwrap().1)
+                .collect();
+            shamir::combine(&shares)
+        };
+        let mut partial = vec![0u64; len];
+        for (_, y) in &view.masked {
+            add_into(&mut partial, y, true);
+        }
+        for a in &view.adverts[1..] {
+            add_into(
+                &mut partial,
+                &expand(&seed_of(a.id, &view.reveals).unwrap(), len),
+                false,
+            );
+        }
+        let chi2 = byte_chi_square(&partial);
+        assert!(
+            chi2 < 330.5,
+            "sum without member 0's self mask: chi-square {chi2}"
+        );
+        // t - 1 shares of member 0's seed do not rebuild it.
+        let id0 = view.adverts[0].id;
+        let seed0 = seed_of(id0, &view.reveals).unwrap();
+        assert_ne!(seed_of(id0, &view.reveals[..t - 1]), Some(seed0));
+        let mut own = view.masked[0].1.clone();
+        add_into(&mut own, &expand(&seed0, len), false);
+        let chi2 = byte_chi_square(&own);
+        assert!(
+            chi2 < 330.5,
+            "upload without its self mask: chi-square {chi2}"
+        );
+    }
+
+    #[test]
+    fn a_survivor_never_reveals_both_shares_of_one_member() {
+        let err = reveal(1, &[], &[1, 2], &[2]).unwrap_err();
+        assert!(err.contains("member 2"), "{err}");
+    }
+}
