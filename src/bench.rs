@@ -563,3 +563,59 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     }
     Ok(())
 }
+
+/// One round of secure aggregation (`crate::secagg::round`) among `n` members each masking a
+/// vector of `len` words, every member simulated in this process on one thread, and with
+/// `dropped` of them dropping out after masking. Prints milliseconds per round (median of
+/// `repeats`) and the bytes each step puts on the wire.
+pub fn secure_round(n: usize, len: usize, dropped: usize, repeats: usize) -> Result<()> {
+    use crate::secagg::{SecureSizes, round};
+    let threshold = crate::spec::SecureSpec {
+        dropout: crate::spec::SecureSpec::DEFAULT_DROPOUT,
+    }
+    .threshold(n);
+    if n < 2 || dropped > n - threshold {
+        return Err(FboError::spec(
+            "fbo bench",
+            "--secure-round",
+            format!(
+                "needs at least 2 members and at most {} dropped of {n} (the default threshold is {threshold})",
+                n.saturating_sub(threshold)
+            ),
+        ));
+    }
+    let inputs: Vec<Option<Vec<u64>>> = (0..n)
+        .map(|i| (i >= dropped).then(|| (0..len as u64).map(|k| k * 7 + i as u64).collect()))
+        .collect();
+    let mut times = Vec::with_capacity(repeats);
+    for r in 0..repeats {
+        let mut cohort: Vec<(usize, crate::rng::Rng)> = (0..n)
+            .map(|a| (a, stream(r as u64, 0, a as u64, Purpose::SecureAggregation)))
+            .collect();
+        let start = Instant::now();
+        let (sum, _) = round(&mut cohort, &inputs, len, threshold);
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        if sum.is_none() {
+            return Err(FboError::Run(
+                "the benchmark's round did not complete".into(),
+            ));
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    let sizes = SecureSizes::of(n, len, dropped);
+    println!("# secure aggregation, one round, every member in this process, one thread");
+    println!(
+        "members,words,dropped,threshold,median_ms,advertise_bytes,shares_bytes,masked_bytes,reveal_bytes,total_bytes,plain_bytes"
+    );
+    println!(
+        "{n},{len},{dropped},{threshold},{:.2},{},{},{},{},{},{}",
+        times[times.len() / 2],
+        sizes.advertise,
+        sizes.shares,
+        sizes.masked,
+        sizes.reveal,
+        sizes.total(),
+        (n - dropped) * len * 8
+    );
+    Ok(())
+}

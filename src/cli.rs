@@ -375,6 +375,10 @@ pub enum Command {
         /// metric) through fbo's protocol and journal, against starting it bare.
         #[arg(long = "command-overhead", value_parser = clap::value_parser!(u32).range(1..=100000))]
         command_overhead: Option<u32>,
+        /// Measure only one round of secure aggregation (server.secure) among N members
+        /// masking W words each, D of them dropping out after masking: N,W,D (e.g. 100,400,30).
+        #[arg(long = "secure-round", value_delimiter = ',')]
+        secure_round: Option<Vec<usize>>,
     },
 }
 
@@ -946,9 +950,20 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             iteration_cost,
             fit_quality,
             command_overhead,
+            secure_round,
         } => {
             if let Some(n) = command_overhead {
                 return bench::command_overhead(n as usize);
+            }
+            if let Some(v) = secure_round {
+                let [n, words, dropped] = v[..] else {
+                    return Err(FboError::spec(
+                        "fbo bench",
+                        "--secure-round",
+                        format!("takes three numbers N,W,D, got {}", v.len()),
+                    ));
+                };
+                return bench::secure_round(n, words, dropped, repeats.max(5));
             }
             if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
                 return Err(FboError::spec(

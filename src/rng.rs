@@ -45,6 +45,8 @@ pub enum Purpose {
     Agreement = 18,
     /// Each agent's simulated evaluation costs (`[clock]`).
     Clock = 19,
+    /// Each agent's keys, self-mask seeds and secret shares under `server.secure`.
+    SecureAggregation = 20,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

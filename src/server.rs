@@ -123,6 +123,10 @@ pub struct Server {
     /// Arrivals have their own stream, so that a participation model leaves selection and
     /// noise draws where they were.
     arrivals: Rng,
+    /// Under secure aggregation, each agent's stream for its keys, self-mask seeds and
+    /// shares (in a simulation seeded, so runs reproduce; a deployment draws them from the
+    /// operating system).
+    secure_rngs: Vec<Rng>,
 }
 
 impl Server {
@@ -133,7 +137,15 @@ impl Server {
             assignment,
             rng,
             arrivals,
+            secure_rngs: Vec::new(),
         }
+    }
+
+    /// The agents' secure-aggregation streams, one per agent in order (used only with
+    /// `server.secure`).
+    pub fn with_secure_streams(mut self, streams: Vec<Rng>) -> Self {
+        self.secure_rngs = streams;
+        self
     }
 
     /// Whether each of `n` agents' messages reaches the server this round. Drawn for every
@@ -179,17 +191,19 @@ impl Server {
         let m = omegas.first().map_or(0, |o| o.len());
         let all: Vec<Option<&Array1<f64>>> = omegas.iter().map(Some).collect();
         self.aggregate_arrived(round, m, &all)
+            .expect("contributions inside the fixed-point range")
     }
 
     /// `aggregate` of the M-vectors that reached the server (`None`: did not, as on a real
     /// network). A message that did not arrive is treated as one the participation model
-    /// dropped: left out, with the weights, the scaling and the noise unchanged.
+    /// dropped: left out, with the weights, the scaling and the noise unchanged. Fails only
+    /// under secure aggregation, for a contribution outside the fixed-point range.
     pub fn aggregate_arrived(
         &mut self,
         round: usize,
         m: usize,
         omegas: &[Option<&Array1<f64>>],
-    ) -> (Vec<Array1<f64>>, RoundRecord) {
+    ) -> Result<(Vec<Array1<f64>>, RoundRecord), String> {
         let p = self.spec.subregions;
         let n = omegas.len();
         let a = a_t(&self.spec, round);
@@ -199,21 +213,21 @@ impl Server {
             weights(a, &self.assignment, p)
         };
         let phi_max = w.iter().cloned().fold(0.0, f64::max);
-        let mut out = vec![Array1::zeros(m); p];
         let mut arrived = self.arrivals(n);
         for (ok, o) in arrived.iter_mut().zip(omegas) {
             *ok &= o.is_some();
         }
         let Some(dp) = self.spec.dp else {
-            // What did not arrive is left out; the weights stay those of all N agents.
-            for (agent, omega) in omegas.iter().enumerate() {
-                let Some(omega) = omega.filter(|_| arrived[agent]) else {
-                    continue;
-                };
-                for (i, o) in out.iter_mut().enumerate() {
-                    o.scaled_add(w[[i, agent]], omega);
-                }
-            }
+            // Every agent takes part; what did not arrive is left out, the weights stay those
+            // of all N agents.
+            let cohort: Vec<Contribution> = (0..n)
+                .map(|agent| Contribution {
+                    agent,
+                    coef: (0..p).map(|i| w[[i, agent]]).collect(),
+                    omega: omegas[agent].filter(|_| arrived[agent]),
+                })
+                .collect();
+            let (out, missing_agents) = self.sum(m, &cohort)?;
             let rec = RoundRecord {
                 round,
                 selected: n,
@@ -221,11 +235,11 @@ impl Server {
                 a_t: a,
                 phi_max,
                 noise_sd: 0.0,
-                arrived: arrived.iter().filter(|&&a| a).count(),
+                arrived: n - missing_agents.len(),
                 selected_agents: None,
-                missing_agents: (0..n).filter(|&a| !arrived[a]).collect(),
+                missing_agents,
             };
-            return (out, rec);
+            return Ok((out, rec));
         };
         // One rate for selection, the 1/rate scaling and the noise, and the same one the
         // accountant is given (`Mechanism::server`): for fixed-size sampling it is m / N.
@@ -243,20 +257,30 @@ impl Server {
         let mut clipped = 0;
         // A selected message that does not arrive is left out, with the weights, the 1/rate
         // scaling and the noise unchanged: rescaling by what arrived would tie the output's
-        // scale to who was included, which the accountant does not see.
-        for &agent in selected.iter().filter(|&&a| arrived[a]) {
-            let omega = omegas[agent].expect("an arrived message");
-            let norm = omega.dot(omega).sqrt();
-            let scale = if norm > bound {
-                clipped += 1;
-                bound / norm
-            } else {
-                1.0
-            };
-            for (i, o) in out.iter_mut().enumerate() {
-                o.scaled_add(w[[i, agent]] * scale / rate, omega);
-            }
-        }
+        // scale to who was included, which the accountant does not see. Each agent's clip and
+        // weights are public functions of its own vector, so under secure aggregation the
+        // agent applies them itself.
+        let cohort: Vec<Contribution> = selected
+            .iter()
+            .map(|&agent| {
+                let omega = omegas[agent].filter(|_| arrived[agent]);
+                let scale = omega.map_or(1.0, |o| {
+                    let norm = o.dot(o).sqrt();
+                    if norm > bound {
+                        clipped += 1;
+                        bound / norm
+                    } else {
+                        1.0
+                    }
+                });
+                Contribution {
+                    agent,
+                    coef: (0..p).map(|i| w[[i, agent]] * scale / rate).collect(),
+                    omega,
+                }
+            })
+            .collect();
+        let (mut out, missing_agents) = self.sum(m, &cohort)?;
         // An empty subset still releases noise (algorithms.md section 4).
         let noise_sd = dp.z * phi_max * dp.clip / rate;
         for o in out.iter_mut() {
@@ -265,8 +289,6 @@ impl Server {
                 *v += noise_sd * e;
             }
         }
-        let missing_agents: Vec<usize> =
-            selected.iter().copied().filter(|&a| !arrived[a]).collect();
         let rec = RoundRecord {
             round,
             selected: selected.len(),
@@ -278,7 +300,86 @@ impl Server {
             selected_agents: Some(selected),
             missing_agents,
         };
-        (out, rec)
+        Ok((out, rec))
+    }
+
+    /// The P sums over the cohort of coef[i] omega, and the members whose vector is missing
+    /// from them: in the clear, each added in agent order; under secure aggregation through
+    /// `secagg::round`, where a round whose survivors fall below the threshold loses every
+    /// vector.
+    fn sum(
+        &mut self,
+        m: usize,
+        cohort: &[Contribution],
+    ) -> Result<(Vec<Array1<f64>>, Vec<usize>), String> {
+        let p = self.spec.subregions;
+        let mut out = vec![Array1::zeros(m); p];
+        let missing = |c: &[Contribution]| -> Vec<usize> {
+            c.iter()
+                .filter(|c| c.omega.is_none())
+                .map(|c| c.agent)
+                .collect()
+        };
+        let Some(secure) = self.spec.secure else {
+            for c in cohort {
+                if let Some(omega) = c.omega {
+                    for (o, &coef) in out.iter_mut().zip(&c.coef) {
+                        o.scaled_add(coef, omega);
+                    }
+                }
+            }
+            return Ok((out, missing(cohort)));
+        };
+        let k = cohort.len();
+        let inputs: Vec<Option<Vec<u64>>> = cohort
+            .iter()
+            .map(|c| c.omega.map(|omega| c.encoded(omega, k)).transpose())
+            .collect::<Result<_, String>>()?;
+        // Each member's key material from its own stream (cohorts are in agent order).
+        let mut members: Vec<(usize, &mut Rng)> = self
+            .secure_rngs
+            .iter_mut()
+            .enumerate()
+            .filter(|(a, _)| cohort.iter().any(|c| c.agent == *a))
+            .collect();
+        assert_eq!(members.len(), k, "one secure-aggregation stream per agent");
+        let (total, _) = crate::secagg::round(&mut members, &inputs, p * m, secure.threshold(k));
+        let Some(total) = total else {
+            return Ok((out, cohort.iter().map(|c| c.agent).collect()));
+        };
+        for (i, o) in out.iter_mut().enumerate() {
+            for (j, v) in o.iter_mut().enumerate() {
+                *v = crate::secagg::decode(total[i * m + j]);
+            }
+        }
+        Ok((out, missing(cohort)))
+    }
+}
+
+/// One cohort member's share of a round: its vector (None: did not arrive) and the factor it
+/// enters each sub-region's sum with.
+struct Contribution<'a> {
+    agent: usize,
+    coef: Vec<f64>,
+    omega: Option<&'a Array1<f64>>,
+}
+
+impl Contribution<'_> {
+    /// coef[i] omega for every sub-region i, in fixed point, sub-region after sub-region.
+    fn encoded(&self, omega: &Array1<f64>, cohort: usize) -> Result<Vec<u64>, String> {
+        let mut out = Vec::with_capacity(self.coef.len() * omega.len());
+        for &coef in &self.coef {
+            for &v in omega {
+                out.push(crate::secagg::encode(coef * v, cohort).ok_or_else(|| {
+                    format!(
+                        "agent {}'s weighted vector has a coordinate {} outside secure aggregation's fixed-point range (|v| < 2^31 / cohort); clip it (dp = true, clip) or leave server.secure off",
+                        self.agent,
+                        coef * v
+                    )
+                })?);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -286,7 +387,7 @@ impl Server {
 mod tests {
     use super::*;
     use crate::rng::{Purpose, SHARED, stream};
-    use crate::spec::{DpSpec, InitRegion, Participation};
+    use crate::spec::{DpSpec, InitRegion, Participation, SecureSpec};
     use ndarray::array;
 
     fn spec(p: usize, dp: Option<DpSpec>, weights: WeightMode) -> ServerSpec {
@@ -299,6 +400,7 @@ mod tests {
             t_decay: 5,
             init: InitRegion::Subregion,
             participation: Participation::default(),
+            secure: None,
         }
     }
 
@@ -537,5 +639,102 @@ mod tests {
         let want = 0.6 * (1.0 - (-2.0f64).exp()) * (1.0 - 0.5 * 0.25);
         let got = arrived as f64 / selected as f64;
         assert!((got - want).abs() < 0.02, "{got} vs {want}");
+    }
+
+    fn secure_server(s: ServerSpec, n: usize, seed: u64) -> Server {
+        server(s, (0..n).map(|a| a % 4).collect(), seed).with_secure_streams(
+            (0..n as u64)
+                .map(|a| stream(seed, 0, a, Purpose::SecureAggregation))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn secure_aggregation_gives_the_plain_sums_to_fixed_point_precision() {
+        // 12 agents, 4 sub-regions, M = 6; DP with Poisson sampling and a 30% drop rate, and
+        // without DP: the same selection, clipping, noise and missing agents as in the clear,
+        // and every sum within cohort x 2^-33 of the plain one.
+        let n = 12;
+        let omegas: Vec<Array1<f64>> = (0..n)
+            .map(|a| Array1::from_iter((0..6).map(|k| ((a * 7 + k) as f64).sin() * 3.0)))
+            .collect();
+        let lossy = Participation {
+            drop: vec![0.3; n],
+            ..Participation::default()
+        };
+        for dp in [None, Some(poisson(0.6, 0.5, 4.0))] {
+            let plain = ServerSpec {
+                participation: lossy.clone(),
+                ..spec(4, dp, WeightMode::Adaptive)
+            };
+            let secure = ServerSpec {
+                secure: Some(SecureSpec { dropout: 0.49 }),
+                ..plain.clone()
+            };
+            let mut a = secure_server(plain, n, 8);
+            let mut b = secure_server(secure, n, 8);
+            let (mut lost_rounds, mut dropped) = (0, 0);
+            for round in 0..40 {
+                let (va, ra) = a.aggregate(round, &omegas);
+                let (vb, rb) = b.aggregate(round, &omegas);
+                assert_eq!(
+                    (&ra.selected_agents, ra.noise_sd, ra.clipped),
+                    (&rb.selected_agents, rb.noise_sd, rb.clipped)
+                );
+                dropped += ra.missing_agents.len();
+                if ra.arrived < (SecureSpec { dropout: 0.49 }).threshold(ra.selected) {
+                    // Below the threshold the secure round loses every vector.
+                    assert_eq!(rb.arrived, 0, "round {round}");
+                    lost_rounds += 1;
+                    continue;
+                }
+                assert_eq!(ra, rb, "round {round}: the same record");
+                let tol = rb.selected as f64 * 2f64.powi(-33) + 1e-15;
+                for (x, y) in va.iter().zip(&vb) {
+                    for (u, v) in x.iter().zip(y) {
+                        assert!((u - v).abs() <= tol, "round {round}: {u} vs {v}");
+                    }
+                }
+            }
+            assert!(dropped > 0 && lost_rounds < 40, "{dropped} {lost_rounds}");
+        }
+    }
+
+    #[test]
+    fn a_secure_round_below_its_threshold_loses_every_vector() {
+        // Dropout 0: every member must survive; with drops some rounds lose all, and then the
+        // output is the noise alone (z tiny: zero) while the selection and noise stay the
+        // plain server's.
+        let n = 6;
+        let omegas = vec![array![1.0]; n];
+        let dp = DpSpec {
+            z: 1e-12,
+            ..poisson(1.0, 1.0, 10.0)
+        };
+        let s = ServerSpec {
+            participation: Participation {
+                drop: vec![0.2; n],
+                ..Participation::default()
+            },
+            secure: Some(SecureSpec { dropout: 0.0 }),
+            ..spec(1, Some(dp), WeightMode::Equal)
+        };
+        let mut srv = secure_server(s, n, 3);
+        let (mut whole, mut lost) = (0, 0);
+        for round in 0..60 {
+            let (out, rec) = srv.aggregate(round, &omegas);
+            if rec.arrived == n {
+                whole += 1;
+                assert!((out[0][0] - 1.0).abs() < 1e-9);
+            } else {
+                lost += 1;
+                assert_eq!(rec.arrived, 0, "all or nothing at threshold = cohort");
+                assert_eq!(rec.missing_agents, (0..n).collect::<Vec<_>>());
+                assert!(out[0][0].abs() < 1e-9);
+            }
+        }
+        assert!(whole > 5 && lost > 5, "{whole} {lost}");
+        assert_eq!(SecureSpec { dropout: 0.3 }.threshold(10), 7);
+        assert_eq!(SecureSpec { dropout: 0.49 }.threshold(1), 1);
     }
 }

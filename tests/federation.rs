@@ -102,6 +102,26 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
     }
 }
 
+/// Secure aggregation's steps are not yet Flower messages: refused across machines by key.
+#[test]
+fn secure_aggregation_is_refused_across_machines_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP.replace("clip = 3.0", "clip = 3.0\nsecure = true");
+    let spec = write(dir.path(), "secure.toml", &text);
+    let err = federation::run_in_process(
+        &spec,
+        &dir.path().join("fed"),
+        &dir.path().join("state"),
+        false,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("server.secure") && err.contains("set secure = false across machines"),
+        "{err}"
+    );
+}
+
 /// Drives `rounds` rounds of every unfinished unit (then stops, as a killed server would),
 /// with fresh sites resumed from their journals; true if every unit finished.
 fn drive(spec: &Path, out: &Path, state: &Path, rounds: usize) -> bool {

@@ -255,6 +255,11 @@ impl DpFtsDe {
                 assignment,
                 stream(seed, ctx.run as u64, SHARED, Purpose::Server),
                 stream(seed, ctx.run as u64, SHARED, Purpose::Participation),
+            )
+            .with_secure_streams(
+                (0..n as u64)
+                    .map(|a| stream(seed, ctx.run as u64, a, Purpose::SecureAggregation))
+                    .collect(),
             ),
             schedule: alg.p_t.clone(),
             records: Vec::new(),
@@ -364,7 +369,10 @@ impl Federated for DpFtsDe {
         }
         let m = self.shared.features.len();
         let arrived: Vec<Option<&Array1<f64>>> = messages.iter().map(Option::as_ref).collect();
-        let (vectors, record) = self.server.aggregate_arrived(t - 1, m, &arrived);
+        let (vectors, record) = self
+            .server
+            .aggregate_arrived(t - 1, m, &arrived)
+            .map_err(FboError::Run)?;
         let point = self.server_best(&vectors)?;
         // The argmax above is on this round's features; the agreement sets the next round's.
         self.agree(&record);

@@ -95,6 +95,14 @@ fn federated_algorithm(
             "\"agreed\" runs only in one process (the agreed hyperparameters do not yet travel with a federation's broadcast); use \"fixed\" across machines",
         ));
     }
+    // The masking protocol's four steps are not yet messages of the Flower app.
+    if alg_spec.server.as_ref().is_some_and(|s| s.secure.is_some()) {
+        return Err(FboError::spec(
+            &spec.path,
+            "server.secure",
+            "runs only in one process for now (the masking protocol's steps do not yet travel as Flower messages); set secure = false across machines",
+        ));
+    }
     if spec.batch > 1 {
         return Err(FboError::spec(
             &spec.path,

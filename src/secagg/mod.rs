@@ -225,6 +225,38 @@ pub fn unmask(
     Ok(sum)
 }
 
+/// Bytes each step puts on the wire in one round among `n` members (`dropped` of them after
+/// step 2), vectors of `len` words: an advert is an id and a 32-byte key; a dealt pair of
+/// shares two (x, five limbs); a reveal one share per member asked about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SecureSizes {
+    pub advertise: usize,
+    pub shares: usize,
+    pub masked: usize,
+    pub reveal: usize,
+}
+
+impl SecureSizes {
+    const ID: usize = 8;
+    const SHARE: usize = 8 + 5 * 8;
+
+    pub fn of(n: usize, len: usize, dropped: usize) -> Self {
+        let survivors = n - dropped;
+        SecureSizes {
+            // Up to the server and its broadcast back down to every member.
+            advertise: n * (Self::ID + 32) * (1 + n),
+            // Every ordered pair, relayed through the server (up and down).
+            shares: 2 * n * (n - 1) * (Self::ID + 2 * Self::SHARE),
+            masked: survivors * len * 8,
+            reveal: survivors * n * (Self::ID + Self::SHARE),
+        }
+    }
+
+    pub fn total(&self) -> usize {
+        self.advertise + self.shares + self.masked + self.reveal
+    }
+}
+
 /// What the server saw in one round, for inspection and tests.
 #[derive(Clone, Debug, Default)]
 pub struct ServerView {

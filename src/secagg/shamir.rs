@@ -146,8 +146,8 @@ pub fn combine(shares: &[Share]) -> Option<[u8; 32]> {
             den = mul(den, sub(sj.x % P, si.x % P));
         }
         let basis = mul(num, inv(den));
-        for k in 0..LIMBS {
-            l[k] = add(l[k], mul(si.y[k], basis));
+        for (acc, &y) in l.iter_mut().zip(&si.y) {
+            *acc = add(*acc, mul(y, basis));
         }
     }
     secret_of(&l)

@@ -109,6 +109,26 @@ pub struct ServerSpec {
     pub init: InitRegion,
     /// Which agents' messages reach the server in a round.
     pub participation: Participation,
+    /// `server.secure`: the selected agents clip and weight their own vectors and the server
+    /// learns only their sum (`crate::secagg`); None: vectors reach the server in the clear.
+    pub secure: Option<SecureSpec>,
+}
+
+/// Secure aggregation's setting: the fraction of a round's cohort that may drop out after
+/// masking with the round still completing (the Shamir threshold is the cohort minus that
+/// many, always more than half the cohort).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SecureSpec {
+    pub dropout: f64,
+}
+
+impl SecureSpec {
+    pub const DEFAULT_DROPOUT: f64 = 1.0 / 3.0;
+
+    /// The threshold for a cohort of `n`: n - floor(dropout n), at least 1.
+    pub fn threshold(&self, n: usize) -> usize {
+        (n - (self.dropout * n as f64).floor() as usize).max(1)
+    }
 }
 
 /// Messages that do not arrive (issue 25): each round, agent n's message reaches the server
@@ -160,6 +180,8 @@ pub(super) struct RawServer {
     budget_accountant: Option<String>,
     agreement_z: Option<f64>,
     agreement_clip: Option<f64>,
+    secure: Option<bool>,
+    secure_dropout: Option<f64>,
 }
 
 /// `drop = 0.1` (every agent) or `drop = [0.1, 0.0, ...]` (one per agent).
@@ -180,7 +202,7 @@ impl RawServer {
             .collect()
     }
 
-    const KEYS: [&'static str; 21] = [
+    const KEYS: [&'static str; 23] = [
         "subregions",
         "dp",
         "q",
@@ -202,6 +224,8 @@ impl RawServer {
         "budget_accountant",
         "agreement_z",
         "agreement_clip",
+        "secure",
+        "secure_dropout",
     ];
 
     /// Whether this table sets the key `f`.
@@ -228,6 +252,8 @@ impl RawServer {
             "budget_accountant" => self.budget_accountant.is_some(),
             "agreement_z" => self.agreement_z.is_some(),
             "agreement_clip" => self.agreement_clip.is_some(),
+            "secure" => self.secure.is_some(),
+            "secure_dropout" => self.secure_dropout.is_some(),
             _ => false,
         }
     }
@@ -256,6 +282,8 @@ impl RawServer {
             budget_accountant: self.budget_accountant.or(b.budget_accountant),
             agreement_z: self.agreement_z.or(b.agreement_z),
             agreement_clip: self.agreement_clip.or(b.agreement_clip),
+            secure: self.secure.or(b.secure),
+            secure_dropout: self.secure_dropout.or(b.secure_dropout),
         }
     }
 }
@@ -429,6 +457,23 @@ pub(super) fn check_server(
         }
     };
     let participation = check_participation(c, key, &r, own, agents)?;
+    let secure = if r.secure.unwrap_or(false) {
+        let dropout = r.secure_dropout.unwrap_or(SecureSpec::DEFAULT_DROPOUT);
+        if !(0.0..0.5).contains(&dropout) {
+            return Err(c.err(
+                &k("secure_dropout"),
+                format!(
+                    "must be a fraction in [0, 0.5) (the share of a round's cohort that may drop out after masking; the threshold stays above half the cohort), got {dropout}"
+                ),
+            ));
+        }
+        Some(SecureSpec { dropout })
+    } else {
+        if own.is_some_and(|o| o.secure_dropout.is_some()) {
+            return Err(c.err(&k("secure_dropout"), "applies only with secure = true"));
+        }
+        None
+    };
     Ok(ServerSpec {
         subregions,
         dp,
@@ -438,6 +483,7 @@ pub(super) fn check_server(
         t_decay: c.int(&k("t_decay"), r.t_decay, 5, 0, MAX_COUNT)?,
         init,
         participation,
+        secure,
     })
 }
 
