@@ -78,21 +78,23 @@ fn agents_using_the_server_in_a_round_query_the_same_point() {
     }
 }
 
+/// `spec` run with --no-timing on 1 and on 2 threads, into `dir`/t1 and `dir`/t2.
+fn run_on_one_and_two_threads(spec: &Path, dir: &Path) -> Vec<std::path::PathBuf> {
+    ["1", "2"]
+        .iter()
+        .map(|threads| {
+            let out = dir.join(format!("t{threads}"));
+            fbo_ok("run", spec, &out, &["--no-timing", "--threads", threads]);
+            out
+        })
+        .collect()
+}
+
 #[test]
 fn run_writes_server_and_privacy_files_deterministically() {
     let dir = tempfile::tempdir().unwrap();
     let spec_path = write(dir.path(), "dp.toml", SMALL_DP);
-    let mut outs = Vec::new();
-    for threads in ["1", "2"] {
-        let out = dir.path().join(format!("t{threads}"));
-        fbo_ok(
-            "run",
-            &spec_path,
-            &out,
-            &["--no-timing", "--threads", threads],
-        );
-        outs.push(out);
-    }
+    let outs = run_on_one_and_two_threads(&spec_path, dir.path());
     for f in ["trace.csv", "summary.csv", "server.csv", "privacy.csv"] {
         assert!(
             fs::read(outs[0].join(f)).unwrap() == fs::read(outs[1].join(f)).unwrap(),
@@ -138,17 +140,7 @@ fn secure_aggregation_reproduces_the_plain_server() {
     );
     assert_ne!(text, SMALL_DP);
     let spec_path = write(dir.path(), "dp.toml", &text);
-    let mut outs = Vec::new();
-    for threads in ["1", "2"] {
-        let out = dir.path().join(format!("t{threads}"));
-        fbo_ok(
-            "run",
-            &spec_path,
-            &out,
-            &["--no-timing", "--threads", threads],
-        );
-        outs.push(out);
-    }
+    let outs = run_on_one_and_two_threads(&spec_path, dir.path());
     for f in ["trace.csv", "server.csv", "privacy.csv"] {
         assert!(
             fs::read(outs[0].join(f)).unwrap() == fs::read(outs[1].join(f)).unwrap(),

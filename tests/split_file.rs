@@ -158,69 +158,59 @@ fn a_bad_split_file_is_refused_naming_file_and_line() {
     );
 }
 
-/// With the authors' split and `svm_stopping = "libsvm"` the landmine objective is
-/// scikit-learn's default `SVC()` step for step: at 174 points of all 29 fields (87 on the
-/// C = 1e-4 face, where it stops after a few steps) its decision-value AUC equals
-/// scikit-learn 1.7.2's (tests/fixtures/authors_split_reference.py libsvm) to 1e-12, though that
-/// lies up to 0.36 from the converged SVM's.
+/// A libsvm reference fixture's rows (agent, C, gamma, value, ...) and fbo's values at its
+/// points, on the authors' split with `svm_stopping = "libsvm"`.
+fn libsvm_fixture(name: &str) -> (Vec<Vec<String>>, Vec<f64>) {
+    let reference = std::fs::read_to_string(root().join("tests/fixtures").join(name)).unwrap();
+    let rows: Vec<Vec<String>> = reference
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    let points = std::iter::once("agent,C,gamma".to_string())
+        .chain(rows.iter().map(|r| r[..3].join(",")))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let authors = root().join("data/landmine/authors-split-order.csv");
+    let dir = tempfile::tempdir().unwrap();
+    let s = spec(
+        dir.path(),
+        &format!(
+            "split = \"{}\"\nsvm_stopping = \"libsvm\"",
+            authors.display()
+        ),
+    );
+    let got = values(&evaluate(&s, &points));
+    assert_eq!(got.len(), rows.len());
+    for (g, r) in got.iter().zip(&rows) {
+        let want: f64 = r[3].parse().unwrap();
+        assert!((g - want).abs() < 1e-12, "{r:?}: fbo {g}");
+    }
+    (rows, got)
+}
+
 /// Where C is large and gamma small the default SVC runs hundreds of steps on a nearly flat
 /// kernel, and a C one ulp away takes another path: `fbo evaluate` must hand the objective the
 /// raw values as given, not as the unit cube maps them back (3 of these 120 moved by up to
 /// 2.5e-3 when it did). Equal to scikit-learn 1.9.1 to 1e-12 at all 120.
 #[test]
 fn libsvm_stopping_equals_scikit_learn_at_large_c_and_small_gamma() {
-    let reference =
-        std::fs::read_to_string(root().join("tests/fixtures/libsvm_large_c_reference.csv"))
-            .unwrap();
-    let rows: Vec<Vec<&str>> = reference.lines().map(|l| l.split(',').collect()).collect();
-    let points: String = rows
-        .iter()
-        .map(|r| r[..3].join(","))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let authors = root().join("data/landmine/authors-split-order.csv");
-    let dir = tempfile::tempdir().unwrap();
-    let s = spec(
-        dir.path(),
-        &format!(
-            "split = \"{}\"\nsvm_stopping = \"libsvm\"",
-            authors.display()
-        ),
-    );
-    let got = values(&evaluate(&s, &points));
-    assert_eq!(got.len(), 120);
-    for (g, r) in got.iter().zip(&rows[1..]) {
-        let want: f64 = r[3].parse().unwrap();
-        assert!((g - want).abs() < 1e-12, "{r:?}: fbo {g}");
-    }
+    let (rows, _) = libsvm_fixture("libsvm_large_c_reference.csv");
+    assert_eq!(rows.len(), 120);
 }
 
+/// With the authors' split and `svm_stopping = "libsvm"` the landmine objective is
+/// scikit-learn's default `SVC()` step for step: at 174 points of all 29 fields (87 on the
+/// C = 1e-4 face, where it stops after a few steps) its decision-value AUC equals
+/// scikit-learn 1.7.2's (tests/fixtures/authors_split_reference.py libsvm) to 1e-12, though that
+/// lies up to 0.36 from the converged SVM's.
 #[test]
 fn libsvm_stopping_is_scikit_learns_default_svc() {
-    let reference =
-        std::fs::read_to_string(root().join("tests/fixtures/libsvm_stopping_reference.csv"))
-            .unwrap();
-    let rows: Vec<Vec<&str>> = reference.lines().map(|l| l.split(',').collect()).collect();
-    let points: String = rows
-        .iter()
-        .map(|r| r[..3].join(","))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let authors = root().join("data/landmine/authors-split-order.csv");
-    let dir = tempfile::tempdir().unwrap();
-    let s = spec(
-        dir.path(),
-        &format!(
-            "split = \"{}\"\nsvm_stopping = \"libsvm\"",
-            authors.display()
-        ),
-    );
-    let got = values(&evaluate(&s, &points));
-    assert_eq!(got.len(), rows.len() - 1);
+    let (rows, _) = libsvm_fixture("libsvm_stopping_reference.csv");
+    assert_eq!(rows.len(), 174);
     let mut far = 0.0f64;
-    for (g, r) in got.iter().zip(&rows[1..]) {
+    for r in &rows {
         let (want, converged): (f64, f64) = (r[3].parse().unwrap(), r[4].parse().unwrap());
-        assert!((g - want).abs() < 1e-12, "{r:?}: fbo {g}");
         far = far.max((want - converged).abs());
     }
     assert!(
