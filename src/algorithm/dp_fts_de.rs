@@ -256,11 +256,14 @@ impl DpFtsDe {
                 stream(seed, ctx.run as u64, SHARED, Purpose::Server),
                 stream(seed, ctx.run as u64, SHARED, Purpose::Participation),
             )
-            .with_secure_streams(
+            // Key streams only where the protocol runs: nothing added to a plain unit's start.
+            .with_secure_streams(if server_spec.secure.is_some() {
                 (0..n as u64)
                     .map(|a| stream(seed, ctx.run as u64, a, Purpose::SecureAggregation))
-                    .collect(),
-            ),
+                    .collect()
+            } else {
+                Vec::new()
+            }),
             schedule: alg.p_t.clone(),
             records: Vec::new(),
             budget_rounds: server_spec

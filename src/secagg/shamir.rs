@@ -125,29 +125,35 @@ pub fn split<R: RngCore + ?Sized>(
         .collect()
 }
 
+/// The Lagrange basis polynomial of node i among `xs`, evaluated at `at`:
+/// prod over j != i of (at - x_j) / (x_i - x_j); None if two nodes coincide.
+fn basis(xs: &[u64], i: usize, at: u64) -> Option<u64> {
+    let (mut num, mut den) = (1u64, 1u64);
+    for (j, &xj) in xs.iter().enumerate() {
+        if j == i {
+            continue;
+        }
+        if xj % P == xs[i] % P {
+            return None;
+        }
+        num = mul(num, sub(at % P, xj % P));
+        den = mul(den, sub(xs[i] % P, xj % P));
+    }
+    Some(mul(num, inv(den)))
+}
+
 /// The secret behind `shares` (at least t of them, distinct x), by Lagrange interpolation at
 /// 0. With fewer than t it returns some other value (or None), never the secret but by chance.
 pub fn combine(shares: &[Share]) -> Option<[u8; 32]> {
     if shares.is_empty() {
         return None;
     }
+    let xs: Vec<u64> = shares.iter().map(|s| s.x).collect();
     let mut l = [0u64; LIMBS];
     for (i, si) in shares.iter().enumerate() {
-        // Lagrange basis at 0: prod_{j != i} x_j / (x_j - x_i).
-        let (mut num, mut den) = (1u64, 1u64);
-        for (j, sj) in shares.iter().enumerate() {
-            if i == j {
-                continue;
-            }
-            if sj.x == si.x {
-                return None;
-            }
-            num = mul(num, sj.x % P);
-            den = mul(den, sub(sj.x % P, si.x % P));
-        }
-        let basis = mul(num, inv(den));
+        let b = basis(&xs, i, 0)?;
         for (acc, &y) in l.iter_mut().zip(&si.y) {
-            *acc = add(*acc, mul(y, basis));
+            *acc = add(*acc, mul(y, b));
         }
     }
     secret_of(&l)
@@ -198,24 +204,16 @@ mod tests {
         rng.fill_bytes(&mut other);
         let lo = limbs(&other);
         let fourth_x = 9u64;
+        // Lagrange through (0, candidate) and the three shares, evaluated at fourth_x.
+        let xs: Vec<u64> = std::iter::once(0)
+            .chain(three.iter().map(|s| s.x))
+            .collect();
         let mut y = [0u64; LIMBS];
-        for k in 0..LIMBS {
-            // Lagrange through (0, lo[k]) and the three shares, evaluated at fourth_x.
-            let pts: Vec<(u64, u64)> = std::iter::once((0, lo[k]))
-                .chain(three.iter().map(|s| (s.x, s.y[k])))
-                .collect();
-            let mut v = 0;
-            for (i, &(xi, yi)) in pts.iter().enumerate() {
-                let (mut num, mut den) = (1, 1);
-                for (j, &(xj, _)) in pts.iter().enumerate() {
-                    if i != j {
-                        num = mul(num, sub(fourth_x, xj));
-                        den = mul(den, sub(xi, xj));
-                    }
-                }
-                v = add(v, mul(yi, mul(num, inv(den))));
-            }
-            y[k] = v;
+        for (k, yk) in y.iter_mut().enumerate() {
+            let ys = std::iter::once(lo[k]).chain(three.iter().map(|s| s.y[k]));
+            *yk = ys.enumerate().fold(0, |v, (i, yi)| {
+                add(v, mul(yi, basis(&xs, i, fourth_x).unwrap()))
+            });
         }
         let mut forged = three.to_vec();
         forged.push(Share { x: fourth_x, y });
