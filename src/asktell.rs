@@ -238,7 +238,8 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
 /// iterations its agents are waiting on (all rounds once complete).
 fn report_privacy(spec: &Spec, waiting: &[(Request, Point)], complete: bool) -> Result<()> {
     let curves = crate::runner::privacy_curves(spec)?;
-    for (i, acc, curve) in curves {
+    for c in curves {
+        let (i, acc, curve) = (c.algorithm, c.accountant, c.epsilon);
         let label = &spec.algorithms[i].label;
         let reached = if complete {
             spec.iterations
@@ -258,8 +259,9 @@ fn report_privacy(spec: &Spec, waiting: &[(Request, Point)], complete: bool) -> 
             curve[reached.min(curve.len()) - 1]
         };
         eprintln!(
-            "privacy: {label}: epsilon {} ({acc}) after {reached} server rounds released, delta {:e}",
+            "privacy: {label}: epsilon {} ({acc}, against {}) after {reached} server rounds released, delta {:e}",
             crate::privacy::show_upper(eps, 4),
+            c.against.name(),
             spec.privacy.delta
         );
     }

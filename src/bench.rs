@@ -497,6 +497,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         steps: 1000,
         sampling: Sampling::Poisson,
         adjacency: crate::privacy::Adjacency::AddRemove,
+        noise: crate::privacy::Noise::Gaussian,
     };
     for acc in Accountant::ALL {
         let mut times = Vec::new();

@@ -863,6 +863,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 steps,
                 sampling,
                 adjacency,
+                noise: privacy::Noise::Gaussian,
             };
             privacy::check(&nominal, delta).map_err(|e| bad("--adjacency", e))?;
             // Every refusal comes before the first line of output.

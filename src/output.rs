@@ -4,7 +4,6 @@
 
 use crate::error::{FboError, Result};
 use crate::objective::Codec;
-use crate::privacy::Accountant;
 use crate::server::RoundRecord;
 use crate::spec::Spec;
 use std::collections::BTreeMap;
@@ -302,30 +301,35 @@ pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<
     out.into_bytes()
 }
 
-/// privacy.csv: one row per private algorithm, completed run, iteration and accountant.
+/// privacy.csv: one row per private algorithm, completed run, iteration, accountant and whom
+/// the epsilon holds against (`against`: "outsiders" see only the released aggregates; "server"
+/// is the server itself, which sees every message).
 pub fn privacy_csv(
     spec: &Spec,
-    curves: &[(usize, Accountant, Vec<f64>)],
+    curves: &[crate::runner::PrivacyCurve],
     done: &[(usize, usize)],
 ) -> Vec<u8> {
-    // Every epsilon names what it is a guarantee for: the sampling and the neighbouring relation.
-    let mut out =
-        String::from("algorithm,run,iteration,accountant,sampling,adjacency,q,delta,epsilon\n");
+    // Every epsilon names what it is a guarantee for: the sampling, the neighbouring relation,
+    // the rate it was accounted at (m / N for fixed-size sampling; 1 against a server that
+    // draws the sample) and who added the noise.
+    let mut out = String::from(
+        "algorithm,run,iteration,accountant,sampling,adjacency,q,delta,noise,against,epsilon\n",
+    );
     for &(a, run) in done {
-        // The rate the accountant was given: the realised one, m / N for fixed-size sampling.
-        let Some(m) = spec.algorithms[a].mechanism(1, spec.total_agents()) else {
-            continue;
-        };
-        for (_, acc, curve) in curves.iter().filter(|(i, _, _)| *i == a) {
-            for (t, eps) in curve.iter().enumerate() {
+        for c in curves.iter().filter(|c| c.algorithm == a) {
+            let m = &c.mechanism;
+            for (t, eps) in c.epsilon.iter().enumerate() {
                 out += &format!(
-                    "{},{run},{},{acc},{},{},{},{},{eps}\n",
+                    "{},{run},{},{},{},{},{},{},{},{},{eps}\n",
                     spec.algorithms[a].label,
                     t + 1,
+                    c.accountant,
                     m.sampling.name(),
                     m.adjacency.name(),
                     m.q,
-                    spec.privacy.delta
+                    spec.privacy.delta,
+                    m.noise.name(),
+                    c.against.name()
                 );
             }
         }

@@ -47,6 +47,9 @@ pub enum Purpose {
     Clock = 19,
     /// Each agent's keys, self-mask seeds and secret shares under `server.secure`.
     SecureAggregation = 20,
+    /// Each agent's own privacy draws under `server.secure`: its self-sampling coin and its
+    /// distributed-noise shares.
+    AgentPrivacy = 21,
 }
 
 fn splitmix64(mut z: u64) -> u64 {

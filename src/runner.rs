@@ -1197,25 +1197,48 @@ pub(crate) fn merge_parts(
     dir.prune()
 }
 
-/// Cumulative epsilon after each iteration t (t rounds released), for every private algorithm
-/// and accountant of the spec: (algorithm index, accountant, epsilon for t = 1..=T). It does
-/// not depend on the run, so each distinct mechanism is accounted once.
-pub fn privacy_curves(spec: &Spec) -> Result<Vec<(usize, Accountant, Vec<f64>)>> {
+/// One privacy curve: the epsilon of one algorithm's guarantee (whom it holds against) under
+/// one accountant after each iteration t = 1..=T.
+pub struct PrivacyCurve {
+    pub algorithm: usize,
+    pub accountant: Accountant,
+    pub against: crate::privacy::Against,
+    /// The guarantee after one round (its rate, sampling, relation: what the rows name).
+    pub mechanism: Mechanism,
+    pub epsilon: Vec<f64>,
+}
+
+/// Cumulative epsilon after each iteration t (t rounds released), for every guarantee of every
+/// private algorithm (`AlgorithmSpec::guarantees`) and every accountant of the spec that has an
+/// analysis of its noise. It does not depend on the run, so each distinct mechanism is
+/// accounted once.
+pub fn privacy_curves(spec: &Spec) -> Result<Vec<PrivacyCurve>> {
+    let n = spec.total_agents();
     let mut tasks: Vec<(Mechanism, Accountant)> = Vec::new();
-    let mut wanted: Vec<(usize, Accountant, Mechanism)> = Vec::new();
+    let mut out: Vec<PrivacyCurve> = Vec::new();
+    let mut wanted: Vec<Vec<(Mechanism, Accountant)>> = Vec::new();
     for (i, a) in spec.algorithms.iter().enumerate() {
-        if a.mechanism(1, spec.total_agents()).is_none() {
-            continue;
-        }
-        for &acc in &spec.privacy.accountants {
-            for t in 1..=spec.iterations as u64 {
-                let m = a
-                    .mechanism(t, spec.total_agents())
-                    .expect("a private algorithm");
-                if !tasks.contains(&(m, acc)) {
-                    tasks.push((m, acc));
+        for (g, (against, first)) in a.guarantees(1, n).into_iter().enumerate() {
+            for &acc in &spec.privacy.accountants {
+                if privacy::supports_noise(acc, first.noise).is_err() {
+                    continue;
                 }
-                wanted.push((i, acc, m));
+                let mut steps = Vec::new();
+                for t in 1..=spec.iterations as u64 {
+                    let m = a.guarantees(t, n)[g].1;
+                    if !tasks.contains(&(m, acc)) {
+                        tasks.push((m, acc));
+                    }
+                    steps.push((m, acc));
+                }
+                wanted.push(steps);
+                out.push(PrivacyCurve {
+                    algorithm: i,
+                    accountant: acc,
+                    against,
+                    mechanism: first,
+                    epsilon: Vec::new(),
+                });
             }
         }
     }
@@ -1228,16 +1251,11 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<(usize, Accountant, Vec<f64>)>>
                 .map_err(FboError::Run)
         })
         .collect::<Result<_>>()?;
-    let mut out: Vec<(usize, Accountant, Vec<f64>)> = Vec::new();
-    for (i, acc, m) in wanted {
-        let v = values[tasks
+    for (curve, steps) in out.iter_mut().zip(wanted) {
+        curve.epsilon = steps
             .iter()
-            .position(|x| *x == (m, acc))
-            .expect("task listed")];
-        match out.iter_mut().find(|(j, a, _)| *j == i && *a == acc) {
-            Some((_, _, curve)) => curve.push(v),
-            None => out.push((i, acc, vec![v])),
-        }
+            .map(|task| values[tasks.iter().position(|x| x == task).expect("task listed")])
+            .collect();
     }
     Ok(out)
 }

@@ -127,6 +127,9 @@ pub struct Server {
     /// shares (in a simulation seeded, so runs reproduce; a deployment draws them from the
     /// operating system).
     secure_rngs: Vec<Rng>,
+    /// Under secure aggregation, each agent's stream for its own privacy draws: its
+    /// self-sampling coin and its distributed-noise shares.
+    agent_rngs: Vec<Rng>,
 }
 
 impl Server {
@@ -138,13 +141,16 @@ impl Server {
             rng,
             arrivals,
             secure_rngs: Vec::new(),
+            agent_rngs: Vec::new(),
         }
     }
 
     /// The agents' secure-aggregation streams, one per agent in order (used only with
-    /// `server.secure`).
-    pub fn with_secure_streams(mut self, streams: Vec<Rng>) -> Self {
-        self.secure_rngs = streams;
+    /// `server.secure`): `keys` for the protocol's key material, `own` for each agent's
+    /// self-sampling coin and noise shares.
+    pub fn with_secure_streams(mut self, keys: Vec<Rng>, own: Vec<Rng>) -> Self {
+        self.secure_rngs = keys;
+        self.agent_rngs = own;
         self
     }
 
@@ -227,7 +233,11 @@ impl Server {
                     omega: omegas[agent].filter(|_| arrived[agent]),
                 })
                 .collect();
-            let (out, missing_agents) = self.sum(m, &cohort)?;
+            let RoundSum {
+                sums: out,
+                missing: missing_agents,
+                ..
+            } = self.sum(m, &cohort, None)?;
             let rec = RoundRecord {
                 round,
                 selected: n,
@@ -245,6 +255,10 @@ impl Server {
         // accountant is given (`Mechanism::server`): for fixed-size sampling it is m / N.
         let rate = crate::privacy::realised_rate(dp.sampling, dp.q, n);
         let selected: Vec<usize> = match dp.sampling {
+            // Each agent flips its own coin: the server never learns the sample.
+            Sampling::Poisson if dp.self_sampling => (0..n)
+                .filter(|&a| self.agent_rngs[a].random::<f64>() < dp.q)
+                .collect(),
             Sampling::Poisson => (0..n).filter(|_| self.rng.random::<f64>() < dp.q).collect(),
             Sampling::Fixed => {
                 let k = crate::privacy::fixed_sample_size(dp.q, n);
@@ -260,10 +274,23 @@ impl Server {
         // scale to who was included, which the accountant does not see. Each agent's clip and
         // weights are public functions of its own vector, so under secure aggregation the
         // agent applies them itself.
-        let cohort: Vec<Contribution> = selected
+        // Under self-sampling every agent uploads, those not taking part a (masked) zero.
+        let members: Vec<usize> = if dp.self_sampling {
+            (0..n).collect()
+        } else {
+            selected.clone()
+        };
+        let cohort: Vec<Contribution> = members
             .iter()
             .map(|&agent| {
                 let omega = omegas[agent].filter(|_| arrived[agent]);
+                if !selected.contains(&agent) {
+                    return Contribution {
+                        agent,
+                        coef: vec![0.0; p],
+                        omega,
+                    };
+                }
                 let scale = omega.map_or(1.0, |o| {
                     let norm = o.dot(o).sqrt();
                     if norm > bound {
@@ -280,15 +307,31 @@ impl Server {
                 }
             })
             .collect();
-        let (mut out, missing_agents) = self.sum(m, &cohort)?;
-        // An empty subset still releases noise (algorithms.md section 4).
         let noise_sd = dp.z * phi_max * dp.clip / rate;
-        for o in out.iter_mut() {
-            for v in o.iter_mut() {
-                let e: f64 = StandardNormal.sample(&mut self.rng);
-                *v += noise_sd * e;
+        let shares = match dp.noise {
+            crate::privacy::Noise::Distributed(_) => Some(noise_sd),
+            crate::privacy::Noise::Gaussian => None,
+        };
+        let RoundSum {
+            sums: mut out,
+            missing,
+            noised,
+        } = self.sum(m, &cohort, shares)?;
+        // An empty subset still releases noise (algorithms.md section 4); so does a
+        // distributed round that yielded no sum, from the server, its output then independent
+        // of every agent's data.
+        if !noised {
+            for o in out.iter_mut() {
+                for v in o.iter_mut() {
+                    let e: f64 = StandardNormal.sample(&mut self.rng);
+                    *v += noise_sd * e;
+                }
             }
         }
+        let missing_agents: Vec<usize> = missing
+            .into_iter()
+            .filter(|a| selected.contains(a))
+            .collect();
         let rec = RoundRecord {
             round,
             selected: selected.len(),
@@ -303,15 +346,18 @@ impl Server {
         Ok((out, rec))
     }
 
-    /// The P sums over the cohort of coef[i] omega, and the members whose vector is missing
-    /// from them: in the clear, each added in agent order; under secure aggregation through
-    /// `secagg::round`, where a round whose survivors fall below the threshold loses every
-    /// vector.
+    /// The P sums over the cohort of coef[i] omega, the members whose vector is missing from
+    /// them, and whether the sum carries the agents' noise shares: in the clear, each added in
+    /// agent order; under secure aggregation through `secagg::round`, where a round whose
+    /// survivors fall below the threshold loses every vector. With `shares` (the total noise
+    /// s.d. in the clear), each member whose vector goes in adds discrete Gaussian shares of
+    /// variance total^2 / threshold in fixed point (`privacy::discrete`).
     fn sum(
         &mut self,
         m: usize,
         cohort: &[Contribution],
-    ) -> Result<(Vec<Array1<f64>>, Vec<usize>), String> {
+        shares: Option<f64>,
+    ) -> Result<RoundSum, String> {
         let p = self.spec.subregions;
         let mut out = vec![Array1::zeros(m); p];
         let missing = |c: &[Contribution]| -> Vec<usize> {
@@ -328,13 +374,29 @@ impl Server {
                     }
                 }
             }
-            return Ok((out, missing(cohort)));
+            return Ok(RoundSum {
+                sums: out,
+                missing: missing(cohort),
+                noised: false,
+            });
         };
         let k = cohort.len();
-        let inputs: Vec<Option<Vec<u64>>> = cohort
+        let threshold = secure.threshold(k);
+        let mut inputs: Vec<Option<Vec<u64>>> = cohort
             .iter()
             .map(|c| c.omega.map(|omega| c.encoded(omega, k)).transpose())
             .collect::<Result<_, String>>()?;
+        if let Some(total) = shares {
+            let share = total * 2f64.powi(crate::secagg::FRACTION_BITS) / (threshold as f64).sqrt();
+            for (c, input) in cohort.iter().zip(inputs.iter_mut()) {
+                let Some(x) = input else { continue };
+                let rng = &mut self.agent_rngs[c.agent];
+                for v in x.iter_mut() {
+                    // Two's complement: a negative share wraps as the fixed point expects.
+                    *v = v.wrapping_add(crate::privacy::discrete::sample(share, rng) as u64);
+                }
+            }
+        }
         // Each member's key material from its own stream (cohorts are in agent order).
         let mut members: Vec<(usize, &mut Rng)> = self
             .secure_rngs
@@ -343,17 +405,33 @@ impl Server {
             .filter(|(a, _)| cohort.iter().any(|c| c.agent == *a))
             .collect();
         assert_eq!(members.len(), k, "one secure-aggregation stream per agent");
-        let (total, _) = crate::secagg::round(&mut members, &inputs, p * m, secure.threshold(k));
+        let (total, _) = crate::secagg::round(&mut members, &inputs, p * m, threshold);
         let Some(total) = total else {
-            return Ok((out, cohort.iter().map(|c| c.agent).collect()));
+            return Ok(RoundSum {
+                sums: out,
+                missing: cohort.iter().map(|c| c.agent).collect(),
+                noised: false,
+            });
         };
         for (i, o) in out.iter_mut().enumerate() {
             for (j, v) in o.iter_mut().enumerate() {
                 *v = crate::secagg::decode(total[i * m + j]);
             }
         }
-        Ok((out, missing(cohort)))
+        Ok(RoundSum {
+            sums: out,
+            missing: missing(cohort),
+            noised: shares.is_some() && k > 0,
+        })
     }
+}
+
+/// A round's P sums, the cohort members whose vector is missing from them, and whether the
+/// sums carry the agents' noise shares.
+struct RoundSum {
+    sums: Vec<Array1<f64>>,
+    missing: Vec<usize>,
+    noised: bool,
 }
 
 /// One cohort member's share of a round: its vector (None: did not arrive) and the factor it
@@ -414,6 +492,8 @@ mod tests {
             adjacency: crate::privacy::Adjacency::AddRemove,
             budget: None,
             agreement: None,
+            noise: crate::privacy::Noise::Gaussian,
+            self_sampling: false,
         }
     }
 
@@ -646,6 +726,9 @@ mod tests {
             (0..n as u64)
                 .map(|a| stream(seed, 0, a, Purpose::SecureAggregation))
                 .collect(),
+            (0..n as u64)
+                .map(|a| stream(seed, 0, a, Purpose::AgentPrivacy))
+                .collect(),
         )
     }
 
@@ -698,6 +781,75 @@ mod tests {
             }
             assert!(dropped > 0 && lost_rounds < 40, "{dropped} {lost_rounds}");
         }
+    }
+
+    #[test]
+    fn distributed_shares_sum_to_the_central_noise() {
+        // Zero vectors, dropout 0 (threshold = cohort): every completed round's output is the
+        // agents' shares alone, of total variance noise_sd^2 per coordinate. 40 rounds x 4 x 25
+        // coordinates: the sample variance is within 10% with probability above 99.9%.
+        let n = 10;
+        let omegas = vec![Array1::zeros(25); n];
+        let dp = DpSpec {
+            noise: crate::privacy::Noise::Distributed(
+                crate::privacy::discrete::Distributed::bound(n, 100, 4.0, 0.5, 32).unwrap(),
+            ),
+            ..poisson(0.6, 0.5, 4.0)
+        };
+        let s = ServerSpec {
+            secure: Some(SecureSpec { dropout: 0.0 }),
+            ..spec(4, Some(dp), WeightMode::Adaptive)
+        };
+        let mut srv = secure_server(s, n, 11);
+        let (mut sum_sq, mut count) = (0.0, 0);
+        for round in 0..40 {
+            let (out, rec) = srv.aggregate(round, &omegas);
+            for o in &out {
+                for v in o {
+                    sum_sq += (v / rec.noise_sd).powi(2);
+                    count += 1;
+                }
+            }
+        }
+        let ratio = sum_sq / count as f64;
+        assert!((ratio - 1.0).abs() < 0.1, "{ratio}");
+    }
+
+    #[test]
+    fn self_sampling_draws_no_selection_from_the_servers_stream() {
+        // Two servers whose own streams differ select the same agents: the coins are the
+        // agents' own. About q N of them each round.
+        let n = 16;
+        let omegas = vec![array![0.5]; n];
+        let dp = DpSpec {
+            self_sampling: true,
+            ..poisson(0.25, 1.0, 2.0)
+        };
+        let s = ServerSpec {
+            secure: Some(SecureSpec { dropout: 0.3 }),
+            ..spec(1, Some(dp), WeightMode::Equal)
+        };
+        let own = |seed: u64| -> Vec<Rng> {
+            (0..n as u64)
+                .map(|a| stream(seed, 0, a, Purpose::AgentPrivacy))
+                .collect()
+        };
+        let keys = |seed: u64| -> Vec<Rng> {
+            (0..n as u64)
+                .map(|a| stream(seed, 0, a, Purpose::SecureAggregation))
+                .collect()
+        };
+        let mut a = server(s.clone(), vec![0; n], 1).with_secure_streams(keys(1), own(5));
+        let mut b = server(s, vec![0; n], 2).with_secure_streams(keys(2), own(5));
+        let mut selected = 0;
+        for round in 0..100 {
+            let (_, ra) = a.aggregate(round, &omegas);
+            let (_, rb) = b.aggregate(round, &omegas);
+            assert_eq!(ra.selected_agents, rb.selected_agents, "round {round}");
+            selected += ra.selected;
+        }
+        let rate = selected as f64 / (100 * n) as f64;
+        assert!((rate - 0.25).abs() < 0.04, "{rate}");
     }
 
     #[test]

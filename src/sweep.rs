@@ -325,14 +325,15 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
         let fin = summary.iter().find(|r| r[0] == a.label && r[1] == last);
         let get = |c: usize| fin.map(|r| r[c].clone()).unwrap_or_default();
         // privacy.csv: algorithm, run, iteration, accountant, sampling, adjacency, q, delta,
-        // epsilon.
+        // noise, against, epsilon. The sweep reports the release's guarantee (the first row of
+        // each accountant; a server's own view, where written, follows it).
         let final_row = |acc: Accountant| {
             privacy
                 .iter()
                 .find(|r| r[0] == a.label && r[1] == "0" && r[2] == last && r[3] == acc.name())
         };
         let eps = |acc: Accountant| -> String {
-            final_row(acc).map(|r| r[8].clone()).unwrap_or_default()
+            final_row(acc).map(|r| r[10].clone()).unwrap_or_default()
         };
         let accounted_q = Accountant::ALL
             .into_iter()

@@ -118,7 +118,7 @@ fn run_writes_server_and_privacy_files_deterministically() {
             curves
                 .entry((f[0].into(), f[3].into()))
                 .or_default()
-                .push(f[8].parse().unwrap());
+                .push(f[10].parse().unwrap());
         }
     }
     let int = &curves[&("DP-FTS-DE P=2 q=0.5 z=1 S=3".into(), "rdp-int".into())];
@@ -160,6 +160,82 @@ fn secure_aggregation_reproduces_the_plain_server() {
     }
 }
 
+/// `server.noise = "distributed"`: the agents add discrete Gaussian shares before masking.
+/// The run is byte-identical on 1 and 2 threads; privacy.csv accounts it with the RDP
+/// accountants only (pld has no analysis of it), writes the amplified epsilon against those who
+/// see the releases and, the server drawing the sample, the unamplified one against the server;
+/// with self-sampling the amplified one holds against the server itself. The same selection
+/// and the same total noise s.d. as the central server's.
+#[test]
+fn distributed_noise_runs_and_says_whom_each_epsilon_holds_against() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP
+        .replace("accountants = [\"rdp-int\", \"rdp\"]", "")
+        .replace(
+            "[[algorithm]]\nkind = \"dp-fts-de\"",
+            "[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"central\"\n\n\
+             [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"distributed\"\n\
+             server = { secure = true, secure_dropout = 0.2, noise = \"distributed\" }\n\n\
+             [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"self\"\n\
+             server = { secure = true, noise = \"distributed\", self_sampling = true }",
+        );
+    let spec_path = write(dir.path(), "dp.toml", &text);
+    let outs = run_on_one_and_two_threads(&spec_path, dir.path());
+    for f in ["trace.csv", "server.csv", "privacy.csv"] {
+        assert!(
+            fs::read(outs[0].join(f)).unwrap() == fs::read(outs[1].join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    let privacy = fs::read_to_string(outs[0].join("privacy.csv")).unwrap();
+    let last = |label: &str, acc: &str, against: &str| -> (f64, f64) {
+        let row: Vec<String> = privacy
+            .lines()
+            .rfind(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                f[0] == label && f[2] == "8" && f[3] == acc && f[9] == against
+            })
+            .unwrap_or_else(|| panic!("{label} {acc} {against}"))
+            .split(',')
+            .map(String::from)
+            .collect();
+        (row[6].parse().unwrap(), row[10].parse().unwrap())
+    };
+    for l in privacy
+        .lines()
+        .filter(|l| !l.starts_with("central,"))
+        .skip(1)
+    {
+        assert!(!l.contains(",pld,"), "{l}");
+        assert!(l.contains(",distributed,"), "{l}");
+    }
+    let (_, central) = last("central", "rdp", "outsiders");
+    let (q, outsiders) = last("distributed", "rdp", "outsiders");
+    let (q_server, server) = last("distributed", "rdp", "server");
+    let (_, self_sampled) = last("self", "rdp", "server");
+    assert_eq!((q, q_server), (0.5, 1.0));
+    // The general subsampling bound is valid for the sum of discrete Gaussians, and looser
+    // than the Gaussian's own; the server, knowing the sample, gets no amplification.
+    assert!(
+        outsiders >= central && outsiders < 1.5 * central,
+        "{outsiders} vs {central}"
+    );
+    assert!(server > 1.5 * outsiders, "{server} vs {outsiders}");
+    assert_eq!(self_sampled, outsiders);
+    // The same noise s.d. as the central server's, round by round.
+    let server_csv = fs::read_to_string(outs[0].join("server.csv")).unwrap();
+    let noise = |label: &str| -> Vec<String> {
+        server_csv
+            .lines()
+            .filter(|l| l.starts_with(&format!("{label},")))
+            .map(|l| l.split(',').nth(8).unwrap().to_string())
+            .collect()
+    };
+    assert!(!noise("central").is_empty());
+    assert_eq!(noise("central"), noise("distributed"));
+    assert_eq!(noise("central"), noise("self"));
+}
+
 #[test]
 fn server_options_are_checked() {
     let dir = tempfile::tempdir().unwrap();
@@ -194,6 +270,46 @@ fn server_options_are_checked() {
             "kind = \"dp-fts-de\"",
             "kind = \"dp-fts-de\"\nserver = { secure_dropout = 0.2 }",
             "key `algorithm[1].server.secure_dropout`: applies only with secure = true",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nnoise = \"distributed\"",
+            "key `server.noise`: needs secure = true",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nsecure = true\nnoise = \"local\"",
+            "key `server.noise`: unknown noise \"local\"; allowed: \"central\"",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nsecure = true\nnoise = \"distributed\"\nmax_epsilon = 5.0\nbudget_accountant = \"pld\"",
+            "key `server.budget_accountant`: the pld accountant has no analysis of distributed discrete Gaussian noise",
+        ),
+        (
+            "clip = 3.0\n\n[privacy]\naccountants = [\"rdp-int\", \"rdp\"]",
+            "clip = 3.0\nsecure = true\nnoise = \"distributed\"\n\n[privacy]\naccountants = [\"rdp-int\", \"pld\"]",
+            "key `server.noise`: the pld accountant has no analysis of distributed discrete Gaussian noise (a sum of discrete Gaussians is not one); use rdp or rdp-int (privacy.accountants[1] = \"pld\")",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nsecure = true\nself_sampling = true\nsampling = \"fixed\"\nadjacency = \"replace-one\"",
+            "key `server.self_sampling`: needs sampling = \"poisson\"",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nself_sampling = true",
+            "key `server.self_sampling`: needs secure = true",
+        ),
+        (
+            "kind = \"dp-fts-de\"",
+            "kind = \"dp-fts-de\"\nserver = { dp = false, noise = \"distributed\" }",
+            "key `algorithm[1].server.noise`: applies only with dp = true",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 1e-9\nsecure = true\nnoise = \"distributed\"",
+            "raise z or clip",
         ),
         (
             "clip = 3.0",
@@ -295,17 +411,16 @@ fn fixed_size_sampling_is_accounted_at_the_rate_the_server_realises() {
     let out = dir.path().join("out");
     fbo_ok("run", &spec_path, &out, &["--no-timing"]);
     let privacy = fs::read_to_string(out.join("privacy.csv")).unwrap();
-    assert!(
-        privacy
-            .starts_with("algorithm,run,iteration,accountant,sampling,adjacency,q,delta,epsilon\n")
-    );
+    assert!(privacy.starts_with(
+        "algorithm,run,iteration,accountant,sampling,adjacency,q,delta,noise,against,epsilon\n"
+    ));
     let last: Vec<&str> = privacy.lines().last().unwrap().split(',').collect();
     assert_eq!(
         (last[2], last[3], last[4], last[5]),
         ("8", "rdp-int", "fixed", "replace-one")
     );
     assert!((last[6].parse::<f64>().unwrap() - 11.0 / 30.0).abs() < 1e-15);
-    let eps: f64 = last[8].parse().unwrap();
+    let eps: f64 = last[10].parse().unwrap();
     assert!((eps - 25.760831706309).abs() < 1e-6, "{eps}");
     // Every server round selected exactly those 11.
     let server = fs::read_to_string(out.join("server.csv")).unwrap();
@@ -453,6 +568,7 @@ fn a_privacy_budget_stops_the_server_before_it_would_be_exceeded() {
         steps: t,
         sampling: fbo::privacy::Sampling::Poisson,
         adjacency: fbo::privacy::Adjacency::AddRemove,
+        noise: fbo::privacy::Noise::Gaussian,
     };
     let eps = |t: u64| {
         fbo::privacy::epsilon(fbo::privacy::Accountant::Pld, &mech(t), delta)
@@ -492,7 +608,7 @@ fn a_privacy_budget_stops_the_server_before_it_would_be_exceeded() {
     let privacy = fs::read_to_string(out.join("privacy.csv")).unwrap();
     for line in privacy.lines().skip(1) {
         let f: Vec<&str> = line.split(',').collect();
-        let (t, e): (u64, f64) = (f[2].parse().unwrap(), f[8].parse().unwrap());
+        let (t, e): (u64, f64) = (f[2].parse().unwrap(), f[10].parse().unwrap());
         if f[3] == "pld" {
             assert!(e <= 3.0, "{line}");
             assert!((e - eps(t.min(fit))).abs() < 1e-9, "{line}");

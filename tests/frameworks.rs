@@ -250,7 +250,7 @@ fn noisy_consensus_accounts_the_gaussian_mechanism_on_its_candidates() {
                 t * a / (2.0 * z * z) + (1.0 / delta).ln() / (a - 1.0)
             })
             .fold(f64::INFINITY, f64::min);
-        let eps: f64 = r[8].parse().unwrap();
+        let eps: f64 = r[10].parse().unwrap();
         assert!(
             (eps - closed).abs() < 1e-9 * closed,
             "t {t}: {eps} vs {closed}"
@@ -260,7 +260,7 @@ fn noisy_consensus_accounts_the_gaussian_mechanism_on_its_candidates() {
     let last = |acc: &str| -> f64 {
         rows.iter()
             .rfind(|r| r[3] == acc)
-            .map(|r| r[8].parse().unwrap())
+            .map(|r| r[10].parse().unwrap())
             .unwrap()
     };
     assert!(last("pld") <= last("rdp-int"));

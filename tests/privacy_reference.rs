@@ -3,7 +3,7 @@
 //! tests/fixtures/privacy_reference.csv. The references are written to 6 decimals, so each
 //! comparison allows half a unit of the last one (ROUNDING).
 
-use fbo::privacy::{self, Accountant, Adjacency, Mechanism, Sampling, pld};
+use fbo::privacy::{self, Accountant, Adjacency, Mechanism, Noise, Sampling, pld};
 
 const ROUNDING: f64 = 5e-7;
 
@@ -50,6 +50,7 @@ fn poisson_pld_brackets_the_reference_and_its_upper_end_is_within_two_percent() 
             steps: r.steps,
             sampling: Sampling::Poisson,
             adjacency: Adjacency::AddRemove,
+            noise: Noise::Gaussian,
         };
         let b = pld::epsilon_bounds(&m, r.delta, pld::DEFAULT_INTERVAL).unwrap();
         let what = format!(
@@ -111,4 +112,52 @@ fn fixed_size_pld_contains_the_concrete_pair_and_rdp_matches_theorem_27() {
         n += 1;
     }
     assert!(n >= 80, "{n} rows");
+}
+
+/// The distributed discrete Gaussian's accountant (`privacy::discrete`) against the same
+/// bounds written independently in Python with scipy (tests/fixtures/distributed_reference.py):
+/// Zhu & Wang's general Poisson bound and WBK's Thm. 9 on the Gaussian's RDP curve, min with the
+/// unsampled curve, orders 2..=256, the improved conversion. Inflation 1 and tau d = 0 make the
+/// curve exactly the Gaussian's; pld refuses the mechanism.
+#[test]
+fn distributed_noise_matches_an_independent_general_bound() {
+    let exact = privacy::discrete::Distributed {
+        inflation: 1.0,
+        tau_d: 0.0,
+    };
+    for (q, z, steps, delta, sampling, reference) in [
+        (0.35, 2.0, 60, 1e-5, Sampling::Poisson, 12.178722090321884),
+        (0.1, 1.0, 100, 1e-5, Sampling::Poisson, 9.823371301243004),
+        (0.05, 1.0, 1000, 1e-5, Sampling::Poisson, 14.413135474269362),
+        (0.2, 3.0, 50, 1e-5, Sampling::Fixed, 11.91834154396468),
+        (0.05, 2.0, 200, 1e-6, Sampling::Fixed, 10.430778687021979),
+    ] {
+        let m = Mechanism {
+            q,
+            z,
+            steps,
+            sampling,
+            adjacency: Adjacency::default_for(sampling),
+            noise: Noise::Gaussian,
+        }
+        .distributed(exact);
+        let got = privacy::epsilon(Accountant::Rdp, &m, delta)
+            .unwrap()
+            .epsilon;
+        assert!(
+            (got - reference).abs() < 1e-9 * reference,
+            "q={q} z={z} T={steps}: {got} vs {reference}"
+        );
+        let err = privacy::epsilon(Accountant::Pld, &m, delta).unwrap_err();
+        assert!(err.contains("no analysis of distributed"), "{err}");
+        // Never below the Gaussian's own RDP accounting of the same (q, z, T).
+        let gaussian = Mechanism {
+            noise: Noise::Gaussian,
+            ..m
+        };
+        let g = privacy::epsilon(Accountant::Rdp, &gaussian, delta)
+            .unwrap()
+            .epsilon;
+        assert!(got >= g - 1e-9, "{got} < {g}");
+    }
 }

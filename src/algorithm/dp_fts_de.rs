@@ -256,14 +256,10 @@ impl DpFtsDe {
                 stream(seed, ctx.run as u64, SHARED, Purpose::Server),
                 stream(seed, ctx.run as u64, SHARED, Purpose::Participation),
             )
-            // Key streams only where the protocol runs: nothing added to a plain unit's start.
-            .with_secure_streams(if server_spec.secure.is_some() {
-                (0..n as u64)
-                    .map(|a| stream(seed, ctx.run as u64, a, Purpose::SecureAggregation))
-                    .collect()
-            } else {
-                Vec::new()
-            }),
+            .with_secure_streams(
+                secure_streams(server_spec, seed, ctx.run, n, Purpose::SecureAggregation),
+                secure_streams(server_spec, seed, ctx.run, n, Purpose::AgentPrivacy),
+            ),
             schedule: alg.p_t.clone(),
             records: Vec::new(),
             budget_rounds: server_spec
@@ -458,4 +454,21 @@ impl Algorithm for DpFtsDe {
     fn federated(&mut self) -> Option<&mut dyn Federated> {
         Some(self)
     }
+}
+
+/// Each agent's stream for `purpose` under secure aggregation (keys; self-sampling coins and
+/// noise shares), none without it: a plain unit draws nothing more than it always did.
+fn secure_streams(
+    spec: &ServerSpec,
+    seed: u64,
+    run: usize,
+    n: usize,
+    purpose: Purpose,
+) -> Vec<crate::rng::Rng> {
+    if spec.secure.is_none() {
+        return Vec::new();
+    }
+    (0..n as u64)
+        .map(|a| stream(seed, run as u64, a, purpose))
+        .collect()
 }

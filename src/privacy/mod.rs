@@ -16,6 +16,7 @@
 //! `pld` the dominating pairs of `pld::pairs`.
 
 pub mod allocation;
+pub mod discrete;
 pub mod pld;
 pub mod rdp;
 pub mod select;
@@ -174,6 +175,44 @@ pub struct Mechanism {
     pub steps: u64,
     pub sampling: Sampling,
     pub adjacency: Adjacency,
+    pub noise: Noise,
+}
+
+/// Whom a written epsilon holds against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Against {
+    /// Whoever sees only the released aggregates (and not who was sampled).
+    Outsiders,
+    /// The server as well, which sees every message of the protocol.
+    Server,
+}
+
+impl Against {
+    pub fn name(self) -> &'static str {
+        match self {
+            Against::Outsiders => "outsiders",
+            Against::Server => "server",
+        }
+    }
+}
+
+/// Who adds the noise, and with it which analysis applies.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Noise {
+    /// Continuous Gaussian noise added to the sum by one party (the server, trusted with it).
+    Gaussian,
+    /// Discrete Gaussian shares added by the contributors before secure aggregation
+    /// (`discrete`): an RDP analysis at integer orders only.
+    Distributed(discrete::Distributed),
+}
+
+impl Noise {
+    pub fn name(self) -> &'static str {
+        match self {
+            Noise::Gaussian => "central",
+            Noise::Distributed(_) => "distributed",
+        }
+    }
 }
 
 /// How many of `n` agents a fixed-size round selects for the nominal rate q: round(n q),
@@ -222,6 +261,15 @@ impl Mechanism {
             steps,
             sampling,
             adjacency,
+            noise: Noise::Gaussian,
+        }
+    }
+
+    /// The same mechanism with its noise added by the contributors (`discrete`).
+    pub fn distributed(self, d: discrete::Distributed) -> Self {
+        Mechanism {
+            noise: Noise::Distributed(d),
+            ..self
         }
     }
 
@@ -268,10 +316,21 @@ pub fn supports(acc: Accountant, sampling: Sampling, adjacency: Adjacency) -> Re
     }
 }
 
+/// Whether accountant `acc` has an analysis of noise added as `noise` says.
+pub fn supports_noise(acc: Accountant, noise: Noise) -> Result<(), String> {
+    match (acc, noise) {
+        (Accountant::Pld, Noise::Distributed(_)) => Err(
+            "the pld accountant has no analysis of distributed discrete Gaussian noise (a sum of discrete Gaussians is not one); use rdp or rdp-int".into(),
+        ),
+        _ => Ok(()),
+    }
+}
+
 /// epsilon at `delta` after `m.steps` rounds. Zero steps release nothing: epsilon 0.
 pub fn epsilon(acc: Accountant, m: &Mechanism, delta: f64) -> Result<Guarantee, String> {
     check(m, delta)?;
     supports(acc, m.sampling, m.adjacency)?;
+    supports_noise(acc, m.noise)?;
     if m.steps == 0 {
         return Ok(Guarantee {
             epsilon: 0.0,
@@ -291,7 +350,7 @@ pub fn epsilon(acc: Accountant, m: &Mechanism, delta: f64) -> Result<Guarantee, 
             })
         }
         Accountant::Rdp => {
-            let orders = rdp::fine_orders(m.sampling);
+            let orders = rdp::fine_orders(m);
             let curve = rdp::rdp_curve(m, &orders)?;
             let (epsilon, order) = rdp::to_dp_improved(&orders, &curve, delta);
             Ok(Guarantee {
@@ -358,6 +417,7 @@ mod tests {
             steps,
             sampling: Sampling::Poisson,
             adjacency: Adjacency::AddRemove,
+            noise: Noise::Gaussian,
         }
     }
 
@@ -471,6 +531,7 @@ mod tests {
         }
         let poisson_replace = Mechanism {
             adjacency: Adjacency::ReplaceOne,
+            noise: Noise::Gaussian,
             ..mech(0.25, 1.0, 40)
         };
         for acc in [Accountant::RdpInt, Accountant::Rdp] {
@@ -556,10 +617,12 @@ mod tests {
                     let fixed = Mechanism {
                         sampling: Sampling::Fixed,
                         adjacency: Adjacency::ReplaceOne,
+                        noise: Noise::Gaussian,
                         ..m
                     };
                     let poisson_replace = Mechanism {
                         adjacency: Adjacency::ReplaceOne,
+                        noise: Noise::Gaussian,
                         ..m
                     };
                     for mm in [m, fixed, poisson_replace] {

@@ -602,6 +602,8 @@ pub fn epsilon(
     if m.steps > u32::MAX as u64 {
         return Err("pld: at most 2^32 - 1 steps".into());
     }
+    // The pairs below are the continuous Gaussian's: they say nothing of a sum of discrete ones.
+    super::supports_noise(super::Accountant::Pld, m.noise)?;
     // The pairs are independent: compose them in parallel.
     // An epsilon of a few grid cells is resolved again on a grid 500 times finer than itself:
     // at q = 1e-3, z = 5, T = 40 the spacing 1e-4 left the upper end 2% above 0.0027.
@@ -667,6 +669,7 @@ mod tests {
             steps,
             sampling: crate::privacy::Sampling::Poisson,
             adjacency: crate::privacy::Adjacency::AddRemove,
+            noise: crate::privacy::Noise::Gaussian,
         }
     }
 

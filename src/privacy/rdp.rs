@@ -1,6 +1,6 @@
 //! Renyi DP of the subsampled Gaussian mechanism and its conversion to (epsilon, delta).
 
-use super::{Mechanism, Sampling, log_add, log_erfc, log_sub};
+use super::{Mechanism, Noise, Sampling, log_add, log_erfc, log_sub};
 
 /// ln C(n, k) for real n >= 0 and integer k, with the sign of C(n, k).
 fn log_binom_signed(n: f64, k: u64) -> (f64, f64) {
@@ -228,6 +228,20 @@ fn forward_differences(c: f64, n: usize) -> std::sync::Arc<Vec<f64>> {
 
 /// One step's RDP at each order; fixed-size sampling supports integer orders only.
 pub fn rdp_curve(m: &Mechanism, orders: &[f64]) -> Result<Vec<f64>, String> {
+    if let Noise::Distributed(d) = m.noise {
+        return orders
+            .iter()
+            .map(|&a| {
+                if a.fract() == 0.0 && a >= 2.0 {
+                    Ok(d.rdp(m.q, m.z, m.sampling, m.adjacency, a as u64) * m.steps as f64)
+                } else {
+                    Err(format!(
+                        "distributed noise has an RDP bound at integer orders only, not {a}"
+                    ))
+                }
+            })
+            .collect();
+    }
     orders
         .iter()
         .map(|&a| match m.sampling {
@@ -243,10 +257,10 @@ pub fn rdp_curve(m: &Mechanism, orders: &[f64]) -> Result<Vec<f64>, String> {
 }
 
 /// The `rdp` accountant's orders: fractional near 1, where small epsilons are found, and
-/// integers up to 256; integers only for fixed-size sampling.
-pub fn fine_orders(sampling: Sampling) -> Vec<f64> {
+/// integers up to 256; integers only for fixed-size sampling and distributed noise.
+pub fn fine_orders(m: &Mechanism) -> Vec<f64> {
     let mut v: Vec<f64> = Vec::new();
-    if sampling == Sampling::Poisson {
+    if m.sampling == Sampling::Poisson && m.noise == Noise::Gaussian {
         v.extend((1..=19).map(|k| 1.0 + k as f64 / 20.0)); // 1.05 .. 1.95
         v.extend(
             (0..100)
@@ -335,14 +349,15 @@ mod tests {
 
     #[test]
     fn improved_conversion_is_never_looser() {
-        let orders = fine_orders(Sampling::Poisson);
         let m = Mechanism {
             q: 0.2,
             z: 1.1,
             steps: 100,
             sampling: Sampling::Poisson,
             adjacency: super::super::Adjacency::AddRemove,
+            noise: Noise::Gaussian,
         };
+        let orders = fine_orders(&m);
         let curve = rdp_curve(&m, &orders).unwrap();
         let (c, _) = to_dp_classic(&orders, &curve, 1e-5);
         let (i, _) = to_dp_improved(&orders, &curve, 1e-5);

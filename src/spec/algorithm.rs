@@ -157,6 +157,31 @@ impl AlgorithmSpec {
             None => self.framework.mechanism(steps),
         }
     }
+
+    /// Every guarantee this algorithm's epsilons are written for, with whom each holds
+    /// against: `mechanism`'s (against those who see the released aggregates, and against
+    /// the server too where `DpSpec::holds_against_server`), and the server's own view where
+    /// it differs (`DpSpec::server_view`).
+    pub fn guarantees(
+        &self,
+        steps: u64,
+        agents: usize,
+    ) -> Vec<(crate::privacy::Against, crate::privacy::Mechanism)> {
+        use crate::privacy::Against;
+        let Some(release) = self.mechanism(steps, agents) else {
+            return Vec::new();
+        };
+        let dp = self.server.as_ref().and_then(|s| s.dp);
+        let against = match dp {
+            Some(dp) if dp.holds_against_server() => Against::Server,
+            _ => Against::Outsiders,
+        };
+        let mut out = vec![(against, release)];
+        if let Some(view) = dp.and_then(|d| d.server_view(steps, agents)) {
+            out.push((Against::Server, view));
+        }
+        out
+    }
 }
 
 /// A practitioner's reference (issue 39): TS whose first query is a configuration the other
@@ -497,6 +522,14 @@ pub(super) fn check_algorithms(
         if kind != AlgorithmKind::DpFtsDe && ra.server.is_some() {
             return Err(c.err(&key("server"), "applies only to kind = \"dp-fts-de\""));
         }
+
+        let m = c.int(
+            &key("features"),
+            ra.features,
+            features as i64,
+            1,
+            MAX_FEATURES,
+        )?;
         let server = match kind {
             AlgorithmKind::DpFtsDe => Some(check_server(
                 c,
@@ -505,6 +538,7 @@ pub(super) fn check_algorithms(
                 ra.server.as_ref(),
                 d.domain_size,
                 total_agents,
+                m,
             )?),
             _ => None,
         };
@@ -535,13 +569,6 @@ pub(super) fn check_algorithms(
             "shared model",
             crate::spec::SharedModel::NAMES,
             crate::spec::SharedModel::parse,
-        )?;
-        let m = c.int(
-            &key("features"),
-            ra.features,
-            features as i64,
-            1,
-            MAX_FEATURES,
         )?;
         let p_t = match ra.p_t {
             Some(ref v) => c.schedule(

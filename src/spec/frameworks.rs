@@ -189,6 +189,7 @@ impl Framework {
                 steps,
                 sampling: crate::privacy::Sampling::Fixed,
                 adjacency: crate::privacy::Adjacency::ReplaceOne,
+                noise: crate::privacy::Noise::Gaussian,
             }),
             _ => None,
         }

@@ -991,6 +991,7 @@ impl Spec {
         if rp.delta.is_some() && !(delta > 0.0 && delta < 1.0) {
             return Err(c.err("privacy.delta", format!("must be in (0, 1), got {delta}")));
         }
+        let accountants_written = rp.accountants.is_some();
         let accountants = match rp.accountants {
             None => Accountant::ALL.to_vec(),
             Some(list) => {
@@ -1015,6 +1016,16 @@ impl Spec {
                             format!("{e} (privacy.accountants[{j}] = \"{acc}\")"),
                         )
                     })?;
+                    // Unwritten, the list is every accountant, and each algorithm is
+                    // accounted by those that have an analysis of its noise.
+                    if accountants_written {
+                        crate::privacy::supports_noise(acc, dp.noise).map_err(|e| {
+                            c.err(
+                                &a.server_key(i, "noise"),
+                                format!("{e} (privacy.accountants[{j}] = \"{acc}\")"),
+                            )
+                        })?;
+                    }
                 }
             }
             if let Some(dp) = a.server.as_ref().and_then(|s| s.dp)
@@ -1029,6 +1040,14 @@ impl Spec {
             let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut()) else {
                 continue;
             };
+            if a.shared == SharedModel::Agreed
+                && matches!(dp.noise, crate::privacy::Noise::Distributed(_))
+            {
+                return Err(c.err(
+                    &a.server_key(i, "noise"),
+                    "distributed noise covers the message vectors only, and shared = \"agreed\" releases an agreement beside them through the server's own noise; use shared = \"fixed\" or noise = \"central\"",
+                ));
+            }
             match (a.shared, dp.agreement) {
                 (SharedModel::Agreed, None) => {
                     dp.agreement = Some(server::AgreementDp {

@@ -38,6 +38,12 @@ pub struct DpSpec {
     /// With `surrogate.shared = "agreed"`: how the agreement on the shared model's
     /// hyperparameters is released beside the messages (`surrogate::agreement`).
     pub agreement: Option<AgreementDp>,
+    /// Who adds the noise: the server (the papers' trusted server), or the agents' discrete
+    /// Gaussian shares (`server.noise = "distributed"`, with `server.secure`).
+    pub noise: crate::privacy::Noise,
+    /// `server.self_sampling`: each agent draws its own participation and every agent
+    /// uploads, so the server does not learn who took part.
+    pub self_sampling: bool,
 }
 
 /// The agreement's own release: log-hyperparameter vectors clipped to L2 norm `clip` about
@@ -85,14 +91,42 @@ impl DpSpec {
     /// stops the rounds, and with them epsilon.
     pub fn mechanism(&self, steps: u64, agents: usize) -> crate::privacy::Mechanism {
         let steps = self.released(steps);
-        crate::privacy::Mechanism::server(
+        let m = crate::privacy::Mechanism::server(
             self.q,
             self.noise_multiplier(),
             steps,
             self.sampling,
             self.adjacency,
             agents,
-        )
+        );
+        match self.noise {
+            crate::privacy::Noise::Gaussian => m,
+            crate::privacy::Noise::Distributed(d) => m.distributed(d),
+        }
+    }
+
+    /// The guarantee against the server itself where it differs from `mechanism`'s: under
+    /// distributed noise with the server drawing the sample, it knows who was selected, so
+    /// no amplification holds against it; an agent may be selected every round, so each
+    /// released round counts in full (rate 1). None where the server holds no guarantee of
+    /// its own (central noise: it sees the un-noised sum) or `mechanism`'s holds against it
+    /// too (self-sampling).
+    pub fn server_view(&self, steps: u64, agents: usize) -> Option<crate::privacy::Mechanism> {
+        match self.noise {
+            crate::privacy::Noise::Distributed(_) if !self.self_sampling => {
+                Some(crate::privacy::Mechanism {
+                    q: 1.0,
+                    ..self.mechanism(steps, agents)
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether `mechanism`'s epsilon holds against the server too, not only against those who
+    /// see the released aggregates.
+    pub fn holds_against_server(&self) -> bool {
+        matches!(self.noise, crate::privacy::Noise::Distributed(_)) && self.self_sampling
     }
 }
 
@@ -182,6 +216,8 @@ pub(super) struct RawServer {
     agreement_clip: Option<f64>,
     secure: Option<bool>,
     secure_dropout: Option<f64>,
+    noise: Option<String>,
+    self_sampling: Option<bool>,
 }
 
 /// `drop = 0.1` (every agent) or `drop = [0.1, 0.0, ...]` (one per agent).
@@ -202,7 +238,7 @@ impl RawServer {
             .collect()
     }
 
-    const KEYS: [&'static str; 23] = [
+    const KEYS: [&'static str; 25] = [
         "subregions",
         "dp",
         "q",
@@ -226,6 +262,8 @@ impl RawServer {
         "agreement_clip",
         "secure",
         "secure_dropout",
+        "noise",
+        "self_sampling",
     ];
 
     /// Whether this table sets the key `f`.
@@ -254,6 +292,8 @@ impl RawServer {
             "agreement_clip" => self.agreement_clip.is_some(),
             "secure" => self.secure.is_some(),
             "secure_dropout" => self.secure_dropout.is_some(),
+            "noise" => self.noise.is_some(),
+            "self_sampling" => self.self_sampling.is_some(),
             _ => false,
         }
     }
@@ -284,6 +324,8 @@ impl RawServer {
             agreement_clip: self.agreement_clip.or(b.agreement_clip),
             secure: self.secure.or(b.secure),
             secure_dropout: self.secure_dropout.or(b.secure_dropout),
+            noise: self.noise.or(b.noise),
+            self_sampling: self.self_sampling.or(b.self_sampling),
         }
     }
 }
@@ -322,7 +364,7 @@ pub(super) fn short_number(v: f64) -> String {
 }
 
 /// The keys that mean something only with dp = true.
-pub(super) const DP_KEYS: [&str; 9] = [
+pub(super) const DP_KEYS: [&str; 11] = [
     "q",
     "z",
     "clip",
@@ -332,6 +374,8 @@ pub(super) const DP_KEYS: [&str; 9] = [
     "budget_accountant",
     "agreement_z",
     "agreement_clip",
+    "noise",
+    "self_sampling",
 ];
 
 /// `r` is the algorithm's settings merged over the top-level [server] table; `own` the
@@ -344,6 +388,7 @@ pub(super) fn check_server(
     own: Option<&RawServer>,
     grid: Option<usize>,
     agents: usize,
+    features: usize,
 ) -> Result<ServerSpec> {
     // A bad value is named where it was written: the algorithm's own `server = { .. }`, or
     // the top-level [server] table it fell back on.
@@ -354,6 +399,17 @@ pub(super) fn check_server(
     // A box can be cut into any number of sub-regions; a grid into at most its points.
     let most = grid.map_or(10_000, |g| g.min(10_000)) as i64;
     let subregions = c.int(&k("subregions"), r.subregions, 1, 1, most)?;
+    let secure = r.secure.unwrap_or(false);
+    let distributed = match r.noise.as_deref() {
+        None | Some("central") => false,
+        Some("distributed") => true,
+        Some(other) => {
+            return Err(c.err(
+                &k("noise"),
+                format!("unknown noise \"{other}\"; allowed: \"central\" (the server adds it), \"distributed\" (the agents add discrete Gaussian shares; needs secure = true)"),
+            ));
+        }
+    };
     let dp = if r.dp.unwrap_or(false) {
         let q = r.q.unwrap_or(0.25);
         if !(q.is_finite() && q > 0.0 && q <= 1.0) {
@@ -385,6 +441,8 @@ pub(super) fn check_server(
                     Some(a) => a
                         .parse()
                         .map_err(|e: String| c.err(&k("budget_accountant"), e))?,
+                    // pld has no analysis of a sum of discrete Gaussians.
+                    None if distributed => Accountant::Rdp,
                     None => Accountant::Pld,
                 };
                 crate::privacy::supports(accountant, sampling, adjacency)
@@ -407,14 +465,52 @@ pub(super) fn check_server(
                 clip: c.positive(&k("agreement_clip"), ch, AgreementDp::DEFAULT_CLIP)?,
             }),
         };
+        let clip = c.positive(&k("clip"), r.clip, 11.0)?;
+        if (distributed || r.self_sampling.is_some()) && !secure {
+            let key = if distributed {
+                "noise"
+            } else {
+                "self_sampling"
+            };
+            return Err(c.err(
+                &k(key),
+                "needs secure = true: the agents' shares and uploads are hidden from the server only by secure aggregation",
+            ));
+        }
+        let noise = if distributed {
+            let d = crate::privacy::discrete::Distributed::bound(
+                agents,
+                subregions * features,
+                clip,
+                z,
+                crate::secagg::FRACTION_BITS,
+            )
+            .map_err(|e| c.err(&k("noise"), e))?;
+            crate::privacy::Noise::Distributed(d)
+        } else {
+            crate::privacy::Noise::Gaussian
+        };
+        if let Some(b) = budget {
+            crate::privacy::supports_noise(b.accountant, noise)
+                .map_err(|e| c.err(&k("budget_accountant"), e))?;
+        }
+        let self_sampling = r.self_sampling.unwrap_or(false);
+        if self_sampling && sampling != Sampling::Poisson {
+            return Err(c.err(
+                &k("self_sampling"),
+                "needs sampling = \"poisson\": an agent can flip its own coin, but no agent alone can draw a fixed-size sample",
+            ));
+        }
         Some(DpSpec {
             q,
             z,
-            clip: c.positive(&k("clip"), r.clip, 11.0)?,
+            clip,
             sampling,
             adjacency,
             budget,
             agreement,
+            noise,
+            self_sampling,
         })
     } else {
         let own = own.cloned().unwrap_or_default();
@@ -428,6 +524,8 @@ pub(super) fn check_server(
             ("budget_accountant", own.budget_accountant.is_some()),
             ("agreement_z", own.agreement_z.is_some()),
             ("agreement_clip", own.agreement_clip.is_some()),
+            ("noise", own.noise.is_some()),
+            ("self_sampling", own.self_sampling.is_some()),
         ] {
             if set {
                 return Err(c.err(&k(name), "applies only with dp = true"));
@@ -457,7 +555,7 @@ pub(super) fn check_server(
         }
     };
     let participation = check_participation(c, key, &r, own, agents)?;
-    let secure = if r.secure.unwrap_or(false) {
+    let secure = if secure {
         let dropout = r.secure_dropout.unwrap_or(SecureSpec::DEFAULT_DROPOUT);
         if !(0.0..0.5).contains(&dropout) {
             return Err(c.err(
