@@ -38,6 +38,51 @@ pub struct Point {
 pub struct Sweep {
     pub keys: Vec<String>,
     pub points: Vec<Point>,
+    /// `[sweep] select`: the tuning loop the sweep stands for, whose cost `selection.csv` states.
+    pub select: Option<Selection>,
+}
+
+/// `[sweep] select = { mean = 10.0, shape = 1.0 }`: the tuning loop runs a random number K of
+/// candidates, K from the truncated negative binomial of that mean and shape (shape 1:
+/// geometric; 0: logarithmic), each a sweep point drawn at random, and releases only the best
+/// run (Papernot and Steinke 2022; `privacy::select`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Selection {
+    pub mean: f64,
+    pub shape: f64,
+}
+
+impl Selection {
+    fn parse(v: &toml::Value) -> std::result::Result<Selection, String> {
+        let t = v
+            .as_table()
+            .ok_or("must be a table: select = { mean = 10.0, shape = 1.0 }")?;
+        if let Some(k) = t.keys().find(|k| *k != "mean" && *k != "shape") {
+            return Err(format!("unknown key \"{k}\"; allowed: \"mean\", \"shape\""));
+        }
+        let num = |k: &str, default: Option<f64>| -> std::result::Result<f64, String> {
+            match t.get(k) {
+                None => default.ok_or(format!("needs {k}")),
+                Some(v) => v
+                    .as_float()
+                    .or_else(|| v.as_integer().map(|i| i as f64))
+                    .ok_or(format!("{k} must be a number")),
+            }
+        };
+        let mean = num("mean", None)?;
+        if !(mean.is_finite() && (1.0..=1e9).contains(&mean)) {
+            return Err(format!(
+                "mean must be in [1, 1e9] (the mean number of candidates run), got {mean}"
+            ));
+        }
+        let shape = num("shape", Some(1.0))?;
+        if !(shape.is_finite() && (0.0..=100.0).contains(&shape)) {
+            return Err(format!(
+                "shape must be in [0, 100] (0 logarithmic, 1 geometric), got {shape}"
+            ));
+        }
+        Ok(Selection { mean, shape })
+    }
 }
 
 enum Step {
@@ -133,13 +178,17 @@ pub fn load(path: &Path) -> Result<Sweep> {
         .source
         .parse()
         .map_err(|e| err("", format!("invalid spec: {e}")))?;
-    let Some(toml::Value::Table(sweep)) = table.remove("sweep") else {
+    let Some(toml::Value::Table(mut sweep)) = table.remove("sweep") else {
         return Err(err(
             "sweep",
             "missing [sweep] table: list the values to sweep, e.g. \"server.q\" = [0.1, 0.25]"
                 .into(),
         ));
     };
+    let select = sweep
+        .remove("select")
+        .map(|v| Selection::parse(&v).map_err(|m| err("sweep.select", m)))
+        .transpose()?;
     let combos: Vec<Vec<(String, toml::Value)>> = if let Some(points) = sweep.get("points") {
         if sweep.len() > 1 {
             return Err(err(
@@ -273,7 +322,136 @@ pub fn load(path: &Path) -> Result<Sweep> {
         twins.push(points.len());
         points.push(Point { name, values, spec });
     }
-    Ok(Sweep { keys, points })
+    if select.is_some()
+        && !points.iter().any(|p| {
+            p.spec
+                .algorithms
+                .iter()
+                .any(|a| a.mechanism(1, 1).is_some())
+        })
+    {
+        return Err(err(
+            "sweep.select",
+            "states the privacy cost of choosing among private runs, and no algorithm of this sweep is private".into(),
+        ));
+    }
+    Ok(Sweep {
+        keys,
+        points,
+        select,
+    })
+}
+
+/// One row of selection.csv: a private algorithm of the sweep and the cost of choosing.
+pub struct SelectionRow {
+    pub algorithm: usize,
+    pub label: String,
+    pub against: crate::privacy::Against,
+    pub delta: f64,
+    /// One run at its costliest point.
+    pub one_run_max: f64,
+    /// Every point run and released (composition).
+    pub all_points: f64,
+    /// `select`'s tuning loop (repeat-and-select).
+    pub select: f64,
+}
+
+/// For each private algorithm of the sweep, the epsilon (RDP, improved conversion, at the
+/// smallest delta of the points) of one run at its costliest point, of running every point and
+/// releasing all of them (composition), and of `select`'s tuning loop (repeat-and-select, each
+/// candidate's curve the largest over the points: a candidate drawn at random is a mixture,
+/// whose Renyi divergence is at most the largest of its components'). A candidate that is not
+/// private makes the selection not private: epsilon inf.
+pub fn selection_rows(
+    sweep: &Sweep,
+    select: Selection,
+) -> std::result::Result<Vec<SelectionRow>, String> {
+    use crate::privacy::{Noise, Sampling, rdp};
+    let delta = sweep
+        .points
+        .iter()
+        .map(|p| p.spec.privacy.delta)
+        .fold(f64::INFINITY, f64::min);
+    let mut out = Vec::new();
+    for i in 0..sweep.points[0].spec.algorithms.len() {
+        let guarantees: Vec<Option<(crate::privacy::Against, crate::privacy::Mechanism)>> = sweep
+            .points
+            .iter()
+            .map(|p| {
+                p.spec.algorithms[i]
+                    .guarantees(p.spec.iterations as u64, p.spec.total_agents())
+                    .first()
+                    .copied()
+            })
+            .collect();
+        let Some((against, _)) = guarantees.iter().flatten().next().copied() else {
+            continue;
+        };
+        let mut row = SelectionRow {
+            algorithm: i,
+            label: sweep.points[0].spec.algorithms[i].label.clone(),
+            against,
+            delta,
+            one_run_max: f64::INFINITY,
+            all_points: f64::INFINITY,
+            select: f64::INFINITY,
+        };
+        if guarantees.iter().any(|g| g.is_none()) {
+            out.push(row);
+            continue;
+        }
+        let ms: Vec<crate::privacy::Mechanism> = guarantees.iter().flatten().map(|g| g.1).collect();
+        // Fractional orders only where every candidate has them.
+        let orders = if ms
+            .iter()
+            .all(|m| m.sampling == Sampling::Poisson && m.noise == Noise::Gaussian)
+        {
+            rdp::fine_orders(&ms[0])
+        } else {
+            (2..=256).map(f64::from).collect()
+        };
+        let curves: Vec<Vec<f64>> = ms
+            .iter()
+            .map(|m| rdp::rdp_curve(m, &orders))
+            .collect::<std::result::Result<_, String>>()?;
+        let eps = |curve: &[f64]| rdp::to_dp_improved(&orders, curve, delta).0;
+        let per_order = |f: fn(f64, f64) -> f64, init: f64| -> Vec<f64> {
+            (0..orders.len())
+                .map(|k| curves.iter().map(|c| c[k]).fold(init, f))
+                .collect()
+        };
+        let worst = per_order(f64::max, 0.0);
+        let selected =
+            crate::privacy::select::repeat_and_select(&orders, &worst, select.mean, select.shape)?;
+        row.one_run_max = curves.iter().map(|c| eps(c)).fold(0.0, f64::max);
+        row.all_points = eps(&per_order(|a, b| a + b, 0.0));
+        row.select = eps(&selected);
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// selection.csv from `selection_rows`.
+fn selection_csv(sweep: &Sweep, select: Selection, rows: &[SelectionRow]) -> String {
+    let mut out = String::from(
+        "algorithm,label,points,against,delta,mean_candidates,shape,epsilon_one_run_max,epsilon_all_points,epsilon_select\n",
+    );
+    for r in rows {
+        out += &format!(
+            "{},{},{},{},{},{},{},{},{},{}\n",
+            r.algorithm,
+            csv_escape(&r.label),
+            sweep.points.len(),
+            r.against.name(),
+            r.delta,
+            select.mean,
+            select.shape,
+            r.one_run_max,
+            r.all_points,
+            r.select
+        );
+    }
+    out
 }
 
 pub struct SweepOptions {
@@ -455,7 +633,10 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         ));
     }
     let (text, identity) = sweep_identity(path)?;
-    let planned = vec!["spec.toml".to_string(), "sweep.csv".to_string()];
+    let mut planned = vec!["spec.toml".to_string(), "sweep.csv".to_string()];
+    if sweep.select.is_some() {
+        planned.push("selection.csv".into());
+    }
     let dir = OutDir::claim(
         out,
         Claim {
@@ -653,6 +834,32 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         )));
     }
     dir.write("sweep.csv", csv.as_bytes())?;
+    // The selection's cost depends on the points' settings only, not on their runs.
+    if let Some(select) = sweep.select {
+        let rows = selection_rows(&sweep, select).map_err(FboError::Run)?;
+        dir.write(
+            "selection.csv",
+            selection_csv(&sweep, select, &rows).as_bytes(),
+        )?;
+        if !opts.quiet {
+            for r in &rows {
+                let show = |e: f64| crate::privacy::show_upper(e, 3);
+                eprintln!(
+                    "selection: {} (algorithm {}): the best of a random number of runs (mean {}, shape {}) over {} points costs epsilon {} (rdp, delta {:e}, against {}); one run at most {}, every point released {}",
+                    r.label,
+                    r.algorithm,
+                    select.mean,
+                    select.shape,
+                    sweep.points.len(),
+                    show(r.select),
+                    r.delta,
+                    r.against.name(),
+                    show(r.one_run_max),
+                    show(r.all_points)
+                );
+            }
+        }
+    }
     if !failures.is_empty() {
         return Err(FboError::Run(format!(
             "{} of {} sweep points failed (rerun the same command to retry them):\n  {}",

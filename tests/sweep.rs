@@ -343,3 +343,74 @@ fn shards_of_a_sweep_compute_an_unreached_algorithm_once_and_the_merge_copies_it
         assert_eq!(trace(&sharded), trace(&whole), "{p}");
     }
 }
+
+/// `[sweep] select`: the privacy cost of running a random number of candidates (mean 10,
+/// geometric) drawn from the sweep's points and keeping the best, beside one run's and all
+/// points' composed. Golden values from dp-accounting 0.6.0 (pip install dp-accounting==0.6.0):
+/// RdpAccountant(orders 2..=256, REPLACE_ONE) of SelfComposedDpEvent(
+/// SampledWithoutReplacementDpEvent(12, 6, GaussianDpEvent(z / 2)), 8) at delta = 12^-1.1 (fbo's
+/// replace-one sensitivity is 2S, dp-accounting's 1), wrapped in RepeatAndSelectDpEvent(.., 10,
+/// 1) for the selection at the costliest point (z = 0.8), and the three points composed.
+#[test]
+fn a_selection_over_the_points_states_its_privacy_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = sweep_spec("\"server.z\" = [0.8, 1.0, 1.5]\nselect = { mean = 10, shape = 1 }")
+        .replace("clip = 3.0", "clip = 3.0\nsampling = \"fixed\"")
+        .replace("runs = 2", "runs = 1");
+    let p = write(dir.path(), "sw.toml", &text);
+    let out = dir.path().join("o");
+    fbo_ok("sweep", &p, &out, &[]);
+    let csv = fs::read_to_string(out.join("selection.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().map(|l| l.split(',').collect()).collect();
+    assert_eq!(
+        rows[0],
+        "algorithm,label,points,against,delta,mean_candidates,shape,epsilon_one_run_max,epsilon_all_points,epsilon_select"
+            .split(',')
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(rows.len(), 2, "only the private algorithm: {csv}");
+    assert_eq!(
+        (rows[1][0], rows[1][2], rows[1][3]),
+        ("1", "3", "outsiders")
+    );
+    for (col, want) in [
+        (7, 45.83275330192802),
+        (8, 83.58199795281666),
+        (9, 94.92357383619722),
+    ] {
+        let got: f64 = rows[1][col].parse().unwrap();
+        assert!(
+            (got - want).abs() < 1e-9 * want,
+            "column {col}: {got} vs {want}"
+        );
+    }
+}
+
+#[test]
+fn a_selection_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (table, expect) in [
+        (
+            "\"server.z\" = [1.0, 2.0]\nselect = { mean = 0.5 }",
+            "key `sweep.select`: mean must be in [1, 1e9]",
+        ),
+        (
+            "\"server.z\" = [1.0, 2.0]\nselect = { mean = 5, shape = -1 }",
+            "key `sweep.select`: shape must be in [0, 100]",
+        ),
+        (
+            "\"server.z\" = [1.0, 2.0]\nselect = { mean = 5, k = 2 }",
+            "key `sweep.select`: unknown key \"k\"",
+        ),
+        (
+            "\"server.z\" = [1.0, 2.0]\nselect = 3",
+            "key `sweep.select`: must be a table",
+        ),
+    ] {
+        let p = write(dir.path(), "sw.toml", &sweep_spec(table));
+        let o = fbo_out("sweep", &p, &dir.path().join("o"), &[]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{table}: {err}");
+        assert!(err.contains(expect), "{table}: {err}");
+    }
+}
