@@ -342,6 +342,8 @@ pub fn privacy_csv(
 /// only names the source in messages.
 pub struct SummaryInput {
     pub algorithm: String,
+    pub run: i64,
+    pub agent: i64,
     pub iteration: i64,
     pub simple_regret: Option<f64>,
     pub best_f: f64,
@@ -373,6 +375,7 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
         col("cumulative_regret")?,
     );
     let (cp, ce, ck) = (col("params_sent")?, col("elapsed_s")?, col("sim_clock_s")?);
+    let (cr, cg) = (col("run")?, col("agent")?);
     let mut out = Vec::new();
     for rec in rdr.records() {
         let rec = rec.map_err(|e| FboError::Run(format!("{}: {e}", path.display())))?;
@@ -388,8 +391,15 @@ pub fn read_summary_input(bytes: &[u8], path: &Path) -> Result<Vec<SummaryInput>
                 num(c).map(Some)
             }
         };
+        let int = |c: usize, what: &str| -> Result<i64> {
+            rec[c]
+                .parse()
+                .map_err(|_| FboError::Run(format!("{}: bad {what} {:?}", path.display(), &rec[c])))
+        };
         out.push(SummaryInput {
             algorithm: rec[ca].to_string(),
+            run: int(cr, "run")?,
+            agent: int(cg, "agent")?,
             iteration: rec[ci].parse().map_err(|_| {
                 FboError::Run(format!("{}: bad iteration {:?}", path.display(), &rec[ci]))
             })?,
@@ -439,23 +449,26 @@ fn mean_se_scaled(v: &[f64], scale: f64) -> (f64, f64) {
 }
 
 /// summary.csv: per algorithm (in the given order) and iteration, mean and s.e. over runs and
-/// target agents.
+/// target agents. The means are over a fixed set of agents: a (run, agent) of the algorithm
+/// without a row at an iteration it has already passed (a site that missed rounds of a real
+/// federation; an agent a budget stopped) enters with its last values (best-so-far, regret,
+/// cumulative regret: it evaluated nothing more), counted in `carried`, and no timing. Before
+/// its first row an agent is not counted. So a mean never jumps when an agent leaves or
+/// returns.
 pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
-    let mut groups: BTreeMap<(usize, i64), [Vec<f64>; 6]> = BTreeMap::new();
-    let mut params: BTreeMap<(usize, i64), u64> = BTreeMap::new();
+    // Per algorithm: each (run, agent)'s rows by iteration, and every iteration seen.
+    type Unit<'a> = BTreeMap<i64, &'a SummaryInput>;
+    let mut units: BTreeMap<usize, BTreeMap<(i64, i64), Unit>> = BTreeMap::new();
     for r in rows {
         let Some(a) = order.iter().position(|l| *l == r.algorithm) else {
             continue;
         };
-        let g = groups.entry((a, r.iteration)).or_default();
-        g[0].extend(r.simple_regret);
-        g[1].push(r.best_f);
-        g[2].extend(r.cumulative_regret);
-        g[3].push(r.best_metric);
-        g[4].extend(r.elapsed_s);
-        g[5].extend(r.sim_clock_s);
-        let p = params.entry((a, r.iteration)).or_default();
-        *p = (*p).max(r.params_sent);
+        units
+            .entry(a)
+            .or_default()
+            .entry((r.run, r.agent))
+            .or_default()
+            .insert(r.iteration, r);
     }
     let mut w = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| FboError::Run(format!("formatting summary CSV: {e}"));
@@ -474,55 +487,130 @@ pub fn summary_csv(rows: &[SummaryInput], order: &[String]) -> Result<Vec<u8>> {
         "params_sent",
         "mean_elapsed_s",
         "mean_sim_clock_s",
+        "carried",
     ])
     .map_err(err)?;
-    for ((a, it), g) in &groups {
-        // Regret columns stay empty where the objective's maximum is unknown.
-        let pair = |v: &[f64]| {
-            if v.is_empty() {
-                (String::new(), String::new())
-            } else {
-                let (m, s) = mean_se(v);
-                (m.to_string(), s.to_string())
-            }
-        };
-        let (sm, ss) = pair(&g[0]);
-        let (bm, bs) = mean_se(&g[1]);
-        let (cm, cs) = pair(&g[2]);
-        let (mm, ms) = mean_se(&g[3]);
-        // Timing columns stay empty when the runs recorded no timing.
-        let mean_or_empty = |v: &[f64]| {
-            if v.is_empty() {
-                String::new()
-            } else {
-                format!("{:.6}", mean_se(v).0)
-            }
-        };
-        w.write_record([
-            order[*a].clone(),
-            it.to_string(),
-            g[1].len().to_string(),
-            sm,
-            ss,
-            bm.to_string(),
-            bs.to_string(),
-            cm,
-            cs,
-            mm.to_string(),
-            ms.to_string(),
-            params[&(*a, *it)].to_string(),
-            mean_or_empty(&g[4]),
-            mean_or_empty(&g[5]),
-        ])
-        .map_err(err)?;
+    for (a, by_unit) in &units {
+        let iterations: std::collections::BTreeSet<i64> =
+            by_unit.values().flat_map(|u| u.keys().copied()).collect();
+        for &it in &iterations {
+            let (g, params, carried) = iteration_values(by_unit, it);
+            write_summary_row(&mut w, &order[*a], it, &g, params, carried).map_err(err)?;
+        }
     }
     w.into_inner()
         .map_err(|e| FboError::Run(format!("formatting summary CSV: {e}")))
 }
 
+/// The values one iteration's summary row averages, over every unit that has reached it: its
+/// row there or, where it has none, its last earlier row (timing left out); the largest
+/// params_sent among the rows present; how many were carried.
+fn iteration_values(
+    by_unit: &BTreeMap<(i64, i64), BTreeMap<i64, &SummaryInput>>,
+    it: i64,
+) -> ([Vec<f64>; 6], u64, usize) {
+    let mut g: [Vec<f64>; 6] = Default::default();
+    let (mut params, mut carried) = (0u64, 0usize);
+    for unit in by_unit.values() {
+        let (r, present) = match unit.get(&it) {
+            Some(r) => (*r, true),
+            None => match unit.range(..it).next_back() {
+                Some((_, r)) => (*r, false),
+                None => continue,
+            },
+        };
+        g[0].extend(r.simple_regret);
+        g[1].push(r.best_f);
+        g[2].extend(r.cumulative_regret);
+        g[3].push(r.best_metric);
+        if present {
+            g[4].extend(r.elapsed_s);
+            g[5].extend(r.sim_clock_s);
+            params = params.max(r.params_sent);
+        } else {
+            carried += 1;
+        }
+    }
+    (g, params, carried)
+}
+
+fn write_summary_row(
+    w: &mut csv::Writer<Vec<u8>>,
+    label: &str,
+    it: i64,
+    g: &[Vec<f64>; 6],
+    params: u64,
+    carried: usize,
+) -> std::result::Result<(), csv::Error> {
+    // Regret columns stay empty where the objective's maximum is unknown.
+    let pair = |v: &[f64]| {
+        if v.is_empty() {
+            (String::new(), String::new())
+        } else {
+            let (m, s) = mean_se(v);
+            (m.to_string(), s.to_string())
+        }
+    };
+    let (sm, ss) = pair(&g[0]);
+    let (bm, bs) = mean_se(&g[1]);
+    let (cm, cs) = pair(&g[2]);
+    let (mm, ms) = mean_se(&g[3]);
+    // Timing columns stay empty when the runs recorded no timing.
+    let mean_or_empty = |v: &[f64]| {
+        if v.is_empty() {
+            String::new()
+        } else {
+            format!("{:.6}", mean_se(v).0)
+        }
+    };
+    w.write_record([
+        label.to_string(),
+        it.to_string(),
+        g[1].len().to_string(),
+        sm,
+        ss,
+        bm.to_string(),
+        bs.to_string(),
+        cm,
+        cs,
+        mm.to_string(),
+        ms.to_string(),
+        params.to_string(),
+        mean_or_empty(&g[4]),
+        mean_or_empty(&g[5]),
+        carried.to_string(),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_missed_iteration_carries_the_agents_last_values() {
+        // Two agents of one run; agent 1 misses iteration 2 (a site down) and returns at 3.
+        let trace = "algorithm,run,agent,iteration,simple_regret,best_f,best_metric,cumulative_regret,params_sent,elapsed_s,sim_clock_s\n\
+                     a,0,0,1,4,1,1,4,10,0.5,\n\
+                     a,0,1,1,2,3,3,2,10,0.5,\n\
+                     a,0,0,2,1,4,4,5,20,0.5,\n\
+                     a,0,0,3,1,4,4,6,30,0.5,\n\
+                     a,0,1,3,0,5,5,2,30,0.5,\n";
+        let rows = read_summary_input(trace.as_bytes(), Path::new("t.csv")).unwrap();
+        let out = String::from_utf8(summary_csv(&rows, &["a".to_string()]).unwrap()).unwrap();
+        let lines: Vec<Vec<&str>> = out.lines().map(|l| l.split(',').collect()).collect();
+        assert_eq!(lines[0].last(), Some(&"carried"));
+        // Iteration 2: both agents, agent 1 at its iteration-1 values (regret 2, best 3).
+        let it2 = &lines[2];
+        assert_eq!((it2[1], it2[2], it2[14]), ("2", "2", "1"), "{out}");
+        assert_eq!(it2[3].parse::<f64>().unwrap(), 1.5); // (1 + 2) / 2
+        assert_eq!(it2[5].parse::<f64>().unwrap(), 3.5); // (4 + 3) / 2
+        assert_eq!(it2[7].parse::<f64>().unwrap(), 3.5); // (5 + 2) / 2
+        // The carried agent's timing is left out; the present one's stays.
+        assert_eq!(it2[12], "0.500000");
+        for l in [&lines[1], &lines[3]] {
+            assert_eq!((l[2], l[14]), ("2", "0"), "{out}");
+        }
+    }
 
     #[test]
     fn mean_and_standard_error() {
