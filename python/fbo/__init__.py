@@ -7,6 +7,9 @@ the JSON text `to_json` gives, which keeps every number exactly.
     import fbo
     fbo.run("configs/landmine.toml", "results/landmine")
 
+    # A Python objective, called in this process with the hyperparameters by name.
+    fbo.maximize("spec.toml", lambda lr, depth: train(lr, depth), "results/mine")
+
     # A federation: one Agent per site, one Server.
     server = fbo.Server("spec.toml", "results/run")
     agents = [fbo.Agent("spec.toml", a, state=f"state/{a}") for a in range(n)]
@@ -19,7 +22,10 @@ the JSON text `to_json` gives, which keeps every number exactly.
     server.finish()
 """
 
+import inspect
 import json
+import pathlib
+import tomllib
 
 import numpy as np
 
@@ -32,7 +38,12 @@ __all__ = [
     "Server",
     "UnitServer",
     "ask",
+    "call_objective",
     "from_json",
+    "integer_names",
+    "maximize",
+    "minimize",
+    "optimize",
     "run",
     "run_in_process",
     "tell",
@@ -65,6 +76,94 @@ def tell(spec, state, query, value, *, cost_s=0.0):
         float(value),
         float(cost_s),
     )
+
+
+def integer_names(spec):
+    """The names of the spec's integer hyperparameters (``integer = true``), whose values a
+    Python objective receives as ints."""
+    with open(spec, "rb") as f:
+        hps = tomllib.load(f).get("objective", {}).get("hyperparameters", [])
+    return {h["name"] for h in hps if h.get("integer")}
+
+
+def call_objective(objective, params, agent=None, integers=()):
+    """`objective` at one query: called with the query's hyperparameters as keyword arguments
+    (a choice by its name; those named in `integers` as ints, see `integer_names`), and with
+    ``agent=`` too where the callable takes a parameter of that name (no hyperparameter can be
+    called ``agent``). It returns the value in the spec's direction (a loss to minimise as it
+    is), or a dict ``{"metric": value, "cost_s": seconds}`` as a command prints. Returns
+    (value, cost_s)."""
+    kwargs = {k: int(round(v)) if k in integers else v for k, v in params.items()}
+    if agent is not None and "agent" in _parameter_names(objective):
+        kwargs["agent"] = int(agent)
+    out = objective(**kwargs)
+    if isinstance(out, dict):
+        if "metric" not in out:
+            raise ValueError(f"the objective returned a dict without \"metric\": {out!r}")
+        return float(out["metric"]), float(out.get("cost_s", 0.0))
+    return float(out), 0.0
+
+
+def _parameter_names(f):
+    try:
+        return set(inspect.signature(f).parameters)
+    except (TypeError, ValueError):  # a builtin without a signature
+        return set()
+
+
+def optimize(spec, objective, out, *, no_timing=False):
+    """Run the spec (``objective.kind = "external"``) with a Python objective in this process:
+    the spec's algorithms ask, ``objective`` is called at each query (`call_objective`:
+    hyperparameters as keyword arguments), and the result is told, every evaluation journaled
+    in ``out/evaluations.jsonl`` as a command objective's is. Interrupted, the same call resumes
+    without evaluating anything twice. `objective` is one callable for every agent, or a list or
+    dict of callables by agent. Writes trace.csv, summary.csv (and server.csv, privacy.csv) into
+    `out` as ``fbo run`` does, and returns `out` as a path."""
+    out = pathlib.Path(out)
+    pick = _per_agent(objective)
+    integers = integer_names(spec)
+    while True:
+        queries = ask(spec, out, all=True)
+        if not queries:
+            break
+        for q in queries:
+            value, cost_s = call_objective(pick(q["agent"]), q["params"], q["agent"], integers)
+            tell(spec, out, q, value, cost_s=cost_s)
+    run(spec, out, no_timing=no_timing)
+    return out
+
+
+def minimize(spec, objective, out, **kwargs):
+    """`optimize` for a spec whose ``objective.direction`` is ``"minimize"`` (the objective
+    returns a loss, as measured); refused otherwise, naming the file and key."""
+    _check_direction(spec, "minimize")
+    return optimize(spec, objective, out, **kwargs)
+
+
+def maximize(spec, objective, out, **kwargs):
+    """`optimize` for a spec whose ``objective.direction`` is ``"maximize"``."""
+    _check_direction(spec, "maximize")
+    return optimize(spec, objective, out, **kwargs)
+
+
+def _check_direction(spec, want):
+    with open(spec, "rb") as f:
+        direction = tomllib.load(f).get("objective", {}).get("direction")
+    if direction != want:
+        other = "maximize" if want == "minimize" else "minimize"
+        raise ValueError(
+            f"{spec}: key `objective.direction` is {direction!r}, and fbo.{want} needs "
+            f"\"{want}\" (use fbo.{other} or fbo.optimize, or change the spec)"
+        )
+
+
+def _per_agent(objective):
+    if callable(objective):
+        return lambda agent: objective
+    if isinstance(objective, dict):
+        return lambda agent: objective[agent]
+    table = list(objective)
+    return lambda agent: table[agent]
 
 
 def run_in_process(spec, out, state, *, overwrite=False):

@@ -145,6 +145,99 @@ kind = "ts"
     assert len(rows) == 1 + 4
 
 
+EXT = """
+name = "ext"
+seed = 1
+runs = 2
+iterations = 3
+initial_points = 2
+
+[objective]
+kind = "external"
+direction = "DIRECTION"
+
+[[objective.hyperparameters]]
+name = "lr"
+low = 0.0
+high = 1.0
+
+[[objective.hyperparameters]]
+name = "depth"
+low = 1
+high = 8
+integer = true
+
+[federation]
+agents = 2
+
+[[algorithm]]
+kind = "ts"
+
+[[algorithm]]
+kind = "fts"
+"""
+
+
+def test_a_python_objective_in_process_gives_ask_and_tells_bytes(tmp_path):
+    # fbo.maximize calls the function with the hyperparameters by name, per agent where a list
+    # is given (and with agent= where the function takes it); its outputs are those of the
+    # same values told by hand through ask and tell.
+    spec = tmp_path / "ext.toml"
+    spec.write_text(EXT.replace("DIRECTION", "maximize"))
+    calls = []
+
+    def site0(lr, depth):
+        calls.append((0, lr, depth))
+        return -((lr - 0.3) ** 2) - 0.01 * depth
+
+    def site1(lr, depth, agent):
+        assert agent == 1
+        calls.append((1, lr, depth))
+        return {"metric": -((lr - 0.6) ** 2) - 0.02 * depth, "cost_s": 2.0}
+
+    out = fbo.maximize(spec, [site0, site1], tmp_path / "py", no_timing=True)
+    assert out == tmp_path / "py"
+    assert all(isinstance(d, int) for _, _, d in calls)
+    # Two algorithms x two runs x two agents x (2 + 3) evaluations, each once.
+    assert len(calls) == 2 * 2 * 2 * 5
+    by_hand = tmp_path / "hand"
+    while True:
+        queries = fbo.ask(spec, by_hand)
+        if not queries:
+            break
+        for q in queries:
+            p = q["params"]
+            if q["agent"] == 0:
+                fbo.tell(spec, by_hand, q, -((p["lr"] - 0.3) ** 2) - 0.01 * p["depth"])
+            else:
+                fbo.tell(spec, by_hand, q, -((p["lr"] - 0.6) ** 2) - 0.02 * p["depth"], cost_s=2.0)
+    fbo.run(spec, by_hand, no_timing=True)
+    for f in ["trace.csv", "summary.csv"]:
+        assert filecmp.cmp(out / f, by_hand / f, shallow=False), f
+
+
+def test_an_interrupted_python_objective_resumes_without_evaluating_twice(tmp_path):
+    spec = tmp_path / "ext.toml"
+    spec.write_text(EXT.replace("DIRECTION", "minimize"))
+    seen = []
+
+    def loss(lr, depth):
+        if len(seen) == 13:
+            raise KeyboardInterrupt  # the user's Ctrl-C mid-study
+        seen.append((lr, depth))
+        return (lr - 0.3) ** 2 + depth
+
+    with pytest.raises(KeyboardInterrupt):
+        fbo.minimize(spec, loss, tmp_path / "o")
+    seen.append(None)  # lets the loss through from now on
+    fbo.minimize(spec, lambda lr, depth: loss(lr, depth), tmp_path / "o")
+    assert len(seen) - 1 == 40, len(seen)
+    points = [s for s in seen if s is not None]
+    assert len(set(points)) == len(points)
+    with pytest.raises(ValueError, match="objective.direction"):
+        fbo.maximize(spec, loss, tmp_path / "o2")
+
+
 def test_a_site_tells_a_minimised_loss_as_it_measures_it(tmp_path):
     spec = tmp_path / "loss.toml"
     spec.write_text(

@@ -60,7 +60,10 @@ def _step(agent, context, cfg):
         module, _, name = str(ref).partition(":")
         objective = getattr(importlib.import_module(module), name)
         queries = agent.ask(ins)
-        reply = agent.tell(ins, [float(objective(q["params"])) for q in queries])
+        # As documented: the hyperparameters by name (fbo.call_objective, as fbo.optimize).
+        ints = fbo.integer_names(str(context.node_config["spec"]))
+        values = [fbo.call_objective(objective, q["params"], agent.agent, ints)[0] for q in queries]
+        reply = agent.tell(ins, values)
     else:
         reply = agent.step(ins)
     if fault == "nan" and reply.get("message") is not None:
