@@ -6,10 +6,11 @@
 //! queries, and `fbo run SPEC --out STATE` writes the trace once every result is in.
 
 use crate::error::{FboError, Result};
+use crate::journal::JOURNAL;
 use crate::journal::{Entry, Journal, Outcome, Request};
 use crate::objective::{Codec, Landscape, Point};
 use crate::outdir::{Claim, OutDir};
-use crate::runner::{JOURNAL, prepare, run_one};
+use crate::runner::{prepare, run_one};
 use crate::spec::{ObjectiveKind, Spec};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

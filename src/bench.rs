@@ -3,11 +3,11 @@
 
 use crate::algorithm::agent::{Learner, SharedFeatures};
 use crate::error::{FboError, Result};
+use crate::math::rng::{Purpose, stream};
 use crate::objective::Request;
 use crate::objective::synthetic::landscapes;
 use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Mechanism, Sampling};
-use crate::rng::{Purpose, stream};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::{ObjectiveKind, ObjectiveSpec, Spec};
 use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel};
@@ -590,7 +590,7 @@ pub fn secure_round(n: usize, len: usize, dropped: usize, repeats: usize) -> Res
         .collect();
     let mut times = Vec::with_capacity(repeats);
     for r in 0..repeats {
-        let mut cohort: Vec<(usize, crate::rng::Rng)> = (0..n)
+        let mut cohort: Vec<(usize, crate::math::rng::Rng)> = (0..n)
             .map(|a| (a, stream(r as u64, 0, a as u64, Purpose::SecureAggregation)))
             .collect();
         let start = Instant::now();

@@ -3,8 +3,8 @@
 //! (`crate::pace`) keeps its own event times from the same costs.
 
 use crate::algorithm::Query;
+use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::Landscape;
-use crate::rng::{Purpose, Rng, stream};
 use crate::spec::{ClockSpec, Spec};
 use ndarray::Array1;
 use rand_distr::{Distribution, StandardNormal};

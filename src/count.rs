@@ -42,7 +42,7 @@ pub fn per_run(spec: &Spec) -> Result<Vec<(String, usize)>> {
         }),
     ));
     for a in 0..spec.algorithms.len() {
-        crate::runner::run_one(spec, a, 0, land.clone())?;
+        crate::unit::run_one(spec, a, 0, land.clone())?;
     }
     let mut by_scope: HashMap<String, usize> = HashMap::new();
     for (req, _) in asked.lock().expect("stand-in").iter() {

@@ -325,7 +325,7 @@ impl GivenPoints {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Purpose, stream};
+    use crate::math::rng::{Purpose, stream};
 
     #[test]
     fn a_latin_hypercube_has_one_point_per_stratum_in_every_coordinate() {

@@ -13,6 +13,13 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+/// The evaluations journal of a measured objective, in the output folder.
+pub const JOURNAL: &str = "evaluations.jsonl";
+
+/// The journal scope of initial points drawn from the whole space: the algorithms of a spec
+/// that start from them share their evaluations.
+pub const INIT: &str = "init";
+
 /// Who asks for an evaluation, and when: what a command is told, and with the point what
 /// identifies the evaluation. `scope` is "init" for initial points (shared by the
 /// algorithms of a spec that start from the same points), "senders" for the other agents'

@@ -423,7 +423,7 @@ mod tests {
 
     #[test]
     fn multi_start_finds_the_global_maximum_of_closed_forms_inside_the_box() {
-        use crate::rng::{Purpose, stream};
+        use crate::math::rng::{Purpose, stream};
         let search = BoxSearch {
             candidates: 200,
             starts: 10,
@@ -506,7 +506,7 @@ mod tests {
             }
             v
         };
-        use crate::rng::{Purpose, stream};
+        use crate::math::rng::{Purpose, stream};
         let mut rng = stream(3, 0, 0, Purpose::Acquisition);
         let search = BoxSearch {
             candidates: 64,

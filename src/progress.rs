@@ -211,7 +211,7 @@ pub fn install_interrupt_handler() {
             let msg = if kept > 0 {
                 format!(
                     "{msg}\n{kept} finished evaluations are kept in the evaluations journal ({}); the rerun starts none of them again",
-                    crate::runner::JOURNAL
+                    crate::journal::JOURNAL
                 )
             } else {
                 msg

@@ -106,12 +106,7 @@ pub struct RunReport {
     pub evaluations: Option<(usize, Option<f64>, usize)>,
 }
 
-/// The journal scope of initial points drawn from the whole space: the algorithms of a spec
-/// that start from them share their evaluations.
-pub const INIT: &str = "init";
-
-/// The evaluations journal of a measured objective, in the output folder.
-pub const JOURNAL: &str = "evaluations.jsonl";
+use crate::journal::JOURNAL;
 
 /// The journal a shard computing units `lo..hi` appends to: its own file, so that shards
 /// running at once never write one file (each reads the others' when it starts; their runs

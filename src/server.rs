@@ -2,9 +2,9 @@
 //! weights, subsampling, clipping, weighted aggregation and Gaussian noise. It sees vectors and
 //! agent ids only; nothing here knows about GPs or objectives.
 
+use crate::math::rng::Rng;
 use crate::objective::Region;
 use crate::privacy::Sampling;
-use crate::rng::Rng;
 use crate::spec::{ServerSpec, WeightMode};
 use ndarray::{Array1, Array2, ArrayView1};
 use rand::Rng as _;
@@ -464,7 +464,7 @@ impl Contribution<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Purpose, SHARED, stream};
+    use crate::math::rng::{Purpose, SHARED, stream};
     use crate::spec::{DpSpec, InitRegion, Participation, SecureSpec};
     use ndarray::array;
 

@@ -7,10 +7,10 @@ use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{self, Algorithm, InitArea, Query, RunContext, Source};
 use crate::design::{DesignKind, snap};
 use crate::error::Result;
+use crate::journal::INIT;
+use crate::math::rng::{Purpose, stream};
 use crate::objective::{Landscape, Point, Region, Request, Space};
 use crate::output::{BeliefRow, TraceRow};
-use crate::rng::{Purpose, stream};
-use crate::runner::INIT;
 use crate::server::RoundRecord;
 use crate::spec::Spec;
 use rand::seq::index::sample as sample_indices;
@@ -45,7 +45,7 @@ pub(crate) struct Unit<'a> {
     pub(crate) alg: Box<dyn Algorithm>,
     pub(crate) targets: Vec<usize>,
     /// Each target's observation-noise stream, by slot.
-    pub(crate) noise: Vec<crate::rng::Rng>,
+    pub(crate) noise: Vec<crate::math::rng::Rng>,
     pub(crate) tracer: Tracer,
     pub(crate) evaluator: Evaluator,
     /// With a `[clock]`: the simulated clock (agents alone never wait; others in rounds).
@@ -425,7 +425,7 @@ impl Evaluator {
     pub(crate) fn evaluate(
         &mut self,
         batch: &[(&Query, Request)],
-        rngs: &mut [crate::rng::Rng],
+        rngs: &mut [crate::math::rng::Rng],
     ) -> Result<Vec<(f64, f64, f64)>> {
         let values = self.values(batch)?;
         Ok(self.observed(batch, values, rngs))
@@ -462,7 +462,7 @@ impl Evaluator {
         &self,
         batch: &[(&Query, Request)],
         values: Vec<(f64, f64)>,
-        rngs: &mut [crate::rng::Rng],
+        rngs: &mut [crate::math::rng::Rng],
     ) -> Vec<(f64, f64, f64)> {
         let (live, timing) = (self.live, self.timing);
         batch

@@ -7,14 +7,14 @@ use crate::acquisition::{
     ei_grad, expected_improvement, log_ei_grad, log_expected_improvement, ucb_beta, ucb_grad,
 };
 use crate::error::{FboError, Result};
-use crate::linalg::argmax;
+use crate::math::linalg::argmax;
 use crate::objective::space::Domain;
 use crate::objective::{Landscape, Point, Region, Request, Space};
 
 /// The journal scope of the senders' own histories (shared by a spec's algorithms).
 pub const SENDERS: &str = "senders";
+use crate::math::rng::{Purpose, Rng, SHARED, stream};
 use crate::optim::{Acquisition, BoxSearch, maximise};
-use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::spec::EiForm;
 use crate::spec::ObservationSource;
 use crate::spec::SharedModel;

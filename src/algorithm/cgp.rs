@@ -10,10 +10,10 @@
 use super::agent::Learner;
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::{FboError, Result};
-use crate::linalg::cholesky_jittered;
+use crate::math::linalg::cholesky_jittered;
+use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::Point;
 use crate::objective::space::Domain;
-use crate::rng::{Purpose, Rng, stream};
 use crate::spec::frameworks::Framework;
 use crate::surrogate::gp::{CrossCov, GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2};
@@ -161,7 +161,7 @@ impl Constrained {
             e[j] = 1.0;
             c_inv
                 .column_mut(j)
-                .assign(&crate::linalg::cho_solve(l.view(), e.view()));
+                .assign(&crate::math::linalg::cho_solve(l.view(), e.view()));
         }
         let bs: Vec<Array1<f64>> = draws
             .iter()

@@ -6,8 +6,8 @@
 use super::agent::{Learner, Rule, observe_all};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
+use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Point, Space};
-use crate::rng::{Purpose, Rng, stream};
 use crate::spec::frameworks::{ConsensusSchedule, Decide, Framework};
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;

@@ -12,11 +12,11 @@
 use super::agent::{Learner, Messenger, SharedFeatures, maximise_point, own_log_hyper};
 use super::{Algorithm, Broadcast, Federated, InitArea, Query, RunContext, Source};
 use crate::error::{FboError, Result};
-use crate::linalg::argmax;
+use crate::math::linalg::argmax;
+use crate::math::rng::{Purpose, Rng, SHARED, stream};
 use crate::objective::space::Domain;
 use crate::objective::{Point, Region, Space};
 use crate::optim::BoxSearch;
-use crate::rng::{Purpose, Rng, SHARED, stream};
 use crate::server::{Partition, RoundRecord, Server};
 use crate::spec::schedule::Schedule;
 use crate::spec::{AgreementDp, AlgorithmSpec, InitRegion, ServerSpec, SharedModel, Spec};
@@ -464,7 +464,7 @@ fn secure_streams(
     run: usize,
     n: usize,
     purpose: Purpose,
-) -> Vec<crate::rng::Rng> {
+) -> Vec<crate::math::rng::Rng> {
     if spec.secure.is_none() {
         return Vec::new();
     }

@@ -268,7 +268,7 @@ impl Algorithm for FedGp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Purpose, stream};
+    use crate::math::rng::{Purpose, stream};
     use crate::surrogate::gp::{
         Ard, FitBudget, HyperBounds, HyperPrior, Kernel, MeanFn, fit_hyperparameters,
     };

@@ -15,8 +15,8 @@ use super::agent::{
 };
 use super::{Algorithm, Query, RunContext, Source};
 use crate::error::Result;
+use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Landscape, Request};
-use crate::rng::{Purpose, Rng, stream};
 use crate::spec::schedule::Schedule;
 use crate::spec::{MessageMode, SharedModel};
 use ndarray::Array1;

@@ -44,9 +44,9 @@ use super::agent::{Learner, SharedFeatures, agree_senders, build_senders};
 use super::{Algorithm, Query, RunContext, Source};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::{FboError, Result};
-use crate::linalg::{argmax, cholesky_jittered};
+use crate::math::linalg::{argmax, cholesky_jittered};
+use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Point, Region};
-use crate::rng::{Purpose, Rng, stream};
 use crate::spec::{SharedModel, TafIncumbent};
 use crate::surrogate::gp::{GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2, ArrayView1, Axis};
@@ -118,7 +118,7 @@ fn decode(msg: &Message, lambda: f64, grid_phi: Option<&Array2<f64>>) -> Option<
     let (grid_mean, grid_var) = match grid_phi {
         Some(grid_phi) => {
             // root is the lower Cholesky factor.
-            let spread = crate::linalg::matmul_lower(grid_phi.view(), root.view());
+            let spread = crate::math::linalg::matmul_lower(grid_phi.view(), root.view());
             (
                 Some(grid_phi.dot(&msg.nu)),
                 Some(spread.map_axis(Axis(1), |r| r.dot(&r))),
@@ -235,7 +235,7 @@ fn target_losses(
         // All samples at once: row s of eps holds sample s's normals, drawn in the order one
         // sample at a time would draw them, and row s of eps root^T is its draw of f - mean.
         let eps = Array2::from_shape_fn((samples, n), |_| StandardNormal.sample(rng));
-        let draws = crate::linalg::matmul_upper(eps.view(), root.t());
+        let draws = crate::math::linalg::matmul_upper(eps.view(), root.t());
         for (loss, d) in losses.iter_mut().zip(draws.rows()) {
             let f = &mean + &d;
             *loss += discordant_with(
@@ -371,7 +371,7 @@ fn choose(
                     let eps = Array2::from_shape_fn((s.root.nrows(), samples), |_| {
                         StandardNormal.sample(&mut target.rng)
                     });
-                    let draws = crate::linalg::matmul(b.view(), eps.view());
+                    let draws = crate::math::linalg::matmul(b.view(), eps.view());
                     losses.push(
                         (0..samples)
                             .map(|k| {

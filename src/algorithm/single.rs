@@ -9,8 +9,8 @@
 use super::agent::Learner;
 use super::{Algorithm, Broadcast, Federated, Pending, Query, RunContext, Source};
 use crate::error::{FboError, Result};
+use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Landscape, Point, Space};
-use crate::rng::{Purpose, Rng, stream};
 use crate::spec::{AlgorithmKind, Start};
 use crate::surrogate::gp::GpHyper;
 use rand::Rng as _;

@@ -600,11 +600,11 @@ fn compare_trace(
             }
             let n = diffs.len();
             let mean_diff = diffs.iter().sum::<f64>() / n as f64;
-            let mut rng = crate::rng::stream(
+            let mut rng = crate::math::rng::stream(
                 BOOTSTRAP_SEED,
                 it as u64,
                 a as u64,
-                crate::rng::Purpose::Compare,
+                crate::math::rng::Purpose::Compare,
             );
             let (ci_low, ci_high) =
                 stats::bootstrap_mean_ci(&diffs, opts.resamples, 0.95, &mut rng);
@@ -792,11 +792,11 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
                 stats::slope(&eps, &means)
             };
             let all: Vec<usize> = (0..units.len()).collect();
-            let mut rng = crate::rng::stream(
+            let mut rng = crate::math::rng::stream(
                 BOOTSTRAP_SEED,
                 it as u64,
                 (1 << 32) + k as u64,
-                crate::rng::Purpose::Compare,
+                crate::math::rng::Purpose::Compare,
             );
             let (lo, hi) =
                 stats::bootstrap_units_ci(units.len(), opts.resamples, 0.95, &mut rng, slope_of);

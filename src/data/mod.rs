@@ -8,7 +8,7 @@ pub mod landmine;
 pub mod privtuna;
 
 use crate::error::{FboError, Result};
-use crate::rng::{Purpose, stream};
+use crate::math::rng::{Purpose, stream};
 use flate2::read::GzDecoder;
 use rand::seq::SliceRandom;
 use sha2::{Digest, Sha256};

@@ -14,10 +14,10 @@ pub mod wire;
 
 use crate::algorithm::{self, Algorithm, Broadcast, Query, RunContext};
 use crate::error::{FboError, Result};
+use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{self, Landscape, Point, Request, Space};
 use crate::outdir::{Claim, OutDir};
 use crate::output;
-use crate::rng::{Purpose, Rng, stream};
 use crate::runner;
 use crate::spec::Spec;
 use crate::unit::{Evaluator, Tracer, initial_queries};

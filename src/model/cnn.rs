@@ -351,7 +351,7 @@ pub fn error_rate(pred: &[usize], truth: &[usize]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Purpose, stream};
+    use crate::math::rng::{Purpose, stream};
     use ndarray::s;
 
     fn random(rows: usize, cols: usize, seed: u64) -> Array2<f32> {

@@ -34,7 +34,7 @@ impl Softmax {
                 if r.iter().any(|v| !v.is_finite()) {
                     return 0;
                 }
-                crate::linalg::argmax(r)
+                crate::math::linalg::argmax(r)
             })
             .collect()
     }
@@ -144,7 +144,7 @@ pub fn error_rate(pred: &[usize], truth: &[usize]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Purpose, stream};
+    use crate::math::rng::{Purpose, stream};
     use rand_distr::{Distribution, StandardNormal};
 
     /// Three well-separated Gaussian blobs in 4-D.

@@ -395,7 +395,12 @@ impl Transform {
         use rand::Rng;
         let params = f.params();
         let d = params.len();
-        let mut rng = crate::rng::stream(seed, 0, agent as u64, crate::rng::Purpose::Heterogeneity);
+        let mut rng = crate::math::rng::stream(
+            seed,
+            0,
+            agent as u64,
+            crate::math::rng::Purpose::Heterogeneity,
+        );
         let star = f.argmax();
         let shift: Vec<f64> = params
             .iter()
@@ -536,9 +541,9 @@ pub fn landscape(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::math::rng::{Purpose, stream};
     use crate::objective::space::Region;
     use crate::optim::{BoxSearch, maximise};
-    use crate::rng::{Purpose, stream};
 
     /// Every function of the suite at small and larger dimensions.
     fn suite() -> Vec<Function> {

@@ -7,12 +7,12 @@
 use super::{Evaluate, Landscape, Point, Request};
 use crate::data::{self, emnist, har, heart, landmine};
 use crate::error::{FboError, Result};
+use crate::math::rng::{Purpose, stream};
 use crate::model::cnn::{self, CnnParams};
 use crate::model::logreg::{self, SgdParams};
 use crate::model::metrics::roc_auc;
 use crate::model::svm::{Stopping, SvmParams, rbf_kernel, train};
 use crate::objective::space::Param;
-use crate::rng::{Purpose, stream};
 use crate::spec::ObjectiveSpec;
 use ndarray::{Array1, Array2, Axis};
 use std::path::{Path, PathBuf};

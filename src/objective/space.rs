@@ -691,7 +691,7 @@ pub fn halton<R: Rng + ?Sized>(n: usize, region: &Region, rng: &mut R) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Purpose, stream};
+    use crate::math::rng::{Purpose, stream};
 
     #[test]
     fn parameters_map_ends_exactly_and_log_scales_geometrically() {

@@ -3,8 +3,8 @@
 
 use super::{Domain, Landscape, Space};
 use crate::error::{FboError, Result};
-use crate::linalg::cholesky_jittered;
-use crate::rng::{Purpose, SHARED, stream};
+use crate::math::linalg::cholesky_jittered;
+use crate::math::rng::{Purpose, SHARED, stream};
 use crate::spec::{ObjectiveKind, ObjectiveSpec};
 use ndarray::{Array1, Array2};
 use rand::Rng;

@@ -169,7 +169,7 @@ pub fn sample<R: rand::Rng + ?Sized>(sigma: f64, rng: &mut R) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Purpose, SHARED, stream};
+    use crate::math::rng::{Purpose, SHARED, stream};
 
     /// The discrete Gaussian's pmf on [-k, k] (the mass beyond is below 1e-30 for the sigmas
     /// used), normalised.

@@ -174,7 +174,7 @@ mod tests {
             vec![0.0, 0.2],
             vec![0.2, 0.2],
         ];
-        let mut rng = crate::rng::stream(1, 0, 0, crate::rng::Purpose::Server);
+        let mut rng = crate::math::rng::stream(1, 0, 0, crate::math::rng::Purpose::Server);
         let k = 40_000;
         let (mut s, mut s2) = (0.0, 0.0);
         for _ in 0..k {

@@ -4,7 +4,7 @@
 //! The Cholesky factor of Sigma is kept and updated by a rank-one update per observation, so
 //! an agent that observes every round pays O(M^2) per observation instead of O(M^3).
 
-use crate::linalg::{chol_rank1_update, cholesky_jittered, solve_lower, solve_lower_t};
+use crate::math::linalg::{chol_rank1_update, cholesky_jittered, solve_lower, solve_lower_t};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -38,7 +38,7 @@ impl BlrPosterior {
     /// tested against, and the cheaper route when features are drawn afresh for every sample.
     pub fn from_data(phi: ArrayView2<f64>, y: ArrayView1<f64>, lambda: f64) -> Option<Self> {
         let m = phi.ncols();
-        let mut sigma = crate::linalg::gram(phi);
+        let mut sigma = crate::math::linalg::gram(phi);
         for i in 0..m {
             sigma[[i, i]] += lambda;
         }
@@ -107,7 +107,7 @@ impl BlrPosterior {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::{Purpose, stream};
+    use crate::math::rng::{Purpose, stream};
     use crate::surrogate::gp::exact_posterior;
     use crate::surrogate::rff::RandomFeatures;
     use ndarray::{Array, Axis};

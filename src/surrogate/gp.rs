@@ -6,7 +6,7 @@
 
 pub use super::kernel::Kernel;
 use super::kernel::{for_axis, half_r2};
-use crate::fastmath::fast_exp;
+use crate::math::fastmath::fast_exp;
 use crate::optim::{LbfgsOptions, lbfgs};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
@@ -58,7 +58,7 @@ pub fn profiled_constant(
     if mean == MeanFn::Zero {
         return None;
     }
-    let kinv1 = crate::linalg::cho_solve(l, Array1::ones(y.len()).view());
+    let kinv1 = crate::math::linalg::cho_solve(l, Array1::ones(y.len()).view());
     let c = y.dot(&kinv1) / kinv1.sum();
     Some((c, kinv1))
 }
@@ -73,7 +73,7 @@ pub fn constant_mean(x: ArrayView2<f64>, y: ArrayView1<f64>, h: &GpHyper) -> Opt
     for i in 0..k.nrows() {
         k[[i, i]] += h.noise_var;
     }
-    let (l, _) = crate::linalg::cholesky_jittered(&k)?;
+    let (l, _) = crate::math::linalg::cholesky_jittered(&k)?;
     profiled_constant(h.mean, l.view(), y).map(|(c, _)| c)
 }
 
@@ -387,8 +387,8 @@ impl Factored {
         for i in 0..n {
             k[[i, i]] += h.noise_var;
         }
-        let l = crate::linalg::cholesky(&k)?;
-        let mut alpha = crate::linalg::cho_solve(l.view(), y);
+        let l = crate::math::linalg::cholesky(&k)?;
+        let mut alpha = crate::math::linalg::cho_solve(l.view(), y);
         // With a profiled constant the likelihood is that of y - c; its gradient in the
         // kernel's hyperparameters is the formula below with alpha = K^-1 (y - c), as the
         // likelihood is stationary in c there.
@@ -421,7 +421,7 @@ impl Factored {
         let inv = h.inv2l2();
         let (alpha, kf) = (&self.alpha, &self.kf);
         let dk = self.dk.as_ref().unwrap_or(kf);
-        let kinv = crate::linalg::cho_inverse(self.l.view());
+        let kinv = crate::math::linalg::cho_inverse(self.l.view());
         let mut g_ls = vec![0.0; dist.len()];
         let (mut g_sv, mut g_nv) = (0.0, 0.0);
         for i in 0..n {
@@ -598,7 +598,7 @@ pub fn loo_log_predictive(dist: &Distances, y: ArrayView1<f64>, h: &GpHyper) -> 
 /// log p(y_i | y_-i) for each i (`loo_log_predictive`'s terms).
 fn loo_pointwise(dist: &Distances, y: ArrayView1<f64>, h: &GpHyper) -> Option<Vec<f64>> {
     let f = Factored::new(dist, y, h)?;
-    let kinv = crate::linalg::cho_inverse(f.l.view());
+    let kinv = crate::math::linalg::cho_inverse(f.l.view());
     let ln2pi = libm::log(2.0 * std::f64::consts::PI);
     Some(
         (0..y.len())
@@ -751,13 +751,13 @@ pub fn exact_posterior(
     for i in 0..n {
         k[[i, i]] += noise_var;
     }
-    let l = crate::linalg::cholesky(&k)?;
-    let alpha = crate::linalg::cho_solve(l.view(), y);
+    let l = crate::math::linalg::cholesky(&k)?;
+    let alpha = crate::math::linalg::cho_solve(l.view(), y);
     let mean = k_cross.t().dot(&alpha);
     let mut var = k_diag.clone();
     for j in 0..k_cross.ncols() {
         let kc = k_cross.column(j);
-        let v = crate::linalg::cho_solve(l.view(), kc);
+        let v = crate::math::linalg::cho_solve(l.view(), kc);
         var[j] -= kc.dot(&v);
     }
     Some((mean, var))
@@ -856,9 +856,9 @@ impl GpPosterior {
         for i in 0..k.nrows() {
             k[[i, i]] += hyper.noise_var;
         }
-        let (chol, _) = crate::linalg::cholesky_jittered(&k)?;
-        let z = crate::linalg::solve_lower(chol.view(), y);
-        let mut alpha = crate::linalg::solve_lower_t(chol.view(), z.view());
+        let (chol, _) = crate::math::linalg::cholesky_jittered(&k)?;
+        let z = crate::math::linalg::solve_lower(chol.view(), y);
+        let mut alpha = crate::math::linalg::solve_lower_t(chol.view(), z.view());
         let mut constant = 0.0;
         if let Some((c, kinv1)) = profiled_constant(hyper.mean, chol.view(), y) {
             alpha.scaled_add(-c, &kinv1);
@@ -901,7 +901,7 @@ impl GpPosterior {
             .map(|i| half_r2(self.x.row(i).as_slice().expect("standard layout"), x, inv))
             .collect();
         let kx = Array1::from_iter(hs.iter().map(|&hi| h.signal_var * h.kernel.corr(hi)));
-        let v = crate::linalg::cho_solve(self.chol.view(), kx.view());
+        let v = crate::math::linalg::cho_solve(self.chol.view(), kx.view());
         let mean = self.constant + kx.dot(&self.alpha);
         let raw_var = h.signal_var - kx.dot(&v);
         let d = x.len();
@@ -932,7 +932,7 @@ impl GpPosterior {
         let mut w = Array2::zeros(kz.dim());
         for (j, col) in kz.columns().into_iter().enumerate() {
             w.column_mut(j)
-                .assign(&crate::linalg::cho_solve(self.chol.view(), col));
+                .assign(&crate::math::linalg::cho_solve(self.chol.view(), col));
         }
         CrossCov {
             z: z.as_standard_layout().into_owned(),
@@ -986,7 +986,7 @@ impl GpPosterior {
         k_ss: &Array2<f64>,
     ) -> (Array1<f64>, Array2<f64>) {
         let (mean, v) = self.mean_and_whitened(xs);
-        (mean, k_ss - &crate::linalg::gram(v.view()))
+        (mean, k_ss - &crate::math::linalg::gram(v.view()))
     }
 
     /// The posterior mean at the rows of `xs` and V = L^-1 K(x, xs), whose column inner
@@ -999,7 +999,7 @@ impl GpPosterior {
         for (row, &a) in kx.rows().into_iter().zip(&self.alpha) {
             mean.scaled_add(a, &row);
         }
-        let v = crate::linalg::solve_lower_mat(self.chol.view(), kx.view());
+        let v = crate::math::linalg::solve_lower_mat(self.chol.view(), kx.view());
         (mean, v)
     }
 }
@@ -1007,7 +1007,7 @@ impl GpPosterior {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::linalg::cholesky_jittered;
+    use crate::math::linalg::cholesky_jittered;
 
     #[test]
     fn pointwise_prediction_and_gradients_match_batch_and_differences() {
@@ -1029,7 +1029,7 @@ mod tests {
             assert!(((va - vb) / 2e-6 - dv[k]).abs() < 1e-6, "var {k}");
         }
     }
-    use crate::rng::{Purpose, stream};
+    use crate::math::rng::{Purpose, stream};
     use ndarray::Axis;
     use rand_distr::{Distribution, StandardNormal};
 

@@ -463,7 +463,7 @@ mod tests {
                     *q += v * v;
                 }
                 if k < 20 {
-                    let best = crate::linalg::argmax(ndarray::ArrayView1::from(&values[..]));
+                    let best = crate::math::linalg::argmax(ndarray::ArrayView1::from(&values[..]));
                     assert_eq!(s.argmax(&grid), best);
                 }
             }

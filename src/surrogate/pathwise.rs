@@ -12,7 +12,7 @@
 
 use super::gp::{GpHyper, kernel_matrix, profiled_constant};
 use super::kernel::{for_axis, half_r2};
-use crate::linalg::{cho_solve, cholesky_jittered, dot};
+use crate::math::linalg::{cho_solve, cholesky_jittered, dot};
 use crate::objective::space::Domain;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 
@@ -151,7 +151,7 @@ impl KernelUpdate {
                     let sum: f64 = hs
                         .iter()
                         .zip(&self.v)
-                        .map(|(&h, v)| v * kernel.corr_with(h, crate::fastmath::fast_exp))
+                        .map(|(&h, v)| v * kernel.corr_with(h, crate::math::fastmath::fast_exp))
                         .sum();
                     out.push(self.constant + s2 * sum);
                 }

@@ -7,7 +7,7 @@
 //! unbiased instead.
 
 use super::kernel::{Kernel, for_axis};
-use crate::fastmath::{fast_cos, fast_sin};
+use crate::math::fastmath::{fast_cos, fast_sin};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -419,7 +419,7 @@ mod tests {
     }
 
     use super::*;
-    use crate::rng::{Purpose, stream};
+    use crate::math::rng::{Purpose, stream};
     use ndarray::Array;
 
     fn se_kernel(a: f64, b: f64, l: f64) -> f64 {
@@ -587,7 +587,7 @@ mod tests {
         let vals = rf.matrix(xs.view()).dot(&w);
         assert_eq!(
             rf.argmax(xs.view(), w.view(), None),
-            crate::linalg::argmax(vals.view())
+            crate::math::linalg::argmax(vals.view())
         );
     }
 }

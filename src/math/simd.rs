@@ -45,7 +45,7 @@ macro_rules! multiversion {
                 fn wide($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
-                if $crate::simd::avx2() {
+                if $crate::math::simd::avx2() {
                     // SAFETY: avx2() checked that this CPU has AVX2.
                     return unsafe { wide($($arg),*) };
                 }
