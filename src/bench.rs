@@ -1,12 +1,12 @@
 //! `fbo bench`: the speed figures docs/speed.md reports, measured on this machine. Benchmarks,
 //! not tests: nothing here asserts a time.
 
+use crate::acquisition::optimize::BoxSearch;
 use crate::algorithm::agent::{Learner, SharedFeatures};
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, stream};
 use crate::objective::Request;
 use crate::objective::synthetic::landscapes;
-use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Mechanism, Sampling};
 use crate::runner::{RunOptions, run_spec};
 use crate::spec::{ObjectiveKind, ObjectiveSpec, Spec};
@@ -142,8 +142,8 @@ pub fn peak_rss_mib() -> Option<f64> {
 /// the default search (1000 candidates, L-BFGS from the best 20). Random weights, length scale
 /// 0.1; median of 50 draws.
 fn box_acquisition(features: &[usize]) -> Result<()> {
+    use crate::acquisition::optimize::maximise;
     use crate::objective::Region;
-    use crate::optim::maximise;
     use crate::server::Partition;
     use crate::surrogate::rff::RandomFeatures;
     let search = BoxSearch {

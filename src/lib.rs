@@ -23,7 +23,6 @@ pub mod journal;
 pub mod math;
 pub mod model;
 pub mod objective;
-pub mod optim;
 pub mod outdir;
 pub mod output;
 pub mod pace;

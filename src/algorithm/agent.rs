@@ -13,8 +13,8 @@ use crate::objective::{Landscape, Point, Region, Request, Space};
 
 /// The journal scope of the senders' own histories (shared by a spec's algorithms).
 pub const SENDERS: &str = "senders";
+use crate::acquisition::optimize::{Acquisition, BoxSearch, maximise};
 use crate::math::rng::{Purpose, Rng, SHARED, stream};
-use crate::optim::{Acquisition, BoxSearch, maximise};
 use crate::spec::EiForm;
 use crate::spec::ObservationSource;
 use crate::spec::SharedModel;
@@ -823,8 +823,8 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acquisition::optimize::BoxSearch;
     use crate::objective::space::Param;
-    use crate::optim::BoxSearch;
 
     fn settings() -> OwnSettings {
         let text = "name = \"t\"\niterations = 1\n[objective]\nkind = \"synthetic-fts\"\n[[algorithm]]\nkind = \"ts\"\n";

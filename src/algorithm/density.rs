@@ -227,8 +227,8 @@ mod tests {
 #[cfg(test)]
 mod centre_tests {
     use super::*;
+    use crate::acquisition::optimize::BoxSearch;
     use crate::objective::space::{Domain, Space};
-    use crate::optim::BoxSearch;
     use std::sync::Arc;
 
     /// A learner on a 101-point grid of [0, 1] that saw a plateau of good values around 0.3

@@ -11,12 +11,12 @@
 
 use super::agent::{Learner, Messenger, SharedFeatures, maximise_point, own_log_hyper};
 use super::{Algorithm, Broadcast, Federated, InitArea, Query, RunContext, Source};
+use crate::acquisition::optimize::BoxSearch;
 use crate::error::{FboError, Result};
 use crate::math::linalg::argmax;
 use crate::math::rng::{Purpose, Rng, SHARED, stream};
 use crate::objective::space::Domain;
 use crate::objective::{Point, Region, Space};
-use crate::optim::BoxSearch;
 use crate::server::{Partition, RoundRecord, Server};
 use crate::spec::schedule::Schedule;
 use crate::spec::{AgreementDp, AlgorithmSpec, InitRegion, ServerSpec, SharedModel, Spec};

@@ -541,9 +541,9 @@ pub fn landscape(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::acquisition::optimize::{BoxSearch, maximise};
     use crate::math::rng::{Purpose, stream};
     use crate::objective::space::Region;
-    use crate::optim::{BoxSearch, maximise};
 
     /// Every function of the suite at small and larger dimensions.
     fn suite() -> Vec<Function> {

@@ -15,13 +15,13 @@ pub use clock::{ClockSpec, Pace};
 pub use objective::*;
 pub use server::*;
 
+use crate::acquisition::optimize::BoxSearch;
 use crate::error::{FboError, Result};
 use crate::objective::command::{CommandSettings, OnFailure};
 use crate::objective::function::Function;
 use crate::objective::model::{Dataset, ModelSettings, SvmMetric};
 use crate::objective::space::{Domain, Param, Scale, Space};
 use crate::objective::table::TableMeta;
-use crate::optim::BoxSearch;
 use crate::privacy::{Accountant, Sampling};
 use crate::surrogate::gp::{
     Ard, FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel, MeanFn,

@@ -7,7 +7,7 @@
 pub use super::kernel::Kernel;
 use super::kernel::{for_axis, half_r2};
 use crate::math::fastmath::fast_exp;
-use crate::optim::{LbfgsOptions, lbfgs};
+use crate::math::optim::{LbfgsOptions, lbfgs};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
 
@@ -543,7 +543,7 @@ impl NegLikelihood<'_> {
     }
 }
 
-impl crate::optim::Objective for NegLikelihood<'_> {
+impl crate::math::optim::Objective for NegLikelihood<'_> {
     fn eval(&mut self, u: &[f64]) -> Option<(f64, Vec<f64>)> {
         let v = self.value(u)?;
         Some((v, self.gradient(u)?))

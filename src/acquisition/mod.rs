@@ -1,5 +1,8 @@
 //! Acquisition functions (EI, UCB; RGPE's and TAF's EI), kept apart from the surrogates that
-//! feed them and the algorithms that maximise them (BoTorch's split).
+//! feed them and the algorithms that maximise them (BoTorch's split); `optimize` maximises one
+//! over a box of the search space.
+
+pub mod optimize;
 
 use std::f64::consts::{FRAC_1_SQRT_2, PI};
 
