@@ -1,6 +1,6 @@
 //! Algorithm-level properties, through the library.
 
-use fbo::runner::run_one;
+use fbo::run::runner::run_one;
 use fbo::spec::Spec;
 use std::path::Path;
 
@@ -28,7 +28,7 @@ fn fts_with_p_equal_one_makes_exactly_ts_queries() {
     for run in 0..3 {
         let ts = run_one(&s, 0, run, landscape(&s, run)).unwrap().rows;
         let fts = run_one(&s, 1, run, landscape(&s, run)).unwrap().rows;
-        let q = |rows: &[fbo::output::TraceRow]| {
+        let q = |rows: &[fbo::run::output::TraceRow]| {
             rows.iter().map(|r| (r.x_index, r.y)).collect::<Vec<_>>()
         };
         assert_eq!(q(&ts), q(&fts), "run {run}");
@@ -45,7 +45,8 @@ fn the_own_sample_is_chosen_per_algorithm_and_senders_keep_the_specs() {
     );
     let labels: Vec<&str> = s.algorithms.iter().map(|a| a.label.as_str()).collect();
     assert_eq!(labels, ["TS", "TS pathwise", "FTS M=20 pathwise"]);
-    let q = |rows: &[fbo::output::TraceRow]| rows.iter().map(|r| r.x_index).collect::<Vec<_>>();
+    let q =
+        |rows: &[fbo::run::output::TraceRow]| rows.iter().map(|r| r.x_index).collect::<Vec<_>>();
     let mut differ = 0;
     for run in 0..3 {
         let land = landscape(&s, run);
@@ -218,7 +219,7 @@ fn meta_learners_report_their_message_cost_and_repeat_exactly() {
     for (alg, params) in [(1, 20 + 400), (2, 20 + 400 + 1)] {
         let a = run_one(&s, alg, 0, landscape(&s, 0)).unwrap().rows;
         let b = run_one(&s, alg, 0, landscape(&s, 0)).unwrap().rows;
-        let q = |rows: &[fbo::output::TraceRow]| {
+        let q = |rows: &[fbo::run::output::TraceRow]| {
             rows.iter().map(|r| (r.x_index, r.y)).collect::<Vec<_>>()
         };
         assert_eq!(q(&a), q(&b), "same seed, same queries");
@@ -257,10 +258,10 @@ fn shared_sender_states_change_nothing() {
         for alg in 0..s.algorithms.len() {
             let land = landscape(&s, run);
             let alone = run_one(&s, alg, run, land.clone()).unwrap().rows;
-            let shared = fbo::runner::run_one_shared(&s, alg, run, land, Some(&cache))
+            let shared = fbo::run::runner::run_one_shared(&s, alg, run, land, Some(&cache))
                 .unwrap()
                 .rows;
-            let q = |rows: &[fbo::output::TraceRow]| {
+            let q = |rows: &[fbo::run::output::TraceRow]| {
                 rows.iter()
                     .map(|r| (r.x_index, r.y, r.source.clone()))
                     .collect::<Vec<_>>()

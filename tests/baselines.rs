@@ -1,6 +1,6 @@
 //! The single-agent baselines (random, ei, ucb), through the library and the CLI.
 
-use fbo::runner::run_one;
+use fbo::run::runner::run_one;
 use fbo::spec::Spec;
 use std::path::Path;
 
@@ -185,7 +185,7 @@ fn batches_of_evaluations_per_round() {
         }
         // Deterministic: the same spec and seed give the same batch.
         let again = run_one(&s, a, 0, land.clone()).unwrap();
-        let xy = |rows: &[fbo::output::TraceRow]| -> Vec<(Vec<f64>, f64)> {
+        let xy = |rows: &[fbo::run::output::TraceRow]| -> Vec<(Vec<f64>, f64)> {
             rows.iter().map(|r| (r.x.clone(), r.y)).collect()
         };
         assert_eq!(xy(&out.rows), xy(&again.rows));

@@ -2,9 +2,9 @@
 
 mod common;
 use common::*;
-use fbo::output::TraceRow;
+use fbo::run::output::TraceRow;
+use fbo::run::unit::run_one;
 use fbo::spec::Spec;
-use fbo::unit::run_one;
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::write;
 use fbo::objective::landscapes;
-use fbo::runner::run_one;
+use fbo::run::runner::run_one;
 use fbo::spec::Spec;
 
 const BRANIN_FTS: &str = r#"

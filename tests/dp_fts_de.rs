@@ -2,7 +2,7 @@
 
 mod common;
 use common::*;
-use fbo::runner::run_one;
+use fbo::run::runner::run_one;
 use fbo::spec::Spec;
 use std::collections::HashMap;
 use std::fs;
@@ -49,7 +49,7 @@ fn domain_init_and_p_equal_one_reproduce_ts_for_every_agent() {
     let s = spec(&text);
     let ts = run_one(&s, 0, 1, landscape(&s)).unwrap().rows;
     let dp = run_one(&s, 1, 1, landscape(&s)).unwrap().rows;
-    let key = |rows: &[fbo::output::TraceRow]| {
+    let key = |rows: &[fbo::run::output::TraceRow]| {
         let mut v: Vec<(usize, i64, Option<usize>)> = rows
             .iter()
             .map(|r| (r.agent, r.iteration, r.x_index))
@@ -776,7 +776,7 @@ fn a_batch_per_round_adds_own_samples_and_keeps_one_message_per_round() {
         assert_eq!(its, (-2..=24).collect::<Vec<i64>>(), "agent {a}");
         // The round's first query is the unbatched algorithm's (same streams so far); the
         // others are the agent's own samples, so the server's point comes at most once.
-        let first = |rows: &[fbo::output::TraceRow]| {
+        let first = |rows: &[fbo::run::output::TraceRow]| {
             rows.iter()
                 .find(|r| r.agent == a && r.iteration == 1)
                 .map(|r| (r.x_index, r.source.clone()))

@@ -2,7 +2,7 @@
 //! every agent acts and is traced, on boxes and grids, with checked keys and results that do
 //! not depend on the number of threads.
 
-use fbo::runner::run_one;
+use fbo::run::runner::run_one;
 use fbo::spec::Spec;
 use std::path::Path;
 

@@ -3,9 +3,9 @@
 
 mod common;
 use common::*;
-use fbo::output::TraceRow;
+use fbo::run::output::TraceRow;
+use fbo::run::unit::run_one;
 use fbo::spec::Spec;
-use fbo::unit::run_one;
 use std::path::{Path, PathBuf};
 
 /// Two agents on Branin, TS, log-EI and random search; `{extra}` adds top-level keys.

@@ -10,9 +10,9 @@
 
 mod common;
 use common::landmine_csv;
+use fbo::cli::tabulate::{AgentSplit, svm_auc};
 use fbo::data::landmine;
 use fbo::model::svm::SvmParams;
-use fbo::tabulate::{AgentSplit, svm_auc};
 use std::path::Path;
 
 #[test]

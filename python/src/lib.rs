@@ -4,7 +4,7 @@
 
 use fbo::error::FboError as Error;
 use fbo::federation::{self, Instruction, Reply};
-use fbo::runner::{RunOptions, Work};
+use fbo::run::runner::{RunOptions, Work};
 use fbo::spec::Spec;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -64,14 +64,14 @@ fn run(
     // only raises KeyboardInterrupt when its own thread checks its signals. On one, the
     // units stop at their next iteration (finished ones are saved, as the CLI keeps them),
     // the user's running programs are stopped, and KeyboardInterrupt is raised here.
-    let worker = std::thread::spawn(move || fbo::runner::run_spec(&s, &opts));
+    let worker = std::thread::spawn(move || fbo::run::runner::run_spec(&s, &opts));
     while !worker.is_finished() {
         py.detach(|| std::thread::sleep(std::time::Duration::from_millis(50)));
         if let Err(interrupt) = py.check_signals() {
-            fbo::progress::request_stop(true);
+            fbo::run::progress::request_stop(true);
             fbo::objective::command::kill_running();
             let _ = py.detach(|| worker.join());
-            fbo::progress::request_stop(false);
+            fbo::run::progress::request_stop(false);
             return Err(interrupt);
         }
     }
@@ -87,12 +87,12 @@ fn run(
 #[pyo3(signature = (spec, state, all=false))]
 fn ask(spec: String, state: String, all: bool) -> PyResult<String> {
     let s = load(&spec, false)?;
-    let opts = fbo::asktell::AskOptions {
+    let opts = fbo::cli::asktell::AskOptions {
         state: PathBuf::from(state),
         format: "json".into(),
         all,
     };
-    let asked = fbo::asktell::ask_queries(&s, &opts).map_err(err)?;
+    let asked = fbo::cli::asktell::ask_queries(&s, &opts).map_err(err)?;
     Ok(asked.json().to_string())
 }
 
@@ -111,7 +111,7 @@ fn tell(
     cost_s: f64,
 ) -> PyResult<()> {
     let s = load(&spec, false)?;
-    let opts = fbo::asktell::TellOptions {
+    let opts = fbo::cli::asktell::TellOptions {
         state: PathBuf::from(state),
         agent: Some(agent),
         value: Some(value),
@@ -121,7 +121,7 @@ fn tell(
         cost_s,
         results: None,
     };
-    fbo::asktell::tell(&s, &opts).map_err(err)
+    fbo::cli::asktell::tell(&s, &opts).map_err(err)
 }
 
 /// A whole federation in this process, every message through JSON: the reference a real

@@ -129,7 +129,7 @@ pub trait Algorithm {
     }
 
     /// The algorithm as agents that choose a query while earlier ones are still being
-    /// evaluated (`parallel = k`, `crate::pending`); None: every query waits for the last.
+    /// evaluated (`parallel = k`, `crate::run::pending`); None: every query waits for the last.
     fn pending(&mut self) -> Option<&mut dyn Pending> {
         None
     }

@@ -7,7 +7,7 @@
 pub mod stats;
 
 use crate::error::{FboError, Result};
-use crate::outdir::write_beside;
+use crate::run::outdir::write_beside;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -137,7 +137,7 @@ fn read_trace(path: &Path, metric: Metric, at_clock: &[f64]) -> Result<Trace> {
         col("best_f")?,
     );
     // The unit coordinates follow x_index: on a box they identify the point.
-    let unit = crate::output::unit_column_of(|n| col(n).is_ok());
+    let unit = crate::run::output::unit_column_of(|n| col(n).is_ok());
     let mut c_coords = Vec::new();
     while let Ok(c) = col(&unit(c_coords.len())) {
         c_coords.push(c);
@@ -831,7 +831,7 @@ pub fn trend_csv(metric: Metric, trends: &[Trend]) -> String {
             "{},{},{},{},{},{},{},{},{},{}\n",
             metric.name(),
             t.iteration,
-            crate::sweep::csv_escape(&t.algorithm),
+            crate::run::sweep::csv_escape(&t.algorithm),
             t.points,
             t.n,
             t.epsilon_min,
@@ -1021,8 +1021,8 @@ pub fn to_csv(metric: Metric, baseline: &str, rows: &[Comparison]) -> String {
             metric.name(),
             r.clock_s
                 .map_or_else(|| r.iteration.to_string(), |c| c.to_string()),
-            crate::sweep::csv_escape(&r.algorithm),
-            crate::sweep::csv_escape(baseline),
+            crate::run::sweep::csv_escape(&r.algorithm),
+            crate::run::sweep::csv_escape(baseline),
             r.n,
             r.mean_diff,
             r.ci_low,

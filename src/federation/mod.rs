@@ -16,11 +16,11 @@ use crate::algorithm::{self, Algorithm, Broadcast, Query, RunContext};
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{self, Landscape, Point, Request, Space};
-use crate::outdir::{Claim, OutDir};
-use crate::output;
-use crate::runner;
+use crate::run::outdir::{Claim, OutDir};
+use crate::run::output;
+use crate::run::runner;
+use crate::run::unit::{Evaluator, Tracer, initial_queries};
 use crate::spec::Spec;
-use crate::unit::{Evaluator, Tracer, initial_queries};
 use ndarray::Array1;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -404,7 +404,7 @@ impl AgentNode {
                 &[self.agent],
                 &self.landscape.space,
             );
-            crate::unit::tell_given(&self.spec, &self.landscape, &init)?;
+            crate::run::unit::tell_given(&self.spec, &self.landscape, &init)?;
             return Ok(init);
         }
         let point = match &ins.point {
@@ -1041,7 +1041,7 @@ impl Site {
         // Refused as `fbo tell` refuses it: a NaN is no measurement, and recording it as a
         // failure would hide a site's bug.
         for (i, &v) in values.iter().enumerate() {
-            crate::journal::check_values(Some(v), 0.0).map_err(|m| {
+            crate::run::journal::check_values(Some(v), 0.0).map_err(|m| {
                 FboError::Run(format!(
                     "agent {}: value {i} of round {}: {m}",
                     self.agent(),

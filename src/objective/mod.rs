@@ -14,8 +14,8 @@ pub mod table;
 pub use space::{Codec, Domain, Param, Point, Region, Scale, Space};
 
 use crate::error::{FboError, Result};
-pub use crate::journal::Request;
-use crate::journal::{Entry, Journal, Outcome};
+pub use crate::run::journal::Request;
+use crate::run::journal::{Entry, Journal, Outcome};
 use crate::spec::{ObjectiveKind, Spec};
 use command::{CommandRunner, OnFailure};
 use ndarray::Array1;
@@ -40,7 +40,7 @@ pub struct Measured {
     codec: Codec,
     on_failure: OnFailure,
     journal: Mutex<Arc<Journal>>,
-    in_flight: Mutex<HashSet<crate::journal::Key>>,
+    in_flight: Mutex<HashSet<crate::run::journal::Key>>,
     landed: Condvar,
     /// Requests a journal-only objective could not answer, in the order asked.
     pending: Mutex<Vec<(Request, Point)>>,
@@ -305,7 +305,7 @@ impl Landscape {
     fn measure(&self, m: &Measured, req: &Request, p: &Point) -> Result<(f64, f64)> {
         // The journal knows evaluations by their raw values (what the program was given).
         let raw = self.space.raw(p);
-        let key = crate::journal::key(req, &raw);
+        let key = crate::run::journal::key(req, &raw);
         let journal = m.journal.lock().expect("journal slot").clone();
         let as_f = |o: Outcome| match o {
             Outcome::Done(metric, cost) => (self.metric_sign * metric, cost),
@@ -416,11 +416,11 @@ impl Landscape {
 }
 
 /// The objective a command or external spec's journal belongs to (None for the others).
-pub fn journal_origin(spec: &Spec) -> Option<crate::journal::Origin> {
+pub fn journal_origin(spec: &Spec) -> Option<crate::run::journal::Origin> {
     let ObjectiveKind::Command(settings) = &spec.objective.kind else {
         return None;
     };
-    Some(crate::journal::Origin {
+    Some(crate::run::journal::Origin {
         command: settings.argv.clone(),
         metric: settings.metric_name.clone(),
         direction: if settings.sign > 0.0 {

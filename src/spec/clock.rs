@@ -8,7 +8,7 @@
 //! `output.timing`. Agents in synchronous rounds wait for the slowest site each round; agents
 //! alone (ts, ei, ucb, random) never wait; DP-FTS-DE with `pace = "asynchronous"` lets every
 //! agent propose as soon as its last evaluation returns while the server releases on its own
-//! period (`crate::pace`).
+//! period (`crate::run::pace`).
 
 use super::Check;
 use crate::error::Result;

@@ -48,7 +48,7 @@ pub struct Spec {
     /// (t - 1) batch + 1 ..= t batch.
     pub batch: usize,
     /// Evaluations each agent keeps running at once (`parallel`): its next query is chosen
-    /// as soon as its oldest returns, with the others pending (`crate::pending`).
+    /// as soon as its oldest returns, with the others pending (`crate::run::pending`).
     pub parallel: usize,
     /// Where the initial points come from (random, a design, a file).
     pub initial_design: crate::design::InitialDesign,

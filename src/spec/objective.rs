@@ -627,10 +627,10 @@ fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<
                 ),
             ));
         }
-        if crate::output::trace_header(0, &[])
+        if crate::run::output::trace_header(0, &[])
             .iter()
             .any(|t| t == &h.name)
-            || crate::output::is_unit_column(&h.name)
+            || crate::run::output::is_unit_column(&h.name)
         {
             return Err(c.err(
                 &key("name"),

@@ -1,6 +1,6 @@
 //! The simulated clock of one run (`[clock]`, spec/clock.rs): what each evaluation costs and
 //! when it finishes, for agents in synchronous rounds or alone. The asynchronous driver
-//! (`crate::pace`) keeps its own event times from the same costs.
+//! (`crate::run::pace`) keeps its own event times from the same costs.
 
 use crate::algorithm::Query;
 use crate::math::rng::{Purpose, Rng, stream};

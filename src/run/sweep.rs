@@ -14,9 +14,9 @@
 //! point's rows.
 
 use crate::error::{FboError, Result};
-use crate::outdir::{Claim, Identity, OutDir};
 use crate::privacy::Accountant;
-use crate::runner::{Reuse, RunOptions, Work, progress_bar, run_spec};
+use crate::run::outdir::{Claim, Identity, OutDir};
+use crate::run::runner::{Reuse, RunOptions, Work, progress_bar, run_spec};
 use crate::spec::Spec;
 use indicatif::{MultiProgress, ProgressDrawTarget};
 use std::collections::HashMap;
@@ -588,7 +588,7 @@ fn refuse_measured_shards(sweep: &Sweep) -> Result<()> {
     sweep
         .points
         .iter()
-        .try_for_each(|p| crate::runner::refuse_measured_shards(&p.spec))
+        .try_for_each(|p| crate::run::runner::refuse_measured_shards(&p.spec))
 }
 
 /// The sweep spec's text and which experiment its output folder belongs to.
@@ -610,13 +610,13 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         }
     }
     let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
-    let wall = crate::budget::sweep_wall_s(sweep.points.iter().map(|p| &p.spec), threads)?;
+    let wall = crate::run::budget::sweep_wall_s(sweep.points.iter().map(|p| &p.spec), threads)?;
     // A warning, not progress: --quiet keeps it.
-    if wall > crate::budget::LONG_S {
+    if wall > crate::run::budget::LONG_S {
         eprintln!(
             "note: this sweep of {} points is estimated at about {} on {threads} threads; finished points and runs are saved as they complete, so Ctrl-C and a rerun resume",
             sweep.points.len(),
-            crate::budget::human_seconds(wall)
+            crate::run::budget::human_seconds(wall)
         );
     }
     let out = &opts.out;
@@ -691,14 +691,14 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     } else {
         ProgressDrawTarget::hidden()
     });
-    let points_bar = multi.add(crate::progress::bar(
+    let points_bar = multi.add(crate::run::progress::bar(
         sweep.points.len() as u64,
         !draw,
         "points",
     ));
     let runs_bar = multi.add(progress_bar(1, !draw));
-    let _ticker = crate::progress::Ticker::start(&points_bar, opts.quiet, "points");
-    let _note = crate::progress::InterruptNote::set(
+    let _ticker = crate::run::progress::Ticker::start(&points_bar, opts.quiet, "points");
+    let _note = crate::run::progress::InterruptNote::set(
         &points_bar,
         "points (and the finished units of the next)",
         out.join("points"),
@@ -755,7 +755,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         }
         // Merging a sharded sweep: each point's runs must all be there.
         let st = merge_only
-            .then(|| crate::runner::status_of(&point.spec, &pdir, (0, usize::MAX), &reuse));
+            .then(|| crate::run::runner::status_of(&point.spec, &pdir, (0, usize::MAX), &reuse));
         if let Some(st) = st.filter(|st| !st.missing.is_empty()) {
             failures.push(format!(
                 "{}: {} of {} units missing ({}{})",
@@ -897,7 +897,7 @@ fn shard_ranges(sweep: &Sweep, shard: Option<Work>) -> Vec<(&Point, (usize, usiz
     let units = |p: &Point| p.spec.runs * p.spec.algorithms.len();
     let total: usize = sweep.points.iter().map(units).sum();
     let (lo, hi) = match shard {
-        Some(Work::Shard { index, count }) => crate::runner::block(index, count, total),
+        Some(Work::Shard { index, count }) => crate::run::runner::block(index, count, total),
         _ => (0, total),
     };
     let mut offset = 0;
@@ -906,7 +906,7 @@ fn shard_ranges(sweep: &Sweep, shard: Option<Work>) -> Vec<(&Point, (usize, usiz
         let n = units(p);
         let (a, b) = (lo.max(offset), hi.min(offset + n));
         if a < b {
-            let (a, b) = crate::runner::whole_runs(&p.spec, (a - offset, b - offset));
+            let (a, b) = crate::run::runner::whole_runs(&p.spec, (a - offset, b - offset));
             if a < b {
                 out.push((p, (a, b)));
             }
@@ -920,7 +920,7 @@ fn shard_ranges(sweep: &Sweep, shard: Option<Work>) -> Vec<(&Point, (usize, usiz
 pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
     use std::io::Write;
     let sweep = load(path)?;
-    crate::outdir::check_owner(out, &sweep_identity(path)?.1)?;
+    crate::run::outdir::check_owner(out, &sweep_identity(path)?.1)?;
     if shard.is_some() {
         refuse_measured_shards(&sweep)?;
     }
@@ -931,7 +931,7 @@ pub fn status(path: &Path, out: &Path, shard: Option<Work>) -> Result<()> {
     let mut copied = 0;
     for (point, range) in shard_ranges(&sweep, shard) {
         let pdir = out.join("points").join(&point.name);
-        let st = crate::runner::status_of(&point.spec, &pdir, range, &later[&point.name]);
+        let st = crate::run::runner::status_of(&point.spec, &pdir, range, &later[&point.name]);
         done += st.done.len();
         running += st.running.len();
         missing += st.missing.len();

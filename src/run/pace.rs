@@ -26,8 +26,8 @@ use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{Broadcast, Query};
 use crate::error::Result;
 use crate::objective::{Landscape, Request};
+use crate::run::unit::{RunOutput, Unit};
 use crate::spec::Spec;
-use crate::unit::{RunOutput, Unit};
 use ndarray::Array1;
 use std::sync::Arc;
 
@@ -80,7 +80,7 @@ pub(crate) fn run_asynchronous(
     let mut latest: (usize, Broadcast) = (0, Broadcast { point: None });
     let mut beliefs = Vec::new();
     loop {
-        crate::progress::check_stop()?;
+        crate::run::progress::check_stop()?;
         // The next agent event: the earliest free agent with work or an observation left.
         let next = (0..n)
             .filter(|&s| done[s] < t_max || in_flight[s].is_some())

@@ -1,13 +1,22 @@
-//! Command-line arguments, parsed in one place.
+//! The command line: arguments parsed in one place (`dispatch`), and the commands that are not
+//! the executor's own, one module each: ask/tell, best, evaluate, bench, tabulate, plot, import,
+//! history.
 
-use crate::bench::{self, BenchOptions};
+pub mod asktell;
+pub mod bench;
+pub mod best;
+pub mod evaluate;
+pub mod history;
+pub mod import;
+pub mod plot;
+pub mod tabulate;
+
+use crate::cli::bench::BenchOptions;
 use crate::error::{FboError, Result};
-use crate::plot;
 use crate::privacy::{self, Accountant, Mechanism, Sampling};
-use crate::runner::{RunOptions, run_spec};
+use crate::run::runner::{RunOptions, run_spec};
+use crate::run::sweep;
 use crate::spec::Spec;
-use crate::sweep;
-use crate::tabulate;
 use clap::{Args, Parser, Subcommand};
 use std::path::{Path, PathBuf};
 
@@ -49,8 +58,8 @@ pub struct RunArgs {
     /// Compute only shard I of N (0 <= I < N): the I-th of N equal blocks of the runs in
     /// (sweep point, seed, algorithm) order, saved in parts/ folders without merging. Shards may
     /// run at once, on any machines sharing the folder; `--merge` assembles them.
-    #[arg(long, value_parser = crate::runner::Work::parse_shard, conflicts_with = "merge")]
-    pub shard: Option<crate::runner::Work>,
+    #[arg(long, value_parser = crate::run::runner::Work::parse_shard, conflicts_with = "merge")]
+    pub shard: Option<crate::run::runner::Work>,
     /// Only merge the runs saved by shards (into trace.csv and summary.csv, or a sweep's
     /// points and sweep.csv); refused, with the list, while any run is missing.
     #[arg(long, conflicts_with = "status")]
@@ -89,8 +98,8 @@ pub enum Command {
         overwrite: bool,
         /// Tabulate only shard I of N (0 <= I < N): the I-th of N blocks of the agents,
         /// saved in parts/ without building the table; shards may run at once.
-        #[arg(long, value_parser = crate::runner::Work::parse_shard, conflicts_with = "merge")]
-        shard: Option<crate::runner::Work>,
+        #[arg(long, value_parser = crate::run::runner::Work::parse_shard, conflicts_with = "merge")]
+        shard: Option<crate::run::runner::Work>,
         /// Only build the table from the agents saved by shards; refused while any is missing.
         #[arg(long)]
         merge: bool,
@@ -427,7 +436,7 @@ fn best_of_run(run: &Path, csv: bool) -> Result<String> {
     }
     let spec = Spec::load(&run.join("spec.toml"))?;
     let land = crate::objective::landscapes(&spec)?.swap_remove(0);
-    let (best, failed) = crate::best::best(&spec, &land, &run.join("trace.csv"))?;
+    let (best, failed) = crate::cli::best::best(&spec, &land, &run.join("trace.csv"))?;
     for (alg, agent, n) in failed {
         eprintln!(
             "note: {alg}, agent {agent}: all {n} of its evaluations failed; it has no best configuration (evaluations.jsonl records why)"
@@ -435,9 +444,9 @@ fn best_of_run(run: &Path, csv: bool) -> Result<String> {
     }
     let codec = land.space.codec();
     Ok(if csv {
-        crate::best::to_csv(&best, &codec, land.dim())
+        crate::cli::best::to_csv(&best, &codec, land.dim())
     } else {
-        crate::best::to_table(&best, &codec, land.dim())
+        crate::cli::best::to_table(&best, &codec, land.dim())
     })
 }
 
@@ -457,7 +466,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         cli.command,
         Command::Run(_) | Command::Sweep(_) | Command::Tabulate { .. }
     ) {
-        crate::progress::install_interrupt_handler();
+        crate::run::progress::install_interrupt_handler();
     }
     match cli.command {
         Command::Run(RunArgs {
@@ -475,12 +484,12 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             let spec = load(&spec, runs, no_timing)?;
             let out = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
             if status {
-                return crate::runner::run_status(&spec, &out, shard);
+                return crate::run::runner::run_status(&spec, &out, shard);
             }
             let work = match (shard, merge) {
                 (Some(w), _) => w,
-                (None, true) => crate::runner::Work::Merge,
-                (None, false) => crate::runner::Work::All,
+                (None, true) => crate::run::runner::Work::Merge,
+                (None, false) => crate::run::runner::Work::All,
             };
             let report = run_spec(
                 &spec,
@@ -503,7 +512,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 )
             });
             let evaluations = evaluations.unwrap_or_default();
-            if let crate::runner::Work::Shard { index, count } = work {
+            if let crate::run::runner::Work::Shard { index, count } = work {
                 if !quiet {
                     eprintln!(
                         "shard {index}/{count} done in {:.1} s ({} of {} units now saved in {}){evaluations}; merge with --merge once every shard is done",
@@ -526,7 +535,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     out.display()
                 );
                 if let Ok(text) = std::fs::read(out.join("server.csv")) {
-                    for w in crate::output::clipping_warnings(&spec, &text) {
+                    for w in crate::run::output::clipping_warnings(&spec, &text) {
                         eprintln!("{w}");
                     }
                 }
@@ -564,8 +573,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             }
             let work = match (shard, merge) {
                 (Some(w), _) => w,
-                (None, true) => crate::runner::Work::Merge,
-                (None, false) => crate::runner::Work::All,
+                (None, true) => crate::run::runner::Work::Merge,
+                (None, false) => crate::run::runner::Work::All,
             };
             sweep::run(
                 &spec,
@@ -579,7 +588,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     work,
                 },
             )?;
-            if let crate::runner::Work::Shard { index, count } = work {
+            if let crate::run::runner::Work::Shard { index, count } = work {
                 if !quiet {
                     eprintln!(
                         "shard {index}/{count} of the sweep done; `fbo sweep SPEC --status` shows what is left, `--merge` assembles sweep.csv"
@@ -655,8 +664,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             let cfg = tabulate::TabulateConfig::load(&config)?;
             let work = match (shard, merge) {
                 (Some(w), _) => w,
-                (None, true) => crate::runner::Work::Merge,
-                (None, false) => crate::runner::Work::All,
+                (None, true) => crate::run::runner::Work::Merge,
+                (None, false) => crate::run::runner::Work::All,
             };
             let out = out.unwrap_or_else(|| Path::new("data").join(&cfg.name));
             tabulate::run(
@@ -670,7 +679,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                     work,
                 },
             )?;
-            if let crate::runner::Work::Shard { index, count } = work {
+            if let crate::run::runner::Work::Shard { index, count } = work {
                 if !quiet {
                     eprintln!(
                         "shard {index}/{count} tabulated; build the table with --merge once every shard is done"
@@ -690,10 +699,10 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             metric,
             overwrite,
             quiet,
-        } => crate::import::privtuna(&crate::import::ImportOptions {
+        } => crate::cli::import::privtuna(&crate::cli::import::ImportOptions {
             source,
             out,
-            metric: crate::import::Metric::parse(&metric).expect("clap checked the metric"),
+            metric: crate::cli::import::Metric::parse(&metric).expect("clap checked the metric"),
             overwrite,
             quiet,
         }),
@@ -702,9 +711,9 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             state,
             format,
             all,
-        } => crate::asktell::ask(
+        } => crate::cli::asktell::ask(
             &Spec::load(&spec)?,
-            &crate::asktell::AskOptions { state, format, all },
+            &crate::cli::asktell::AskOptions { state, format, all },
         ),
         Command::Tell {
             spec,
@@ -716,9 +725,9 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             iteration,
             cost,
             results,
-        } => crate::asktell::tell(
+        } => crate::cli::asktell::tell(
             &Spec::load(&spec)?,
-            &crate::asktell::TellOptions {
+            &crate::cli::asktell::TellOptions {
                 state,
                 agent,
                 value,
@@ -731,7 +740,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
         ),
         Command::Evaluate { spec, points, run } => {
             let s = load(&spec, None, false)?;
-            let csv = crate::evaluate::evaluate(&s, &spec, &points, run)?;
+            let csv = crate::cli::evaluate::evaluate(&s, &spec, &points, run)?;
             print!("{csv}");
             Ok(())
         }
@@ -742,7 +751,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             } else {
                 input
             };
-            let csv = crate::evaluate::incumbents(&s, &reference, &trace)?;
+            let csv = crate::cli::evaluate::incumbents(&s, &reference, &trace)?;
             print!("{csv}");
             Ok(())
         }
@@ -751,8 +760,8 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::History { input, scope, run } => {
-            let select = crate::history::Select { scopes: scope, run };
-            print!("{}", crate::history::history(&input, &select)?);
+            let select = crate::cli::history::Select { scopes: scope, run };
+            print!("{}", crate::cli::history::history(&input, &select)?);
             Ok(())
         }
         Command::Validate { spec } => {
@@ -779,7 +788,7 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             if s.has_sweep {
                 let sw = sweep::load(&spec)?;
                 for p in &sw.points {
-                    crate::runner::prepare(&p.spec, threads)?;
+                    crate::run::runner::prepare(&p.spec, threads)?;
                 }
                 println!(
                     "{}: ok: sweep of {} points over {}",
@@ -789,14 +798,14 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 );
                 whole = Some((
                     sw.points.len(),
-                    crate::budget::sweep_wall_s(sw.points.iter().map(|p| &p.spec), threads)?,
+                    crate::run::budget::sweep_wall_s(sw.points.iter().map(|p| &p.spec), threads)?,
                 ));
             }
             // The base point of a sweep is not run itself: only its estimate is shown.
             let e = if s.has_sweep {
-                crate::budget::check(&s, threads)?
+                crate::run::budget::check(&s, threads)?
             } else {
-                crate::runner::prepare(&s, threads)?.0
+                crate::run::runner::prepare(&s, threads)?.0
             };
             println!(
                 "{}: ok: {} runs (seeds) x {} iterations, {} agents, algorithms: {}",
@@ -816,12 +825,12 @@ pub fn dispatch(cli: Cli) -> Result<()> {
             // What the user pays for in their own program's runs, which no estimate knows.
             let measured = matches!(s.objective.kind, crate::spec::ObjectiveKind::Command(_));
             if measured && !s.has_sweep {
-                let per_run = crate::count::per_run(&s)?;
+                let per_run = crate::run::count::per_run(&s)?;
                 let total: usize = per_run.iter().map(|(_, n)| n).sum::<usize>() * s.runs;
                 println!(
                     "{}: evaluations of the objective: {}, {total} for {} runs; the time below leaves them out (`fbo run` reports the mean seconds of one)",
                     spec.display(),
-                    crate::count::describe(&per_run),
+                    crate::run::count::describe(&per_run),
                     s.runs
                 );
             }
@@ -829,14 +838,14 @@ pub fn dispatch(cli: Cli) -> Result<()> {
                 None => println!(
                     "{}: estimated: about {} of memory, about {} on {threads} threads",
                     spec.display(),
-                    crate::budget::human_bytes(e.bytes()),
-                    crate::budget::human_seconds(e.wall_s(threads)),
+                    crate::run::budget::human_bytes(e.bytes()),
+                    crate::run::budget::human_seconds(e.wall_s(threads)),
                 ),
                 Some((n, wall)) => println!(
                     "{}: estimated: about {} of memory per point, about {} on {threads} threads for the whole sweep of {n} points",
                     spec.display(),
-                    crate::budget::human_bytes(e.bytes()),
-                    crate::budget::human_seconds(wall),
+                    crate::run::budget::human_bytes(e.bytes()),
+                    crate::run::budget::human_seconds(wall),
                 ),
             }
             Ok(())

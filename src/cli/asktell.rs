@@ -6,11 +6,11 @@
 //! queries, and `fbo run SPEC --out STATE` writes the trace once every result is in.
 
 use crate::error::{FboError, Result};
-use crate::journal::JOURNAL;
-use crate::journal::{Entry, Journal, Outcome, Request};
 use crate::objective::{Codec, Landscape, Point};
-use crate::outdir::{Claim, OutDir};
-use crate::runner::{prepare, run_one};
+use crate::run::journal::JOURNAL;
+use crate::run::journal::{Entry, Journal, Outcome, Request};
+use crate::run::outdir::{Claim, OutDir};
+use crate::run::runner::{prepare, run_one};
 use crate::spec::{ObjectiveKind, Spec};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -53,7 +53,7 @@ fn open_state(spec: &Spec, state: &Path) -> Result<(OutDir, Arc<Journal>)> {
     let dir = OutDir::claim(
         state,
         Claim {
-            identity: crate::runner::run_identity(spec),
+            identity: crate::run::runner::run_identity(spec),
             planned: &[JOURNAL.to_string()],
             overwrite: false,
             shared: false,
@@ -238,7 +238,7 @@ pub fn ask(spec: &Spec, opts: &AskOptions) -> Result<()> {
 /// Privacy spent so far by each private algorithm: the server rounds released before the
 /// iterations its agents are waiting on (all rounds once complete).
 fn report_privacy(spec: &Spec, waiting: &[(Request, Point)], complete: bool) -> Result<()> {
-    let curves = crate::runner::privacy_curves(spec)?;
+    let curves = crate::run::runner::privacy_curves(spec)?;
     for c in curves {
         let (i, acc, curve) = (c.algorithm, c.accountant, c.epsilon);
         let label = &spec.algorithms[i].label;
@@ -274,8 +274,8 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
     let cli = |key: &str, msg: String| FboError::spec(&spec.path, key, msg);
     // What can be refused is refused before the state folder is touched, by the journal's
     // own check of what it can hold.
-    crate::journal::check_values(opts.value, 0.0).map_err(|m| cli("--value", m))?;
-    crate::journal::check_values(None, opts.cost_s).map_err(|m| cli("--cost", m))?;
+    crate::run::journal::check_values(opts.value, 0.0).map_err(|m| cli("--value", m))?;
+    crate::run::journal::check_values(None, opts.cost_s).map_err(|m| cli("--cost", m))?;
     let (_dir, journal) = open_state(spec, &opts.state)?;
     let waiting = journal.outstanding();
     // Queries told before: a results file told again (after a kill cut it short, say) is
@@ -454,7 +454,7 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                     _ => 0.0,
                 };
                 let metric = num(cm, "metric")?;
-                crate::journal::check_values(Some(metric), cost)
+                crate::run::journal::check_values(Some(metric), cost)
                     .map_err(|m| FboError::spec(file, "", format!("line {line}: {m}")))?;
                 if let Some(&(first, _, m)) = told.iter().find(|t| t.1 == idx) {
                     if m.to_bits() != metric.to_bits() {

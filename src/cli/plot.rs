@@ -613,7 +613,7 @@ enum Marker {
 fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        let font: &'static [u8] = include_bytes!("../assets/DejaVuSans.ttf");
+        let font: &'static [u8] = include_bytes!("../../assets/DejaVuSans.ttf");
         plotters::style::register_font("sans-serif", FontStyle::Normal, font)
             .unwrap_or_else(|_| panic!("the bundled font assets/DejaVuSans.ttf is valid"));
     });
@@ -1161,7 +1161,7 @@ fn beliefs_figure(opts: &PlotOptions) -> Result<Figure> {
             let points = at
                 .into_iter()
                 .map(|(i, logs)| {
-                    let (m, se) = crate::output::mean_se(&logs);
+                    let (m, se) = crate::run::output::mean_se(&logs);
                     (i as f64, m.exp(), (m - se).exp(), (m + se).exp())
                 })
                 .collect();

@@ -3,8 +3,8 @@
 //! and `fbo incumbents RUN --reference SPEC`: every incumbent of a run valued that way.
 
 use crate::error::{FboError, Result};
-use crate::journal::Request;
 use crate::objective::Landscape;
+use crate::run::journal::Request;
 use crate::spec::ObjectiveKind;
 use crate::spec::Spec;
 use std::path::Path;
@@ -135,7 +135,7 @@ pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Res
 pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String> {
     let (landscapes, names) = evaluable(spec, spec_path)?;
     let bad = |msg: String| FboError::spec(trace, "", msg);
-    let (mut rdr, header) = crate::best::open_trace(trace)?;
+    let (mut rdr, header) = crate::cli::best::open_trace(trace)?;
     let col = |name: &str| {
         header.iter().position(|h| h == name).ok_or_else(|| {
             bad(format!(
@@ -154,9 +154,9 @@ pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String>
         col("best_metric")?,
     );
     // The unit columns u0, u1, .. directly after x_index, then the raw ones.
-    let c_unit = crate::best::point_columns(&header, &[]).map_err(bad)?;
+    let c_unit = crate::cli::best::point_columns(&header, &[]).map_err(bad)?;
     debug_assert!(c_unit.first().is_none_or(|&c| c == c_x + 1));
-    let c_raw = crate::best::point_columns(&header, &names).map_err(bad)?;
+    let c_raw = crate::cli::best::point_columns(&header, &names).map_err(bad)?;
     let mut rows: Vec<csv::StringRecord> = Vec::new();
     for rec in rdr.records() {
         rows.push(rec.map_err(|e| bad(e.to_string()))?);
@@ -187,7 +187,7 @@ pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String>
         .iter()
         .map(|s| s.to_string())
         .collect();
-    head.extend((0..c_unit.len()).map(crate::output::unit_column));
+    head.extend((0..c_unit.len()).map(crate::run::output::unit_column));
     head.extend(names.iter().map(|n| format!("incumbent_{n}")));
     head.extend(["observed_best_metric", "best_f", "best_metric"].map(String::from));
     out.write_record(&head).map_err(err)?;

@@ -7,10 +7,10 @@ use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{self, Algorithm, InitArea, Query, RunContext, Source};
 use crate::design::{DesignKind, snap};
 use crate::error::Result;
-use crate::journal::INIT;
 use crate::math::rng::{Purpose, stream};
 use crate::objective::{Landscape, Point, Region, Request, Space};
-use crate::output::{BeliefRow, TraceRow};
+use crate::run::journal::INIT;
+use crate::run::output::{BeliefRow, TraceRow};
 use crate::server::RoundRecord;
 use crate::spec::Spec;
 use rand::seq::index::sample as sample_indices;
@@ -37,7 +37,7 @@ pub fn run_one(
 }
 
 /// One unit set up and its initial points evaluated, observed and traced: what the
-/// synchronous rounds below and the asynchronous driver (`crate::pace`) both start from.
+/// synchronous rounds below and the asynchronous driver (`crate::run::pace`) both start from.
 pub(crate) struct Unit<'a> {
     pub(crate) spec: &'a Spec,
     pub(crate) label: &'a str,
@@ -49,7 +49,7 @@ pub(crate) struct Unit<'a> {
     pub(crate) tracer: Tracer,
     pub(crate) evaluator: Evaluator,
     /// With a `[clock]`: the simulated clock (agents alone never wait; others in rounds).
-    pub(crate) clock: Option<crate::clock::RunClock>,
+    pub(crate) clock: Option<crate::run::clock::RunClock>,
 }
 
 impl<'a> Unit<'a> {
@@ -75,8 +75,8 @@ impl<'a> Unit<'a> {
             .map(|&a| stream(spec.seed, run as u64, a as u64, Purpose::Noise))
             .collect();
         let clock = spec.clock.as_ref().map(|c| {
-            let costs = crate::clock::Costs::new(spec, c, run, &targets, &landscape);
-            crate::clock::RunClock::new(costs, targets.len(), !alg_spec.kind.is_single_agent())
+            let costs = crate::run::clock::Costs::new(spec, c, run, &targets, &landscape);
+            crate::run::clock::RunClock::new(costs, targets.len(), !alg_spec.kind.is_single_agent())
         });
         let mut unit = Unit {
             spec,
@@ -160,19 +160,19 @@ pub fn run_one_shared(
     landscape: Arc<Landscape>,
     senders: Option<&SenderCache>,
 ) -> Result<RunOutput> {
-    crate::progress::check_stop()?;
+    crate::run::progress::check_stop()?;
     let alg_spec = &spec.algorithms[alg_index];
     if alg_spec.pace == crate::spec::Pace::Asynchronous {
-        return crate::pace::run_asynchronous(spec, alg_index, run, landscape, senders);
+        return crate::run::pace::run_asynchronous(spec, alg_index, run, landscape, senders);
     }
     if spec.parallel > 1 {
-        return crate::pending::run_pending(spec, alg_index, run, landscape, senders);
+        return crate::run::pending::run_pending(spec, alg_index, run, landscape, senders);
     }
     let mut u = Unit::start(spec, alg_index, run, landscape, senders)?;
     let mut beliefs = Vec::new();
     let horizon = spec.horizon_s();
     for t in 1..=spec.iterations {
-        crate::progress::check_stop()?;
+        crate::run::progress::check_stop()?;
         // With a wall-clock budget: no round once every agent's next start is past it, and
         // (agents alone) no query of an agent whose own is.
         let starts = u.clock.as_ref().map(|c| c.starts());

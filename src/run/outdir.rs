@@ -8,7 +8,7 @@
 //! `--overwrite`.
 
 use crate::error::{FboError, Result};
-use crate::output::write_atomic;
+use crate::run::output::write_atomic;
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;

@@ -8,7 +8,7 @@
 
 use crate::data::privtuna::{self, Federation, GridRow};
 use crate::error::{FboError, Result};
-use crate::outdir::{Claim, Identity, OutDir};
+use crate::run::outdir::{Claim, Identity, OutDir};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use std::collections::BTreeSet;

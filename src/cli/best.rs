@@ -38,7 +38,7 @@ pub fn point_columns(
         .iter()
         .position(|h| h == "x_index")
         .ok_or("no column `x_index`: not a trace.csv")?;
-    let unit = crate::output::unit_column_of(|n| header.iter().any(|h| h == n));
+    let unit = crate::run::output::unit_column_of(|n| header.iter().any(|h| h == n));
     let mut c_unit = Vec::new();
     while header.get(c_x + 1 + c_unit.len()) == Some(&unit(c_unit.len())) {
         c_unit.push(c_x + 1 + c_unit.len());
@@ -192,7 +192,7 @@ pub fn to_csv(best: &[Best], codec: &Codec, dim: usize) -> String {
     for b in best {
         s += &format!(
             "{},{},{},{},{}",
-            crate::sweep::csv_escape(&b.algorithm),
+            crate::run::sweep::csv_escape(&b.algorithm),
             b.agent,
             b.run,
             b.evaluation,
@@ -212,7 +212,7 @@ pub fn to_csv(best: &[Best], codec: &Codec, dim: usize) -> String {
 
 fn point_names(codec: &Codec, dim: usize) -> Vec<String> {
     if codec.is_empty() {
-        (0..dim).map(crate::output::unit_column).collect()
+        (0..dim).map(crate::run::output::unit_column).collect()
     } else {
         codec.names.clone()
     }

@@ -7,13 +7,13 @@
 
 use crate::algorithm::agent::SenderCache;
 use crate::error::{FboError, Result};
-use crate::journal::Journal;
 use crate::objective::{self, Landscape};
-use crate::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
-use crate::output;
 use crate::privacy::{self, Accountant, Mechanism};
+use crate::run::journal::Journal;
+use crate::run::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
+use crate::run::output;
+pub use crate::run::unit::{RunOutput, run_one, run_one_shared};
 use crate::spec::Spec;
-pub use crate::unit::{RunOutput, run_one, run_one_shared};
 use indicatif::ProgressBar;
 use rayon::prelude::*;
 use std::fs;
@@ -106,7 +106,7 @@ pub struct RunReport {
     pub evaluations: Option<(usize, Option<f64>, usize)>,
 }
 
-use crate::journal::JOURNAL;
+use crate::run::journal::JOURNAL;
 
 /// The journal a shard computing units `lo..hi` appends to: its own file, so that shards
 /// running at once never write one file (each reads the others' when it starts; their runs
@@ -239,7 +239,7 @@ pub fn status_of(
     // in the same file has its runs still to do.
     let merged = out.join("trace.csv").exists()
         && !out.join("parts").exists()
-        && crate::outdir::written_for(out, &run_identity(spec));
+        && crate::run::outdir::written_for(out, &run_identity(spec));
     let mut st = Status {
         done: Vec::new(),
         running: Vec::new(),
@@ -259,7 +259,7 @@ pub fn status_of(
                 st.done.push(label);
             } else if matches!(reuse.get(a), Some(Some(_))) {
                 st.at_merge.push(label);
-            } else if crate::outdir::is_locked(&out.join(claim_name(a, r))) {
+            } else if crate::run::outdir::is_locked(&out.join(claim_name(a, r))) {
                 st.running.push(label);
             } else if let Some(Err(why)) = part {
                 st.missing.push(format!(
@@ -275,7 +275,7 @@ pub fn status_of(
 
 /// `fbo run SPEC --status`: the counts, then every running and missing run.
 pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Result<()> {
-    crate::outdir::check_owner(out, &run_identity(spec))?;
+    crate::run::outdir::check_owner(out, &run_identity(spec))?;
     if shard.is_some() {
         refuse_measured_shards(spec)?;
     }
@@ -558,7 +558,7 @@ pub(crate) fn parts_fingerprint(spec: &Spec, canonical: &str) -> String {
         spec.runs,
         spec.output.timing,
         env!("CARGO_PKG_VERSION"),
-        crate::output::trace_header(0, &[]).join(",")
+        crate::run::output::trace_header(0, &[]).join(",")
     )
 }
 
@@ -575,7 +575,7 @@ pub fn with_threads<T: Send>(threads: Option<usize>, work: impl FnOnce() -> T + 
 }
 
 pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
-    crate::progress::bar(total, quiet, "units")
+    crate::run::progress::bar(total, quiet, "units")
 }
 
 /// Every check a spec's run can fail before it starts, in the order that keeps it safe:
@@ -585,8 +585,8 @@ pub fn progress_bar(total: u64, quiet: bool) -> ProgressBar {
 pub fn prepare(
     spec: &Spec,
     threads: usize,
-) -> Result<(crate::budget::Estimate, Vec<Arc<Landscape>>)> {
-    let estimate = crate::budget::check(spec, threads)?;
+) -> Result<(crate::run::budget::Estimate, Vec<Arc<Landscape>>)> {
+    let estimate = crate::run::budget::check(spec, threads)?;
     let landscapes = objective::landscapes(spec)?;
     crate::algorithm::check(spec, &landscapes[0].space)?;
     Ok((estimate, landscapes))
@@ -611,7 +611,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     }
     if !opts.nested
         && opts.progress.is_none()
-        && let Some(note) = crate::budget::long_run_note(spec, &estimate, threads)
+        && let Some(note) = crate::run::budget::long_run_note(spec, &estimate, threads)
     {
         eprintln!("{note}");
     }
@@ -734,8 +734,8 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     // interrupt says how many are kept.
     let _runs_watch = (opts.progress.is_none() && !by_evaluations).then(|| {
         (
-            crate::progress::Ticker::start(&pb, opts.quiet, "units"),
-            crate::progress::InterruptNote::set(&pb, "units", parts.clone()),
+            crate::run::progress::Ticker::start(&pb, opts.quiet, "units"),
+            crate::run::progress::InterruptNote::set(&pb, "units", parts.clone()),
         )
     });
     let _evaluations_watch = match (&journal, opts.progress.is_none() && by_evaluations) {
@@ -882,24 +882,28 @@ fn watch_evaluations(
     shard: Option<(usize, usize)>,
     opts: &RunOptions,
 ) -> Result<(
-    crate::progress::Ticker,
-    crate::progress::InterruptNote,
-    crate::progress::Follow,
+    crate::run::progress::Ticker,
+    crate::run::progress::InterruptNote,
+    crate::run::progress::Follow,
     ProgressBar,
 )> {
-    let per_run: usize = crate::count::per_run(spec)?.iter().map(|(_, n)| n).sum();
+    let per_run: usize = crate::run::count::per_run(spec)?
+        .iter()
+        .map(|(_, n)| n)
+        .sum();
     let runs: std::collections::HashSet<usize> = jobs
         .iter()
         .filter(|&&(a, r)| shard.is_none_or(|b| in_shard(spec, a, r, b)))
         .map(|&(_, r)| r)
         .collect();
-    let bar = crate::progress::bar((per_run * runs.len()) as u64, opts.quiet, "evaluations");
+    let bar = crate::run::progress::bar((per_run * runs.len()) as u64, opts.quiet, "evaluations");
     let j = journal.clone();
-    let follow =
-        crate::progress::Follow::start(&bar, move || j.finished_in(|r| runs.contains(&r)) as u64);
+    let follow = crate::run::progress::Follow::start(&bar, move || {
+        j.finished_in(|r| runs.contains(&r)) as u64
+    });
     Ok((
-        crate::progress::Ticker::start(&bar, opts.quiet, "evaluations"),
-        crate::progress::InterruptNote::set(&bar, "evaluations", opts.out.clone()),
+        crate::run::progress::Ticker::start(&bar, opts.quiet, "evaluations"),
+        crate::run::progress::InterruptNote::set(&bar, "evaluations", opts.out.clone()),
         follow,
         bar,
     ))

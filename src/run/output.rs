@@ -66,7 +66,7 @@ pub struct TraceRow {
     /// Seconds of model training the target's evaluations so far cost: the table's recorded
     /// train_seconds, or a live model's measured ones (0 for synthetic objectives).
     pub train_s: f64,
-    /// With a `[clock]`: the simulated time this evaluation finished (`crate::clock`).
+    /// With a `[clock]`: the simulated time this evaluation finished (`crate::run::clock`).
     pub clock_s: Option<f64>,
 }
 
@@ -306,7 +306,7 @@ pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<
 /// is the server itself, which sees every message).
 pub fn privacy_csv(
     spec: &Spec,
-    curves: &[crate::runner::PrivacyCurve],
+    curves: &[crate::run::runner::PrivacyCurve],
     done: &[(usize, usize)],
 ) -> Vec<u8> {
     // Every epsilon names what it is a guarantee for: the sampling, the neighbouring relation,

@@ -3,8 +3,8 @@
 //! start): each row carries its measured `value`, which is told, not run again.
 
 use crate::error::{FboError, Result};
-use crate::journal::{Journal, Outcome};
-use crate::runner::journal_names;
+use crate::run::journal::{Journal, Outcome};
+use crate::run::runner::journal_names;
 use std::path::{Path, PathBuf};
 
 /// Which evaluations to write: those of the scopes named (all when empty) and of one run.

@@ -11,8 +11,8 @@ use crate::error::{FboError, Result};
 use crate::objective::model::prepare;
 pub use crate::objective::model::{AgentSplit, Dataset, ModelSettings, SvmMetric, svm_auc};
 use crate::objective::space::{Param, Scale};
-use crate::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
-use crate::runner::with_threads;
+use crate::run::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
+use crate::run::runner::with_threads;
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::fs;
@@ -247,7 +247,7 @@ pub struct TabulateOptions {
     pub quiet: bool,
     pub overwrite: bool,
     /// All agents, a shard of them (parts only), or only the merge into the table.
-    pub work: crate::runner::Work,
+    pub work: crate::run::runner::Work,
 }
 
 const WALL: &str = "parts/wall_seconds";
@@ -277,9 +277,9 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let out = &opts.out;
     let part = |a: usize| format!("parts/agent-{a:03}.csv");
     let claim_of = |a: usize| format!("parts/agent-{a:03}.claim");
-    use crate::runner::Work;
+    use crate::run::runner::Work;
     let shard = match opts.work {
-        Work::Shard { index, count } => Some(crate::runner::block(index, count, n_agents)),
+        Work::Shard { index, count } => Some(crate::run::runner::block(index, count, n_agents)),
         _ => None,
     };
     if shard.is_some() && opts.overwrite {
@@ -356,9 +356,9 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             parts.display()
         );
     }
-    let pb = crate::progress::bar((n_agents * n_points) as u64, opts.quiet, "grid points");
+    let pb = crate::run::progress::bar((n_agents * n_points) as u64, opts.quiet, "grid points");
     pb.set_position(((n_agents - todo.len()) * n_points) as u64);
-    let _ticker = crate::progress::Ticker::start(&pb, opts.quiet, "grid points");
+    let _ticker = crate::run::progress::Ticker::start(&pb, opts.quiet, "grid points");
     let wall_lock = std::sync::Mutex::new(());
     let work = || -> Result<()> {
         todo.par_iter().try_for_each(|&a| {

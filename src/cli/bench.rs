@@ -8,7 +8,7 @@ use crate::math::rng::{Purpose, stream};
 use crate::objective::Request;
 use crate::objective::synthetic::landscapes;
 use crate::privacy::{Accountant, Mechanism, Sampling};
-use crate::runner::{RunOptions, run_spec};
+use crate::run::runner::{RunOptions, run_spec};
 use crate::spec::{ObjectiveKind, ObjectiveSpec, Spec};
 use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel};
 use crate::surrogate::own::OwnSettings;
@@ -37,10 +37,10 @@ pub struct BenchOptions {
 /// work after set-up: senders' simulations excluded) over iterations x acting agents.
 /// Median over the spec's runs.
 fn iteration_cost(path: &std::path::Path) -> Result<()> {
-    use crate::runner::{run_one_shared, with_threads};
+    use crate::run::runner::{run_one_shared, with_threads};
     let mut spec = Spec::load(path)?;
     spec.output.timing = true;
-    let (_, lands) = crate::runner::prepare(&spec, 1)?;
+    let (_, lands) = crate::run::runner::prepare(&spec, 1)?;
     for (a, alg) in spec.algorithms.iter().enumerate() {
         let mut per = Vec::new();
         let mut agents = 0;
@@ -134,7 +134,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 /// Peak resident memory of this process so far, in MiB (Linux; None elsewhere).
 pub fn peak_rss_mib() -> Option<f64> {
-    crate::budget::proc_kb("/proc/self/status", "VmHWM:").map(|kb| kb / 1024.0)
+    crate::run::budget::proc_kb("/proc/self/status", "VmHWM:").map(|kb| kb / 1024.0)
 }
 
 /// The maximisation of a sampled function phi(x)^T w on the unit square, as TS and FTS do it
@@ -201,7 +201,7 @@ fn box_acquisition(features: &[usize]) -> Result<()> {
 /// each warm-started from its own previous optimum and seeded alike, and reports the gap in
 /// log marginal likelihood and the time of each.
 fn fit_quality(path: &std::path::Path) -> Result<()> {
-    use crate::runner::run_one;
+    use crate::run::runner::run_one;
     use crate::surrogate::gp::{
         Distances, fit_hyperparameters, log_marginal_likelihood, standardize,
     };
@@ -316,14 +316,14 @@ pub fn command_overhead(n: usize) -> Result<()> {
     );
     let dir = tempfile_dir()?;
     let path = dir.join("evaluations.jsonl");
-    let origin = crate::journal::Origin {
+    let origin = crate::run::journal::Origin {
         command: settings_argv,
         metric: "metric".into(),
         direction: "maximize".into(),
         params: vec!["x".into()],
         choices: Vec::new(),
     };
-    land.attach_journal(std::sync::Arc::new(crate::journal::Journal::open(
+    land.attach_journal(std::sync::Arc::new(crate::run::journal::Journal::open(
         &path, &origin,
     )?));
     let (mut fbo_ms, mut bare_ms) = (Vec::with_capacity(n), Vec::with_capacity(n));
@@ -548,7 +548,7 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
                     nested: true,
                     progress: None,
                     overwrite: false,
-                    work: crate::runner::Work::All,
+                    work: crate::run::runner::Work::All,
                     reuse: Vec::new(),
                 },
             )?;

@@ -17,8 +17,8 @@ use crate::algorithm::Query;
 use crate::algorithm::agent::SenderCache;
 use crate::error::Result;
 use crate::objective::{Landscape, Point, Request};
+use crate::run::unit::{RunOutput, Unit};
 use crate::spec::Spec;
-use crate::unit::{RunOutput, Unit};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::thread::{Scope, ScopedJoinHandle};
@@ -81,7 +81,7 @@ pub(crate) fn run_pending(
         // Waves: each agent's oldest evaluation observed, in agent order, then its free
         // workers refilled, so the trace's row order is fixed too.
         while lanes.queues.iter().any(|q| !q.is_empty()) {
-            crate::progress::check_stop()?;
+            crate::run::progress::check_stop()?;
             for slot in 0..n {
                 let Some(flight) = lanes.queues[slot].pop_front() else {
                     continue;
@@ -126,7 +126,7 @@ struct Lanes<'scope, 'env> {
     next_t: Vec<usize>,
     /// When each agent last observed a result (its next query starts then).
     observed_at: Vec<f64>,
-    costs: Option<crate::clock::Costs>,
+    costs: Option<crate::run::clock::Costs>,
 }
 
 impl<'scope, 'env> Lanes<'scope, 'env> {
@@ -136,7 +136,7 @@ impl<'scope, 'env> Lanes<'scope, 'env> {
         &mut self,
         u: &mut Unit,
         slot: usize,
-        beliefs: &mut Vec<crate::output::BeliefRow>,
+        beliefs: &mut Vec<crate::run::output::BeliefRow>,
     ) -> Result<()> {
         let start_s = self.observed_at[slot];
         while self.queues[slot].len() < self.spec.parallel
