@@ -78,29 +78,35 @@ fn agents_using_the_server_in_a_round_query_the_same_point() {
     }
 }
 
-/// `spec` run with --no-timing on 1 and on 2 threads, into `dir`/t1 and `dir`/t2.
-fn run_on_one_and_two_threads(spec: &Path, dir: &Path) -> Vec<std::path::PathBuf> {
-    ["1", "2"]
+/// `spec` run with --no-timing on 1 and on 2 threads, into `dir`/t1 and `dir`/t2, each of
+/// `files` asserted byte-identical between the two.
+fn run_on_one_and_two_threads(spec: &Path, dir: &Path, files: &[&str]) -> Vec<std::path::PathBuf> {
+    let outs: Vec<std::path::PathBuf> = ["1", "2"]
         .iter()
         .map(|threads| {
             let out = dir.join(format!("t{threads}"));
             fbo_ok("run", spec, &out, &["--no-timing", "--threads", threads]);
             out
         })
-        .collect()
+        .collect();
+    for f in files {
+        assert!(
+            fs::read(outs[0].join(f)).unwrap() == fs::read(outs[1].join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    outs
 }
 
 #[test]
 fn run_writes_server_and_privacy_files_deterministically() {
     let dir = tempfile::tempdir().unwrap();
     let spec_path = write(dir.path(), "dp.toml", SMALL_DP);
-    let outs = run_on_one_and_two_threads(&spec_path, dir.path());
-    for f in ["trace.csv", "summary.csv", "server.csv", "privacy.csv"] {
-        assert!(
-            fs::read(outs[0].join(f)).unwrap() == fs::read(outs[1].join(f)).unwrap(),
-            "{f}"
-        );
-    }
+    let outs = run_on_one_and_two_threads(
+        &spec_path,
+        dir.path(),
+        &["trace.csv", "summary.csv", "server.csv", "privacy.csv"],
+    );
     // server.csv: 3 runs x 8 rounds for the one algorithm with a server.
     let server = fs::read_to_string(outs[0].join("server.csv")).unwrap();
     assert_eq!(server.lines().count(), 1 + 3 * 8);
@@ -140,13 +146,11 @@ fn secure_aggregation_reproduces_the_plain_server() {
     );
     assert_ne!(text, SMALL_DP);
     let spec_path = write(dir.path(), "dp.toml", &text);
-    let outs = run_on_one_and_two_threads(&spec_path, dir.path());
-    for f in ["trace.csv", "server.csv", "privacy.csv"] {
-        assert!(
-            fs::read(outs[0].join(f)).unwrap() == fs::read(outs[1].join(f)).unwrap(),
-            "{f}"
-        );
-    }
+    let outs = run_on_one_and_two_threads(
+        &spec_path,
+        dir.path(),
+        &["trace.csv", "server.csv", "privacy.csv"],
+    );
     for f in ["trace.csv", "server.csv"] {
         let text = fs::read_to_string(outs[0].join(f)).unwrap();
         let rows = |label: &str| -> Vec<String> {
@@ -180,13 +184,11 @@ fn distributed_noise_runs_and_says_whom_each_epsilon_holds_against() {
              server = { secure = true, noise = \"distributed\", self_sampling = true }",
         );
     let spec_path = write(dir.path(), "dp.toml", &text);
-    let outs = run_on_one_and_two_threads(&spec_path, dir.path());
-    for f in ["trace.csv", "server.csv", "privacy.csv"] {
-        assert!(
-            fs::read(outs[0].join(f)).unwrap() == fs::read(outs[1].join(f)).unwrap(),
-            "{f}"
-        );
-    }
+    let outs = run_on_one_and_two_threads(
+        &spec_path,
+        dir.path(),
+        &["trace.csv", "server.csv", "privacy.csv"],
+    );
     let privacy = fs::read_to_string(outs[0].join("privacy.csv")).unwrap();
     let last = |label: &str, acc: &str, against: &str| -> (f64, f64) {
         let row: Vec<String> = privacy

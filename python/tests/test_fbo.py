@@ -14,6 +14,21 @@ SMALL_DP = ROOT / "tests" / "fixtures" / "small-dp.toml"
 FILES = ["trace.csv", "server.csv", "privacy.csv", "summary.csv"]
 
 
+def tell_all(spec, state, value_of):
+    """Asks and tells by hand until the spec is complete, `value_of(query)` giving each value
+    (or (value, cost_s)); returns how many were told."""
+    told = 0
+    while True:
+        queries = fbo.ask(spec, state)
+        if not queries:
+            return told
+        for q in queries:
+            v = value_of(q)
+            value, cost_s = v if isinstance(v, tuple) else (v, 0.0)
+            fbo.tell(spec, state, q, value, cost_s=cost_s)
+            told += 1
+
+
 def same_files(a, b):
     return {f: filecmp.cmp(a / f, b / f, shallow=False) for f in FILES}
 
@@ -131,14 +146,7 @@ kind = "ts"
 """
     )
     state = tmp_path / "state"
-    told = 0
-    while True:
-        queries = fbo.ask(spec, state)
-        if not queries:
-            break
-        for q in queries:
-            fbo.tell(spec, state, q, -((q["params"]["lr"] - 0.3) ** 2))
-            told += 1
+    told = tell_all(spec, state, lambda q: -((q["params"]["lr"] - 0.3) ** 2))
     assert told == 4
     fbo.run(spec, state)
     rows = (state / "trace.csv").read_text().splitlines()
@@ -199,18 +207,14 @@ def test_a_python_objective_in_process_gives_ask_and_tells_bytes(tmp_path):
     assert out == tmp_path / "py"
     assert all(isinstance(d, int) for _, _, d in calls)
     by_hand = tmp_path / "hand"
-    told = 0
-    while True:
-        queries = fbo.ask(spec, by_hand)
-        if not queries:
-            break
-        for q in queries:
-            told += 1
-            p = q["params"]
-            if q["agent"] == 0:
-                fbo.tell(spec, by_hand, q, -((p["lr"] - 0.3) ** 2) - 0.01 * p["depth"])
-            else:
-                fbo.tell(spec, by_hand, q, -((p["lr"] - 0.6) ** 2) - 0.02 * p["depth"], cost_s=2.0)
+
+    def by_name(q):
+        lr, depth = q["params"]["lr"], q["params"]["depth"]
+        if q["agent"] == 0:
+            return -((lr - 0.3) ** 2) - 0.01 * depth
+        return (-((lr - 0.6) ** 2) - 0.02 * depth, 2.0)
+
+    told = tell_all(spec, by_hand, by_name)
     fbo.run(spec, by_hand, no_timing=True)
     # Every query evaluated once (FTS's senders included), and the same bytes.
     assert len(calls) == told
