@@ -254,21 +254,7 @@ impl Server {
         // One rate for selection, the 1/rate scaling and the noise, and the same one the
         // accountant is given (`Mechanism::server`): for fixed-size sampling it is m / N.
         let rate = crate::privacy::realised_rate(dp.sampling, dp.q, n);
-        let selected: Vec<usize> = match dp.sampling {
-            // Each agent flips its own coin: the server never learns the sample.
-            Sampling::Poisson if dp.self_sampling => (0..n)
-                .filter(|&a| self.agent_rngs[a].random::<f64>() < dp.q)
-                .collect(),
-            Sampling::Poisson => (0..n).filter(|_| self.rng.random::<f64>() < dp.q).collect(),
-            Sampling::Fixed => {
-                let k = crate::privacy::fixed_sample_size(dp.q, n);
-                let mut s = sample_indices(&mut self.rng, n, k).into_vec();
-                s.sort_unstable();
-                s
-            }
-        };
-        let bound = dp.clip / (p as f64).sqrt();
-        let mut clipped = 0;
+        let selected = self.select(&dp, n);
         // A selected message that does not arrive is left out, with the weights, the 1/rate
         // scaling and the noise unchanged: rescaling by what arrived would tie the output's
         // scale to who was included, which the accountant does not see. Each agent's clip and
@@ -280,33 +266,11 @@ impl Server {
         } else {
             selected.clone()
         };
-        let cohort: Vec<Contribution> = members
-            .iter()
-            .map(|&agent| {
-                let omega = omegas[agent].filter(|_| arrived[agent]);
-                if !selected.contains(&agent) {
-                    return Contribution {
-                        agent,
-                        coef: vec![0.0; p],
-                        omega,
-                    };
-                }
-                let scale = omega.map_or(1.0, |o| {
-                    let norm = o.dot(o).sqrt();
-                    if norm > bound {
-                        clipped += 1;
-                        bound / norm
-                    } else {
-                        1.0
-                    }
-                });
-                Contribution {
-                    agent,
-                    coef: (0..p).map(|i| w[[i, agent]] * scale / rate).collect(),
-                    omega,
-                }
-            })
-            .collect();
+        // coef[i] = phi_i scale / rate, in that order of operations.
+        let coef = |i: usize, agent: usize, scale: f64| w[[i, agent]] * scale / rate;
+        let bound = dp.clip / (p as f64).sqrt();
+        let (cohort, clipped) =
+            clipped_cohort(&members, &selected, omegas, &arrived, bound, p, coef);
         let noise_sd = dp.z * phi_max * dp.clip / rate;
         let shares = match dp.noise {
             crate::privacy::Noise::Distributed(_) => Some(noise_sd),
@@ -321,12 +285,7 @@ impl Server {
         // distributed round that yielded no sum, from the server, its output then independent
         // of every agent's data.
         if !noised {
-            for o in out.iter_mut() {
-                for v in o.iter_mut() {
-                    let e: f64 = StandardNormal.sample(&mut self.rng);
-                    *v += noise_sd * e;
-                }
-            }
+            self.add_noise(&mut out, noise_sd);
         }
         let missing_agents: Vec<usize> = missing
             .into_iter()
@@ -344,6 +303,33 @@ impl Server {
             missing_agents,
         };
         Ok((out, rec))
+    }
+
+    /// Gaussian noise of s.d. `sd` on every coordinate, drawn by the server.
+    fn add_noise(&mut self, out: &mut [Array1<f64>], sd: f64) {
+        for o in out.iter_mut() {
+            for v in o.iter_mut() {
+                let e: f64 = StandardNormal.sample(&mut self.rng);
+                *v += sd * e;
+            }
+        }
+    }
+
+    /// The agents taking part in a round: each by its own coin under self-sampling (the server
+    /// never learns the sample), else drawn by the server, Poisson or fixed-size.
+    fn select(&mut self, dp: &crate::spec::DpSpec, n: usize) -> Vec<usize> {
+        match dp.sampling {
+            Sampling::Poisson if dp.self_sampling => (0..n)
+                .filter(|&a| self.agent_rngs[a].random::<f64>() < dp.q)
+                .collect(),
+            Sampling::Poisson => (0..n).filter(|_| self.rng.random::<f64>() < dp.q).collect(),
+            Sampling::Fixed => {
+                let k = crate::privacy::fixed_sample_size(dp.q, n);
+                let mut s = sample_indices(&mut self.rng, n, k).into_vec();
+                s.sort_unstable();
+                s
+            }
+        }
     }
 
     /// The P sums over the cohort of coef[i] omega, the members whose vector is missing from
@@ -424,6 +410,49 @@ impl Server {
             noised: shares.is_some() && k > 0,
         })
     }
+}
+
+/// The cohort's contributions: a selected member's vector that arrived, clipped to `bound`
+/// (S / sqrt(P)), entering sub-region i with `coef(i, agent, clipping factor)`; an unselected
+/// member (self-sampling) with 0. Also how many selected vectors were clipped.
+fn clipped_cohort<'a>(
+    members: &[usize],
+    selected: &[usize],
+    omegas: &[Option<&'a Array1<f64>>],
+    arrived: &[bool],
+    bound: f64,
+    p: usize,
+    coef: impl Fn(usize, usize, f64) -> f64,
+) -> (Vec<Contribution<'a>>, usize) {
+    let mut clipped = 0;
+    let cohort = members
+        .iter()
+        .map(|&agent| {
+            let omega = omegas[agent].filter(|_| arrived[agent]);
+            if !selected.contains(&agent) {
+                return Contribution {
+                    agent,
+                    coef: vec![0.0; p],
+                    omega,
+                };
+            }
+            let scale = omega.map_or(1.0, |o| {
+                let norm = o.dot(o).sqrt();
+                if norm > bound {
+                    clipped += 1;
+                    bound / norm
+                } else {
+                    1.0
+                }
+            });
+            Contribution {
+                agent,
+                coef: (0..p).map(|i| coef(i, agent, scale)).collect(),
+                omega,
+            }
+        })
+        .collect();
+    (cohort, clipped)
 }
 
 /// A round's P sums, the cohort members whose vector is missing from them, and whether the

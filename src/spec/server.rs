@@ -399,140 +399,7 @@ pub(super) fn check_server(
     // A box can be cut into any number of sub-regions; a grid into at most its points.
     let most = grid.map_or(10_000, |g| g.min(10_000)) as i64;
     let subregions = c.int(&k("subregions"), r.subregions, 1, 1, most)?;
-    let secure = r.secure.unwrap_or(false);
-    let distributed = match r.noise.as_deref() {
-        None | Some("central") => false,
-        Some("distributed") => true,
-        Some(other) => {
-            return Err(c.err(
-                &k("noise"),
-                format!("unknown noise \"{other}\"; allowed: \"central\" (the server adds it), \"distributed\" (the agents add discrete Gaussian shares; needs secure = true)"),
-            ));
-        }
-    };
-    let dp = if r.dp.unwrap_or(false) {
-        let q = r.q.unwrap_or(0.25);
-        if !(q.is_finite() && q > 0.0 && q <= 1.0) {
-            return Err(c.err(
-                &k("q"),
-                format!("must be a sampling rate in (0, 1], got {q}"),
-            ));
-        }
-        let sampling = match r.sampling.as_deref() {
-            None => Sampling::Poisson,
-            Some(s) => s.parse().map_err(|e: String| c.err(&k("sampling"), e))?,
-        };
-        let adjacency = match r.adjacency.as_deref() {
-            None => crate::privacy::Adjacency::default_for(sampling),
-            Some(s) => s.parse().map_err(|e: String| c.err(&k("adjacency"), e))?,
-        };
-        crate::privacy::check_relation(sampling, adjacency)
-            .map_err(|e| c.err(&k("adjacency"), e))?;
-        let budget = match r.max_epsilon {
-            None => {
-                if r.budget_accountant.is_some() {
-                    return Err(c.err(&k("budget_accountant"), "applies only with max_epsilon"));
-                }
-                None
-            }
-            Some(e) => {
-                let max_epsilon = c.positive(&k("max_epsilon"), Some(e), 1.0)?;
-                let accountant = match r.budget_accountant.as_deref() {
-                    Some(a) => a
-                        .parse()
-                        .map_err(|e: String| c.err(&k("budget_accountant"), e))?,
-                    // pld has no analysis of a sum of discrete Gaussians.
-                    None if distributed => Accountant::Rdp,
-                    None => Accountant::Pld,
-                };
-                crate::privacy::supports(accountant, sampling, adjacency)
-                    .map_err(|e| c.err(&k("budget_accountant"), e))?;
-                // The rounds it allows need N, T and delta: `budget_rounds` fills them in.
-                Some(Budget {
-                    max_epsilon,
-                    accountant,
-                    rounds: u64::MAX,
-                })
-            }
-        };
-        let z = c.positive(&k("z"), r.z, 1.0)?;
-        // Set here only when written: whether an agreement is released at all is the
-        // surrogate's choice (`surrogate.shared`), settled once the whole spec is read.
-        let agreement = match (r.agreement_z, r.agreement_clip) {
-            (None, None) => None,
-            (zh, ch) => Some(AgreementDp {
-                z: c.positive(&k("agreement_z"), zh, z)?,
-                clip: c.positive(&k("agreement_clip"), ch, AgreementDp::DEFAULT_CLIP)?,
-            }),
-        };
-        let clip = c.positive(&k("clip"), r.clip, 11.0)?;
-        if (distributed || r.self_sampling.is_some()) && !secure {
-            let key = if distributed {
-                "noise"
-            } else {
-                "self_sampling"
-            };
-            return Err(c.err(
-                &k(key),
-                "needs secure = true: the agents' shares and uploads are hidden from the server only by secure aggregation",
-            ));
-        }
-        let noise = if distributed {
-            let d = crate::privacy::discrete::Distributed::bound(
-                agents,
-                subregions * features,
-                clip,
-                z,
-                crate::secagg::FRACTION_BITS,
-            )
-            .map_err(|e| c.err(&k("noise"), e))?;
-            crate::privacy::Noise::Distributed(d)
-        } else {
-            crate::privacy::Noise::Gaussian
-        };
-        if let Some(b) = budget {
-            crate::privacy::supports_noise(b.accountant, noise)
-                .map_err(|e| c.err(&k("budget_accountant"), e))?;
-        }
-        let self_sampling = r.self_sampling.unwrap_or(false);
-        if self_sampling && sampling != Sampling::Poisson {
-            return Err(c.err(
-                &k("self_sampling"),
-                "needs sampling = \"poisson\": an agent can flip its own coin, but no agent alone can draw a fixed-size sample",
-            ));
-        }
-        Some(DpSpec {
-            q,
-            z,
-            clip,
-            sampling,
-            adjacency,
-            budget,
-            agreement,
-            noise,
-            self_sampling,
-        })
-    } else {
-        let own = own.cloned().unwrap_or_default();
-        for (name, set) in [
-            ("q", own.q.is_some()),
-            ("z", own.z.is_some()),
-            ("clip", own.clip.is_some()),
-            ("sampling", own.sampling.is_some()),
-            ("adjacency", own.adjacency.is_some()),
-            ("max_epsilon", own.max_epsilon.is_some()),
-            ("budget_accountant", own.budget_accountant.is_some()),
-            ("agreement_z", own.agreement_z.is_some()),
-            ("agreement_clip", own.agreement_clip.is_some()),
-            ("noise", own.noise.is_some()),
-            ("self_sampling", own.self_sampling.is_some()),
-        ] {
-            if set {
-                return Err(c.err(&k(name), "applies only with dp = true"));
-            }
-        }
-        None
-    };
+    let dp = check_dp(c, &k, &r, own, subregions, agents, features)?;
     let weights = match r.weights.as_deref() {
         None | Some("adaptive") => WeightMode::Adaptive,
         Some("fixed") => WeightMode::Fixed,
@@ -555,7 +422,179 @@ pub(super) fn check_server(
         }
     };
     let participation = check_participation(c, key, &r, own, agents)?;
-    let secure = if secure {
+    let secure = check_secure(c, &k, &r, own)?;
+    Ok(ServerSpec {
+        subregions,
+        dp,
+        weights,
+        a: c.non_negative(&k("a"), r.a, 15.0)?,
+        t_const: c.int(&k("t_const"), r.t_const, 5, 0, MAX_COUNT)?,
+        t_decay: c.int(&k("t_decay"), r.t_decay, 5, 0, MAX_COUNT)?,
+        init,
+        participation,
+        secure,
+    })
+}
+
+/// The server's privacy settings (`dp = true` and the keys that need it), or None; refuses a
+/// key that applies only with dp = true where the algorithm's own table sets it without.
+fn check_dp(
+    c: &Check,
+    k: &dyn Fn(&str) -> String,
+    r: &RawServer,
+    own: Option<&RawServer>,
+    subregions: usize,
+    agents: usize,
+    features: usize,
+) -> Result<Option<DpSpec>> {
+    if !r.dp.unwrap_or(false) {
+        refuse_dp_keys(c, k, own)?;
+        return Ok(None);
+    }
+    let q = r.q.unwrap_or(0.25);
+    if !(q.is_finite() && q > 0.0 && q <= 1.0) {
+        return Err(c.err(
+            &k("q"),
+            format!("must be a sampling rate in (0, 1], got {q}"),
+        ));
+    }
+    let sampling = match r.sampling.as_deref() {
+        None => Sampling::Poisson,
+        Some(s) => s.parse().map_err(|e: String| c.err(&k("sampling"), e))?,
+    };
+    let adjacency = match r.adjacency.as_deref() {
+        None => crate::privacy::Adjacency::default_for(sampling),
+        Some(s) => s.parse().map_err(|e: String| c.err(&k("adjacency"), e))?,
+    };
+    crate::privacy::check_relation(sampling, adjacency).map_err(|e| c.err(&k("adjacency"), e))?;
+    let z = c.positive(&k("z"), r.z, 1.0)?;
+    // Set here only when written: whether an agreement is released at all is the
+    // surrogate's choice (`surrogate.shared`), settled once the whole spec is read.
+    let agreement = match (r.agreement_z, r.agreement_clip) {
+        (None, None) => None,
+        (zh, ch) => Some(AgreementDp {
+            z: c.positive(&k("agreement_z"), zh, z)?,
+            clip: c.positive(&k("agreement_clip"), ch, AgreementDp::DEFAULT_CLIP)?,
+        }),
+    };
+    let clip = c.positive(&k("clip"), r.clip, 11.0)?;
+    let noise = check_noise(c, k, r, subregions * features, agents, clip, z)?;
+    let self_sampling = r.self_sampling.unwrap_or(false);
+    if self_sampling && sampling != Sampling::Poisson {
+        return Err(c.err(
+            &k("self_sampling"),
+            "needs sampling = \"poisson\": an agent can flip its own coin, but no agent alone can draw a fixed-size sample",
+        ));
+    }
+    Ok(Some(DpSpec {
+        q,
+        z,
+        clip,
+        sampling,
+        adjacency,
+        budget: check_budget(c, k, r, sampling, adjacency, noise)?,
+        agreement,
+        noise,
+        self_sampling,
+    }))
+}
+
+/// Who adds the noise (`noise`), with what bound for distributed shares on `dim` coordinates;
+/// distributed noise and self-sampling need secure aggregation.
+fn check_noise(
+    c: &Check,
+    k: &dyn Fn(&str) -> String,
+    r: &RawServer,
+    dim: usize,
+    agents: usize,
+    clip: f64,
+    z: f64,
+) -> Result<crate::privacy::Noise> {
+    let distributed = match r.noise.as_deref() {
+        None | Some("central") => false,
+        Some("distributed") => true,
+        Some(other) => {
+            return Err(c.err(
+                &k("noise"),
+                format!("unknown noise \"{other}\"; allowed: \"central\" (the server adds it), \"distributed\" (the agents add discrete Gaussian shares; needs secure = true)"),
+            ));
+        }
+    };
+    if (distributed || r.self_sampling.is_some()) && !r.secure.unwrap_or(false) {
+        let key = if distributed {
+            "noise"
+        } else {
+            "self_sampling"
+        };
+        return Err(c.err(
+            &k(key),
+            "needs secure = true: the agents' shares and uploads are hidden from the server only by secure aggregation",
+        ));
+    }
+    if !distributed {
+        return Ok(crate::privacy::Noise::Gaussian);
+    }
+    let bits = crate::secagg::FRACTION_BITS;
+    let d = crate::privacy::discrete::Distributed::bound(agents, dim, clip, z, bits)
+        .map_err(|e| c.err(&k("noise"), e))?;
+    Ok(crate::privacy::Noise::Distributed(d))
+}
+
+/// `max_epsilon` and the accountant it is kept with (pld by default; rdp for distributed
+/// noise, which pld has no analysis of), or None.
+fn check_budget(
+    c: &Check,
+    k: &dyn Fn(&str) -> String,
+    r: &RawServer,
+    sampling: Sampling,
+    adjacency: crate::privacy::Adjacency,
+    noise: crate::privacy::Noise,
+) -> Result<Option<Budget>> {
+    let Some(e) = r.max_epsilon else {
+        if r.budget_accountant.is_some() {
+            return Err(c.err(&k("budget_accountant"), "applies only with max_epsilon"));
+        }
+        return Ok(None);
+    };
+    let max_epsilon = c.positive(&k("max_epsilon"), Some(e), 1.0)?;
+    let accountant = match r.budget_accountant.as_deref() {
+        Some(a) => a
+            .parse()
+            .map_err(|e: String| c.err(&k("budget_accountant"), e))?,
+        None if matches!(noise, crate::privacy::Noise::Distributed(_)) => Accountant::Rdp,
+        None => Accountant::Pld,
+    };
+    crate::privacy::supports(accountant, sampling, adjacency)
+        .map_err(|e| c.err(&k("budget_accountant"), e))?;
+    crate::privacy::supports_noise(accountant, noise)
+        .map_err(|e| c.err(&k("budget_accountant"), e))?;
+    // The rounds it allows need N, T and delta: `budget_rounds` fills them in.
+    Ok(Some(Budget {
+        max_epsilon,
+        accountant,
+        rounds: u64::MAX,
+    }))
+}
+
+/// Refuses the privacy keys an algorithm's own table sets without dp = true.
+fn refuse_dp_keys(c: &Check, k: &dyn Fn(&str) -> String, own: Option<&RawServer>) -> Result<()> {
+    let own = own.cloned().unwrap_or_default();
+    for name in DP_KEYS {
+        if own.sets(name) {
+            return Err(c.err(&k(name), "applies only with dp = true"));
+        }
+    }
+    Ok(())
+}
+
+/// Secure aggregation's settings (`secure = true`, `secure_dropout`), or None.
+fn check_secure(
+    c: &Check,
+    k: &dyn Fn(&str) -> String,
+    r: &RawServer,
+    own: Option<&RawServer>,
+) -> Result<Option<SecureSpec>> {
+    Ok(if r.secure.unwrap_or(false) {
         let dropout = r.secure_dropout.unwrap_or(SecureSpec::DEFAULT_DROPOUT);
         if !(0.0..0.5).contains(&dropout) {
             return Err(c.err(
@@ -571,17 +610,6 @@ pub(super) fn check_server(
             return Err(c.err(&k("secure_dropout"), "applies only with secure = true"));
         }
         None
-    };
-    Ok(ServerSpec {
-        subregions,
-        dp,
-        weights,
-        a: c.non_negative(&k("a"), r.a, 15.0)?,
-        t_const: c.int(&k("t_const"), r.t_const, 5, 0, MAX_COUNT)?,
-        t_decay: c.int(&k("t_decay"), r.t_decay, 5, 0, MAX_COUNT)?,
-        init,
-        participation,
-        secure,
     })
 }
 
