@@ -1,7 +1,7 @@
 //! fbo: federated Bayesian optimisation experiments.
 //!
 //! Layers, top to bottom: `cli` (commands) and `compare`, `federation` -> `run` (the executor:
-//! runner, units, output folder, CSVs, journal, sweeps) -> `spec` -> `server` / `secagg` /
+//! runner, units, output folder, CSVs, journal, sweeps) -> `spec` -> `server` (with `secagg`) /
 //! `privacy` -> `algorithm` -> `acquisition` -> `surrogate` -> `objective` (with `model`,
 //! `data`, `design`) -> `math`. docs/usage.md, "Layout of the source".
 
@@ -18,7 +18,6 @@ pub mod model;
 pub mod objective;
 pub mod privacy;
 pub mod run;
-pub mod secagg;
 pub mod server;
 pub mod spec;
 pub mod surrogate;

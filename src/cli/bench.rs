@@ -565,12 +565,12 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
     Ok(())
 }
 
-/// One round of secure aggregation (`crate::secagg::round`) among `n` members each masking a
+/// One round of secure aggregation (`crate::server::secagg::round`) among `n` members each masking a
 /// vector of `len` words, every member simulated in this process on one thread, and with
 /// `dropped` of them dropping out after masking. Prints milliseconds per round (median of
 /// `repeats`) and the bytes each step puts on the wire.
 pub fn secure_round(n: usize, len: usize, dropped: usize, repeats: usize) -> Result<()> {
-    use crate::secagg::{SecureSizes, round};
+    use crate::server::secagg::{SecureSizes, round};
     let threshold = crate::spec::SecureSpec {
         dropout: crate::spec::SecureSpec::DEFAULT_DROPOUT,
     }

@@ -144,7 +144,7 @@ pub struct ServerSpec {
     /// Which agents' messages reach the server in a round.
     pub participation: Participation,
     /// `server.secure`: the selected agents clip and weight their own vectors and the server
-    /// learns only their sum (`crate::secagg`); None: vectors reach the server in the clear.
+    /// learns only their sum (`crate::server::secagg`); None: vectors reach the server in the clear.
     pub secure: Option<SecureSpec>,
 }
 
@@ -534,7 +534,7 @@ fn check_noise(
     if !distributed {
         return Ok(crate::privacy::Noise::Gaussian);
     }
-    let bits = crate::secagg::FRACTION_BITS;
+    let bits = crate::server::secagg::FRACTION_BITS;
     let d = crate::privacy::discrete::Distributed::bound(agents, dim, clip, z, bits)
         .map_err(|e| c.err(&k("noise"), e))?;
     Ok(crate::privacy::Noise::Distributed(d))

@@ -2,6 +2,8 @@
 //! weights, subsampling, clipping, weighted aggregation and Gaussian noise. It sees vectors and
 //! agent ids only; nothing here knows about GPs or objectives.
 
+pub mod secagg;
+
 use crate::math::rng::Rng;
 use crate::objective::Region;
 use crate::privacy::Sampling;
@@ -373,7 +375,8 @@ impl Server {
             .map(|c| c.omega.map(|omega| c.encoded(omega, k)).transpose())
             .collect::<Result<_, String>>()?;
         if let Some(total) = shares {
-            let share = total * 2f64.powi(crate::secagg::FRACTION_BITS) / (threshold as f64).sqrt();
+            let share =
+                total * 2f64.powi(crate::server::secagg::FRACTION_BITS) / (threshold as f64).sqrt();
             for (c, input) in cohort.iter().zip(inputs.iter_mut()) {
                 let Some(x) = input else { continue };
                 let rng = &mut self.agent_rngs[c.agent];
@@ -391,7 +394,7 @@ impl Server {
             .filter(|(a, _)| cohort.iter().any(|c| c.agent == *a))
             .collect();
         assert_eq!(members.len(), k, "one secure-aggregation stream per agent");
-        let (total, _) = crate::secagg::round(&mut members, &inputs, p * m, threshold);
+        let (total, _) = crate::server::secagg::round(&mut members, &inputs, p * m, threshold);
         let Some(total) = total else {
             return Ok(RoundSum {
                 sums: out,
@@ -401,7 +404,7 @@ impl Server {
         };
         for (i, o) in out.iter_mut().enumerate() {
             for (j, v) in o.iter_mut().enumerate() {
-                *v = crate::secagg::decode(total[i * m + j]);
+                *v = crate::server::secagg::decode(total[i * m + j]);
             }
         }
         Ok(RoundSum {
@@ -477,7 +480,7 @@ impl Contribution<'_> {
         let mut out = Vec::with_capacity(self.coef.len() * omega.len());
         for &coef in &self.coef {
             for &v in omega {
-                out.push(crate::secagg::encode(coef * v, cohort).ok_or_else(|| {
+                out.push(crate::server::secagg::encode(coef * v, cohort).ok_or_else(|| {
                     format!(
                         "agent {}'s weighted vector has a coordinate {} outside secure aggregation's fixed-point range (|v| < 2^31 / cohort); clip it (dp = true, clip) or leave server.secure off",
                         self.agent,
