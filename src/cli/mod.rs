@@ -526,6 +526,16 @@ pub fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
+/// What `--shard I/N` and `--merge` ask of a run, sweep or tabulation: one shard, the merge,
+/// or all of it.
+fn work_of(shard: Option<crate::run::runner::Work>, merge: bool) -> crate::run::runner::Work {
+    match (shard, merge) {
+        (Some(w), _) => w,
+        (None, true) => crate::run::runner::Work::Merge,
+        (None, false) => crate::run::runner::Work::All,
+    }
+}
+
 fn cmd_run(a: RunArgs) -> Result<()> {
     let RunArgs {
         spec,
@@ -544,11 +554,7 @@ fn cmd_run(a: RunArgs) -> Result<()> {
     if status {
         return crate::run::runner::run_status(&spec, &out, shard);
     }
-    let work = match (shard, merge) {
-        (Some(w), _) => w,
-        (None, true) => crate::run::runner::Work::Merge,
-        (None, false) => crate::run::runner::Work::All,
-    };
+    let work = work_of(shard, merge);
     let report = run_spec(
         &spec,
         &RunOptions {
@@ -632,11 +638,7 @@ fn cmd_sweep(a: RunArgs) -> Result<()> {
     if status {
         return sweep::status(&spec, &out, shard);
     }
-    let work = match (shard, merge) {
-        (Some(w), _) => w,
-        (None, true) => crate::run::runner::Work::Merge,
-        (None, false) => crate::run::runner::Work::All,
-    };
+    let work = work_of(shard, merge);
     sweep::run(
         &spec,
         &sweep::SweepOptions {
@@ -675,11 +677,7 @@ fn cmd_tabulate(a: TabulateArgs) -> Result<()> {
         merge,
     } = a;
     let cfg = tabulate::TabulateConfig::load(&config)?;
-    let work = match (shard, merge) {
-        (Some(w), _) => w,
-        (None, true) => crate::run::runner::Work::Merge,
-        (None, false) => crate::run::runner::Work::All,
-    };
+    let work = work_of(shard, merge);
     let out = out.unwrap_or_else(|| Path::new("data").join(&cfg.name));
     tabulate::run(
         &config,
