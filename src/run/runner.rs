@@ -9,7 +9,7 @@ use crate::algorithm::agent::SenderCache;
 use crate::error::{FboError, Result};
 use crate::objective::{self, Landscape};
 use crate::privacy::{self, Accountant, Mechanism};
-use crate::run::journal::Journal;
+use crate::run::journal::{JOURNAL, Journal};
 use crate::run::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::run::output;
 pub use crate::run::unit::{RunOutput, run_one, run_one_shared};
@@ -105,8 +105,6 @@ pub struct RunReport {
     /// how many the journals held before.
     pub evaluations: Option<(usize, Option<f64>, usize)>,
 }
-
-use crate::run::journal::JOURNAL;
 
 /// The journal a shard computing units `lo..hi` appends to: its own file, so that shards
 /// running at once never write one file (each reads the others' when it starts; their runs
@@ -1213,23 +1211,25 @@ pub struct PrivacyCurve {
 /// accounted once.
 pub fn privacy_curves(spec: &Spec) -> Result<Vec<PrivacyCurve>> {
     let n = spec.total_agents();
+    // Each distinct (mechanism, accountant) once; each curve its tasks' indices, t = 1..=T.
     let mut tasks: Vec<(Mechanism, Accountant)> = Vec::new();
     let mut out: Vec<PrivacyCurve> = Vec::new();
-    let mut wanted: Vec<Vec<(Mechanism, Accountant)>> = Vec::new();
+    let mut wanted: Vec<Vec<usize>> = Vec::new();
     for (i, a) in spec.algorithms.iter().enumerate() {
         for (g, (against, first)) in a.guarantees(1, n).into_iter().enumerate() {
             for &acc in &spec.privacy.accountants {
                 if privacy::supports_noise(acc, first.noise).is_err() {
                     continue;
                 }
-                let mut steps = Vec::new();
-                for t in 1..=spec.iterations as u64 {
-                    let m = a.guarantees(t, n)[g].1;
-                    if !tasks.contains(&(m, acc)) {
-                        tasks.push((m, acc));
-                    }
-                    steps.push((m, acc));
-                }
+                let steps = (1..=spec.iterations as u64)
+                    .map(|t| {
+                        let task = (a.guarantees(t, n)[g].1, acc);
+                        tasks.iter().position(|x| *x == task).unwrap_or_else(|| {
+                            tasks.push(task);
+                            tasks.len() - 1
+                        })
+                    })
+                    .collect();
                 wanted.push(steps);
                 out.push(PrivacyCurve {
                     algorithm: i,
@@ -1251,10 +1251,7 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<PrivacyCurve>> {
         })
         .collect::<Result<_>>()?;
     for (curve, steps) in out.iter_mut().zip(wanted) {
-        curve.epsilon = steps
-            .iter()
-            .map(|task| values[tasks.iter().position(|x| x == task).expect("task listed")])
-            .collect();
+        curve.epsilon = steps.iter().map(|&k| values[k]).collect();
     }
     Ok(out)
 }

@@ -291,7 +291,7 @@ impl Server {
         }
         let missing_agents: Vec<usize> = missing
             .into_iter()
-            .filter(|a| selected.contains(a))
+            .filter(|a| selected.binary_search(a).is_ok())
             .collect();
         let rec = RoundRecord {
             round,
@@ -317,8 +317,9 @@ impl Server {
         }
     }
 
-    /// The agents taking part in a round: each by its own coin under self-sampling (the server
-    /// never learns the sample), else drawn by the server, Poisson or fixed-size.
+    /// The agents taking part in a round, in increasing order (callers search it): each by its
+    /// own coin under self-sampling (the server never learns the sample), else drawn by the
+    /// server, Poisson or fixed-size.
     fn select(&mut self, dp: &crate::spec::DpSpec, n: usize) -> Vec<usize> {
         match dp.sampling {
             Sampling::Poisson if dp.self_sampling => (0..n)
@@ -417,7 +418,8 @@ impl Server {
 
 /// The cohort's contributions: a selected member's vector that arrived, clipped to `bound`
 /// (S / sqrt(P)), entering sub-region i with `coef(i, agent, clipping factor)`; an unselected
-/// member (self-sampling) with 0. Also how many selected vectors were clipped.
+/// member (self-sampling) with 0; `selected` is sorted. Also how many selected vectors were
+/// clipped.
 fn clipped_cohort<'a>(
     members: &[usize],
     selected: &[usize],
@@ -432,7 +434,7 @@ fn clipped_cohort<'a>(
         .iter()
         .map(|&agent| {
             let omega = omegas[agent].filter(|_| arrived[agent]);
-            if !selected.contains(&agent) {
+            if selected.binary_search(&agent).is_err() {
                 return Contribution {
                     agent,
                     coef: vec![0.0; p],
