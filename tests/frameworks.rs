@@ -179,8 +179,24 @@ fn framework_keys_are_checked() {
             "key `algorithm[8].samples`: applies only with density = \"thompson\"",
         ),
         (
-            "[[algorithm]]\nkind = \"fedgp\"\nlabel = \"x\"\nstep_size = 0.0\n",
+            "[[algorithm]]\nkind = \"fedgp\"\nlabel = \"x\"\nsolver = \"fedavg\"\nstep_size = 0.0\n",
             "key `algorithm[8].step_size`: must be in (0, 10], got 0",
+        ),
+        (
+            "[[algorithm]]\nkind = \"fedgp\"\nlabel = \"x\"\nlocal_steps = 3\n",
+            "key `algorithm[8].local_steps`: applies only to solver = \"fedavg\" (the default, \"lbfgs\"",
+        ),
+        (
+            "[[algorithm]]\nkind = \"fedgp\"\nlabel = \"x\"\nsolver = \"lbfgs\"\ntolerance = 1e-6\n",
+            "key `algorithm[8].tolerance`: applies only to solver = \"fedavg\"",
+        ),
+        (
+            "[[algorithm]]\nkind = \"fedgp\"\nlabel = \"x\"\nsolver = \"newton\"\n",
+            "key `algorithm[8].solver`: unknown solver \"newton\"; allowed: \"fedavg\", \"lbfgs\"",
+        ),
+        (
+            "[[algorithm]]\nkind = \"cgp\"\nlabel = \"x\"\nsolver = \"lbfgs\"\n",
+            "key `algorithm[8].solver`: applies only to kind = fedgp",
         ),
         (
             "[[algorithm]]\nkind = \"fmtbo\"\nlabel = \"x\"\nfraction = 1.5\n",
@@ -209,7 +225,7 @@ fn framework_keys_are_checked() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains(
-            "Random, Consensus TS, Consensus UCB leader, CGP-UCB, Design density, Design density TS x5, FedGP EI, FMTBO"
+            "Random, Consensus TS, Consensus UCB leader, CGP-UCB, Design density, Design density TS x5, FedGP EI L-BFGS, FMTBO"
         ),
         "{}",
         String::from_utf8_lossy(&o.stdout)

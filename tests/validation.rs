@@ -348,7 +348,7 @@ fn estimates_count_fedgp_rounds_and_a_large_sweep_says_it_is_being_checked() {
     let dir = tempfile::tempdir().unwrap();
     let fedgp = |rounds: u32| {
         format!(
-            "name = \"fg\"\nruns = 1\niterations = 5\ninitial_points = 3\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 4\n[[algorithm]]\nkind = \"fedgp\"\nrounds = {rounds}\nlocal_steps = {rounds}\n"
+            "name = \"fg\"\nruns = 1\niterations = 5\ninitial_points = 3\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 4\n[[algorithm]]\nkind = \"fedgp\"\nsolver = \"fedavg\"\nrounds = {rounds}\nlocal_steps = {rounds}\n"
         )
     };
     let spec = common::write(dir.path(), "fg.toml", &fedgp(10_000));

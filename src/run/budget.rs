@@ -181,17 +181,23 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
             run_s += n_total * t_n * ts_step(t_n);
         }
         if let crate::spec::frameworks::Framework::FedGp {
+            solver,
             rounds,
             local_steps,
             ..
         } = alg.framework
         {
-            // FedAvg of the GP hyperparameters before every iteration: rounds x local_steps
-            // marginal-likelihood gradients per agent, each a Cholesky factor and the
-            // gradient's traces on up to n_obs observations (10^4 x 10^4 was "about 1 s").
+            // The GP hyperparameters' fit before every iteration: rounds x local_steps
+            // marginal-likelihood gradients per agent under FedAvg, at most one per round
+            // under L-BFGS, each a Cholesky factor and the gradient's traces on up to n_obs
+            // observations (10^4 x 10^4 was "about 1 s").
+            let gradients = match solver {
+                crate::spec::frameworks::FedGpSolver::FedAvg => rounds * local_steps,
+                crate::spec::frameworks::FedGpSolver::Lbfgs => rounds,
+            };
             let gradient_s =
                 (n_obs.powi(3) / 3.0 + (dim + 2.0) * n_obs * n_obs) * FLOP_S + LML_CALL_S;
-            run_s += spec.iterations as f64 * (rounds * local_steps) as f64 * n_total * gradient_s;
+            run_s += spec.iterations as f64 * gradients as f64 * n_total * gradient_s;
         }
         if let ObjectiveKind::Model { settings, .. } = &o.kind {
             run_s += acting * n_obs * model_eval_s(settings.dataset);

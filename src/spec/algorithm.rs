@@ -313,6 +313,7 @@ pub(super) struct RawAlgorithm {
     group: Option<i64>,
     own_weight: Option<f64>,
     rejection: Option<String>,
+    solver: Option<String>,
     pace: Option<String>,
 }
 
@@ -418,6 +419,7 @@ pub(super) fn check_algorithms(
                 shared_points: ra.shared_points,
                 group: ra.group,
                 own_weight: ra.own_weight,
+                solver: ra.solver.clone(),
                 rejection: ra.rejection.clone(),
             },
             &key,

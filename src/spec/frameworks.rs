@@ -22,6 +22,16 @@ pub enum Decide {
     },
 }
 
+/// How FedGP's server solves eq. 9, the weighted sum of the agents' likelihoods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FedGpSolver {
+    /// Yue and Kontar's FedAvg: local gradient steps, the server averages the results.
+    FedAvg,
+    /// The server runs L-BFGS on the sum; each round every agent returns its likelihood
+    /// and gradient at the server's point. With identical agents it is the centralised fit.
+    Lbfgs,
+}
+
 /// How consensus's W(t) moves (survey eq. 6, and the leader scheme of its ref. [24]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConsensusSchedule {
@@ -88,7 +98,9 @@ pub enum Framework {
     },
     FedGp {
         decide: Decide,
-        /// FedAvg rounds per iteration (the most, with `tolerance`).
+        /// How the server solves eq. 9.
+        solver: FedGpSolver,
+        /// Communication rounds per iteration (the most, with `tolerance` or `lbfgs`).
         rounds: usize,
         local_steps: usize,
         step_size: f64,
@@ -167,7 +179,14 @@ impl Framework {
                     base
                 }
             }
-            Framework::FedGp { decide, .. } => format!("FedGP {}", decide.name()),
+            Framework::FedGp { decide, solver, .. } => format!(
+                "FedGP {}{}",
+                decide.name(),
+                match solver {
+                    FedGpSolver::FedAvg => "",
+                    FedGpSolver::Lbfgs => " L-BFGS",
+                }
+            ),
             Framework::Fmtbo { refit: false, .. } => "FMTBO".into(),
             Framework::Fmtbo { refit: true, .. } => "FMTBO refit".into(),
         }
@@ -221,6 +240,7 @@ pub(super) struct RawFramework {
     pub group: Option<i64>,
     pub own_weight: Option<f64>,
     pub rejection: Option<String>,
+    pub solver: Option<String>,
 }
 
 /// The framework keys each kind takes (beta and samples are also read by ucb and rgpe,
@@ -245,6 +265,7 @@ pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
             "beta",
             "ei",
             "tolerance",
+            "solver",
         ],
         "fmtbo" => &["gamma", "fraction", "shared_points", "global"],
         _ => &[],
@@ -278,6 +299,7 @@ impl RawFramework {
         note("group", self.group.is_some());
         note("own_weight", self.own_weight.is_some());
         note("rejection", self.rejection.is_some());
+        note("solver", self.solver.is_some());
         s
     }
 }
@@ -446,16 +468,24 @@ pub(super) fn parse(
                 },
             )?,
         },
-        "fedgp" => Framework::FedGp {
-            decide: decide()?,
-            rounds: c.int(&key("rounds"), raw.rounds, 10, 1, 10_000)?,
-            local_steps: c.int(&key("local_steps"), raw.local_steps, 5, 1, 10_000)?,
-            step_size: real("step_size", raw.step_size, 0.05, 0.0, 10.0, true)?,
-            tolerance: match raw.tolerance {
-                None => None,
-                Some(t) => Some(real("tolerance", Some(t), 0.0, 0.0, 1e3, true)?),
-            },
-        },
+        "fedgp" => {
+            let solver = fedgp_solver(c, raw, key)?;
+            let default_rounds = match solver {
+                FedGpSolver::FedAvg => 10,
+                FedGpSolver::Lbfgs => 50,
+            };
+            Framework::FedGp {
+                decide: decide()?,
+                solver,
+                rounds: c.int(&key("rounds"), raw.rounds, default_rounds, 1, 10_000)?,
+                local_steps: c.int(&key("local_steps"), raw.local_steps, 5, 1, 10_000)?,
+                step_size: real("step_size", raw.step_size, 0.05, 0.0, 10.0, true)?,
+                tolerance: match raw.tolerance {
+                    None => None,
+                    Some(t) => Some(real("tolerance", Some(t), 0.0, 0.0, 1e3, true)?),
+                },
+            }
+        }
         "fmtbo" => Framework::Fmtbo {
             gamma: real("gamma", raw.gamma, 0.5, 0.0, 1.0, false)?,
             fraction: real("fraction", raw.fraction, 0.8, 0.0, 1.0, true)?,
@@ -475,4 +505,41 @@ pub(super) fn parse(
         },
         _ => Framework::None,
     })
+}
+
+/// FedGP's solver. The FedAvg keys (local steps, step size, tolerance) are refused with L-BFGS,
+/// where they would do nothing.
+fn fedgp_solver(
+    c: &Check,
+    raw: &RawFramework,
+    key: &dyn Fn(&str) -> String,
+) -> Result<FedGpSolver> {
+    let solver = c.choice(
+        &key("solver"),
+        raw.solver.as_deref(),
+        FedGpSolver::Lbfgs,
+        "solver",
+        "\"fedavg\", \"lbfgs\"",
+        |s| match s {
+            "fedavg" => Some(FedGpSolver::FedAvg),
+            "lbfgs" => Some(FedGpSolver::Lbfgs),
+            _ => None,
+        },
+    )?;
+    // FedAvg's keys name its solver; the default is L-BFGS (docs/results.md, "FedGP's
+    // solver"), so they need it named.
+    let fedavg_only = [
+        ("local_steps", raw.local_steps.is_some()),
+        ("step_size", raw.step_size.is_some()),
+        ("tolerance", raw.tolerance.is_some()),
+    ];
+    if solver == FedGpSolver::Lbfgs
+        && let Some((k, _)) = fedavg_only.iter().find(|(_, set)| *set)
+    {
+        return Err(c.err(
+            &key(k),
+            "applies only to solver = \"fedavg\" (the default, \"lbfgs\", stops on its own criteria, `rounds` capping it)",
+        ));
+    }
+    Ok(solver)
 }
