@@ -1,0 +1,280 @@
+"""fbo inside Optuna: each site's own Optuna study is one agent of an fbo federation.
+
+    import optuna, fbo.optuna
+
+    fed = fbo.optuna.Federation("spec.toml", "results/fed")   # objective.kind = "external"
+    studies = [optuna.create_study(sampler=fed.sampler(a), direction="maximize") for a in range(3)]
+    fbo.optuna.optimize(fed, studies, [objective_of_site_0, objective_of_site_1, objective_of_site_2])
+
+Every trial of site a's study evaluates the query fbo's algorithm chose for agent a; the value
+is told back (journaled in ``out``, as `fbo.tell` does), and when the federation has finished
+its outputs are written into ``out`` exactly as `fbo run` writes them for the same spec and
+told values. Any algorithm kind of the spec runs this way: the agents and the server are fbo's
+own, in this process. The search space is the spec's (``[[objective.hyperparameters]]``), or
+built from Optuna distributions by `spec_from_search_space`; an objective suggests each
+hyperparameter by its name, with any Optuna distribution that contains fbo's value.
+
+Rounds are synchronous: a site has a query only once every site has answered the round
+before. `optimize` drives the studies round by round; a study driven by hand
+(``study.optimize``) runs as many trials as its site has queries now (`Federation.available`).
+Trials that run at the same time in one study (``n_jobs``, or trials asked and left RUNNING)
+take the site's queries of the round in order: with ``batch = k`` or ``parallel = k`` in the
+spec (single-agent kinds, and ``batch`` for ``dp-fts-de``), fbo chooses k points per round
+with the running ones held as pending (constant liars or independent samples, docs/reference.md).
+A FAIL or PRUNED trial gives its query back, and the next trial evaluates it again.
+"""
+
+import pathlib
+import threading
+import tomllib
+
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.samplers import BaseSampler
+from optuna.trial import TrialState
+
+from . import ask, run, tell
+
+__all__ = ["Federation", "FboSampler", "optimize", "spec_from_search_space"]
+
+
+def spec_from_search_space(
+    path,
+    search_space,
+    *,
+    agents,
+    direction,
+    algorithm="dp-fts-de",
+    iterations=20,
+    initial_points=2,
+    seed=0,
+    name="optuna",
+):
+    """Write an fbo spec at `path` for a federation of `agents` sites whose studies search
+    `search_space` (a dict of Optuna distributions by name): FloatDistribution (log or not),
+    IntDistribution (step 1) and CategoricalDistribution map onto fbo's box and choices. One
+    run of one algorithm (`algorithm` is its kind; a dict gives the whole [[algorithm]] table).
+    Returns the path."""
+    if direction not in ("minimize", "maximize"):
+        raise ValueError(f"direction must be \"minimize\" or \"maximize\", got {direction!r}")
+    lines = [
+        f'name = "{name}"',
+        f"seed = {int(seed)}",
+        "runs = 1",
+        f"iterations = {int(iterations)}",
+        f"initial_points = {int(initial_points)}",
+        "",
+        "[objective]",
+        'kind = "external"',
+        f'direction = "{direction}"',
+    ]
+    for key, d in search_space.items():
+        lines += ["", "[[objective.hyperparameters]]", f'name = "{key}"']
+        if isinstance(d, CategoricalDistribution):
+            lines.append("choices = [" + ", ".join(f'"{_choice_name(c)}"' for c in d.choices) + "]")
+            continue
+        if isinstance(d, IntDistribution):
+            if d.step != 1:
+                raise ValueError(f"{key}: fbo searches integers with step 1, got step {d.step}")
+            lines += [f"low = {d.low}", f"high = {d.high}", "integer = true"]
+        elif isinstance(d, FloatDistribution):
+            if d.step is not None:
+                raise ValueError(
+                    f"{key}: fbo has no stepped floats (step {d.step}); use a CategoricalDistribution"
+                )
+            lines += [f"low = {float(d.low)!r}", f"high = {float(d.high)!r}"]
+        else:
+            raise ValueError(f"{key}: no fbo hyperparameter for {type(d).__name__}")
+        if d.log:
+            lines.append('scale = "log"')
+    table = algorithm if isinstance(algorithm, dict) else {"kind": algorithm}
+    lines += ["", "[federation]", f"agents = {int(agents)}", "", "[[algorithm]]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
+    path = pathlib.Path(path)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _toml_value(v):
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    return f'"{v}"'
+
+
+def _choice_name(c):
+    """fbo's name of an Optuna choice (fbo's choices are names; Optuna's may be numbers)."""
+    return c if isinstance(c, str) else repr(c)
+
+
+class Federation:
+    """The fbo side of a federation of Optuna studies: the spec at `spec` (``objective.kind =
+    "external"``, one run of one algorithm), its journal and outputs in the folder `out`
+    (resumed there: trials told before are not asked again)."""
+
+    def __init__(self, spec, out):
+        self.spec = pathlib.Path(spec)
+        self.out = pathlib.Path(out)
+        with open(self.spec, "rb") as f:
+            raw = tomllib.load(f)
+        objective = raw.get("objective", {})
+        if objective.get("kind") != "external":
+            raise ValueError(
+                f"{self.spec}: key `objective.kind` is {objective.get('kind')!r}; an Optuna "
+                "federation needs \"external\" (the studies evaluate the objective)"
+            )
+        units = int(raw.get("runs", 1)) * len(raw.get("algorithm", []))
+        if units != 1:
+            raise ValueError(
+                f"{self.spec}: an Optuna study is one agent of one run of one algorithm, and "
+                f"keys `runs` x [[algorithm]] give {units}: set runs = 1 and keep one [[algorithm]]"
+            )
+        self.direction = objective["direction"]
+        self.agents = int(raw.get("federation", {}).get("agents", 1))
+        self._integers = {
+            h["name"] for h in objective.get("hyperparameters", []) if h.get("integer")
+        }
+        self._lock = threading.RLock()
+        # trial id -> the query its trial evaluates (until it is told or given back)
+        self._assigned = {}
+        self.finished = False
+        self._refresh()
+
+    @staticmethod
+    def _key(q):
+        return (q["scope"], int(q["run"]), int(q["agent"]), int(q["iteration"]))
+
+    def _refresh(self):
+        """The queries waiting for a value (asked before or new), and the end when none are."""
+        self._outstanding = ask(self.spec, self.out, all=True)
+        if not self._outstanding and not self.finished:
+            run(self.spec, self.out, no_timing=True)
+            self.finished = True
+
+    def _free(self, agent):
+        taken = {self._key(q) for q in self._assigned.values()}
+        return [
+            q for q in self._outstanding if int(q["agent"]) == agent and self._key(q) not in taken
+        ]
+
+    def available(self, agent):
+        """How many trials site `agent` can run now (its queries not yet taken by a trial)."""
+        with self._lock:
+            return len(self._free(agent))
+
+    def sampler(self, agent):
+        """The Optuna sampler of site `agent` (0-based), for that site's study."""
+        if not 0 <= agent < self.agents:
+            raise ValueError(f"{self.spec}: agent {agent} is not one of the {self.agents} agents")
+        return FboSampler(self, agent)
+
+    def _take(self, study, trial_id, agent):
+        with self._lock:
+            if study.direction.name.lower() != self.direction:
+                raise ValueError(
+                    f"{self.spec}: key `objective.direction` is \"{self.direction}\" but site "
+                    f"{agent}'s study is created with direction {study.direction.name.lower()}"
+                )
+            if self.finished:
+                raise RuntimeError(
+                    f"{self.spec}: the federation has finished; its outputs are in {self.out}"
+                )
+            free = self._free(agent)
+            if not free:
+                raise RuntimeError(
+                    f"site {agent} has no query now: rounds are synchronous, so it waits for the "
+                    "other sites' values (drive the studies with fbo.optuna.optimize, or run "
+                    "Federation.available(agent) trials per study in turn)"
+                )
+            self._assigned[trial_id] = free[0]
+
+    def _query(self, trial_id):
+        with self._lock:
+            return self._assigned.get(trial_id)
+
+    def _done(self, trial_id, state, values):
+        with self._lock:
+            q = self._assigned.pop(trial_id, None)
+            if q is None or state != TrialState.COMPLETE:
+                return  # a failed or pruned trial's query is free again
+            tell(self.spec, self.out, q, float(values[0]))
+            self._refresh()
+
+    def value(self, query, name, distribution):
+        """fbo's value of hyperparameter `name` in `query` as `distribution` holds it."""
+        params = query["params"]
+        if name not in params:
+            raise ValueError(
+                f"{self.spec}: the objective suggests {name!r}, which is not one of the spec's "
+                f"hyperparameters ({', '.join(params)})"
+            )
+        v = params[name]
+        if isinstance(distribution, CategoricalDistribution):
+            for c in distribution.choices:
+                if _choice_name(c) == v or c == v:
+                    return c
+            raise ValueError(f"{name}: fbo chose {v!r}, not one of {distribution.choices}")
+        if isinstance(distribution, IntDistribution) or name in self._integers:
+            v = int(round(v))
+        if isinstance(distribution, (FloatDistribution, IntDistribution)):
+            lo, hi = distribution.low, distribution.high
+            # fbo's raw values are mapped from the unit cube: a bound may come back a rounding
+            # off; anything further out is a different space.
+            tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+            if not (lo - tol <= v <= hi + tol):
+                raise ValueError(f"{name}: fbo chose {v}, outside the study's [{lo}, {hi}]")
+            v = min(max(v, lo), hi)
+            if isinstance(distribution, FloatDistribution):
+                v = float(v)
+        return v
+
+
+class FboSampler(BaseSampler):
+    """Site `agent`'s sampler: every trial evaluates fbo's query for that agent."""
+
+    def __init__(self, federation, agent):
+        self._fed = federation
+        self._agent = agent
+
+    def infer_relative_search_space(self, study, trial):
+        return {}
+
+    def sample_relative(self, study, trial, search_space):
+        return {}
+
+    def before_trial(self, study, trial):
+        self._fed._take(study, trial._trial_id, self._agent)
+
+    def sample_independent(self, study, trial, param_name, param_distribution):
+        return self._fed.value(self._fed._query(trial._trial_id), param_name, param_distribution)
+
+    def after_trial(self, study, trial, state, values):
+        self._fed._done(trial._trial_id, state, values)
+
+
+def optimize(federation, studies, objectives, *, n_jobs=1, catch=()):
+    """Run the sites' studies round by round until the federation finishes: `studies[a]` is
+    site a's study (its sampler `federation.sampler(a)`), `objectives[a]` its objective (one
+    callable serves every site); `n_jobs` and `catch` as Optuna's ``study.optimize`` takes
+    them (n_jobs > 1 runs a round's batch of trials at once). Returns the output folder."""
+    if len(studies) != federation.agents:
+        raise ValueError(f"{federation.spec}: {federation.agents} agents, {len(studies)} studies")
+    objectives = (
+        [objectives] * federation.agents if callable(objectives) else list(objectives)
+    )
+    for a, s in enumerate(studies):
+        if not (isinstance(s.sampler, FboSampler) and s.sampler._fed is federation and s.sampler._agent == a):
+            raise ValueError(f"study {a}'s sampler is not federation.sampler({a})")
+    while not federation.finished:
+        moved = False
+        for a, study in enumerate(studies):
+            n = federation.available(a)
+            if n and not federation.finished:
+                study.optimize(objectives[a], n_trials=n, n_jobs=n_jobs, catch=catch)
+                moved = True
+        if not moved:
+            raise RuntimeError(f"{federation.spec}: no site has a query and the run has not ended")
+    return federation.out
+

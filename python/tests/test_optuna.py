@@ -1,0 +1,138 @@
+"""fbo.optuna: sites' Optuna studies as the agents of one fbo federation."""
+
+import pathlib
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+import fbo  # noqa: E402
+import fbo.optuna  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+SPACE = {
+    "lr": optuna.distributions.FloatDistribution(1e-4, 1e-1, log=True),
+    "depth": optuna.distributions.IntDistribution(1, 8),
+    "opt": optuna.distributions.CategoricalDistribution(["sgd", "adam"]),
+}
+
+
+def loss(lr, depth, opt, agent):
+    """A site's validation loss: each site has its own optimum."""
+    import math
+
+    return (math.log10(lr) + 2.0 + 0.3 * agent) ** 2 + 0.1 * (depth - 3 - agent) ** 2 + (
+        0.5 if opt == "sgd" else 0.0
+    )
+
+
+def objective_of(agent):
+    def objective(trial):
+        return loss(
+            trial.suggest_float("lr", 1e-4, 1e-1, log=True),
+            trial.suggest_int("depth", 1, 8),
+            trial.suggest_categorical("opt", ["sgd", "adam"]),
+            agent,
+        )
+
+    return objective
+
+
+def spec(tmp_path, algorithm):
+    return fbo.optuna.spec_from_search_space(
+        tmp_path / "spec.toml",
+        SPACE,
+        agents=3,
+        direction="minimize",
+        algorithm=algorithm,
+        iterations=4,
+        initial_points=2,
+        seed=5,
+    )
+
+
+@pytest.mark.parametrize(
+    "algorithm",
+    ["ts", {"kind": "dp-fts-de", "server": {"subregions": 2, "dp": True, "q": 1.0, "z": 1.0}}],
+)
+def test_optuna_studies_reproduce_the_run_of_the_same_spec(tmp_path, algorithm):
+    path = spec(tmp_path, algorithm)
+    # fbo evaluating the same function itself (the reference: fbo run's bytes for these values).
+    fbo.minimize(path, loss, tmp_path / "reference", no_timing=True)
+    fed = fbo.optuna.Federation(path, tmp_path / "optuna")
+    studies = [
+        optuna.create_study(sampler=fed.sampler(a), direction="minimize") for a in range(3)
+    ]
+    fbo.optuna.optimize(fed, studies, [objective_of(a) for a in range(3)])
+    for name in ("trace.csv", "summary.csv"):
+        assert (tmp_path / "optuna" / name).read_bytes() == (
+            tmp_path / "reference" / name
+        ).read_bytes(), name
+    # Every site ran its initial points and one query per iteration, nothing more.
+    for s in studies:
+        done = [t for t in s.trials if t.state == optuna.trial.TrialState.COMPLETE]
+        assert len(done) == 2 + 4
+        assert all(1 <= t.params["depth"] <= 8 and t.params["opt"] in ("sgd", "adam") for t in done)
+    # The study's best is the trace's best of that agent.
+    trace = (tmp_path / "optuna" / "trace.csv").read_text().splitlines()
+    assert len(trace) == 1 + 3 * 6
+
+
+def test_a_batch_runs_as_trials_at_once(tmp_path):
+    path = spec(tmp_path, "ts")
+    path.write_text(path.read_text().replace("initial_points = 2", "initial_points = 2\nbatch = 2"))
+    fbo.minimize(path, loss, tmp_path / "reference", no_timing=True)
+    fed = fbo.optuna.Federation(path, tmp_path / "optuna")
+    studies = [
+        optuna.create_study(sampler=fed.sampler(a), direction="minimize") for a in range(3)
+    ]
+    fbo.optuna.optimize(fed, studies, [objective_of(a) for a in range(3)], n_jobs=2)
+    assert all(len(s.trials) == 2 + 4 * 2 for s in studies)
+    for name in ("trace.csv", "summary.csv"):
+        assert (tmp_path / "optuna" / name).read_bytes() == (
+            tmp_path / "reference" / name
+        ).read_bytes(), name
+
+
+def test_a_failed_trial_gives_its_query_back(tmp_path):
+    path = spec(tmp_path, "ts")
+    fbo.minimize(path, loss, tmp_path / "reference", no_timing=True)
+    fed = fbo.optuna.Federation(path, tmp_path / "optuna")
+    studies = [
+        optuna.create_study(sampler=fed.sampler(a), direction="minimize") for a in range(3)
+    ]
+    failed = []
+
+    def flaky(trial):
+        # Site 1's third trial fails once; its query is evaluated by the next trial instead.
+        if trial.number == 2 and not failed:
+            failed.append(trial.number)
+            raise RuntimeError("the GPU fell over")
+        return objective_of(1)(trial)
+
+    objectives = [objective_of(0), flaky, objective_of(2)]
+    fbo.optuna.optimize(fed, studies, objectives, catch=(RuntimeError,))
+    assert failed == [2]
+    states = [t.state for t in studies[1].trials]
+    assert states.count(optuna.trial.TrialState.FAIL) == 1
+    assert states.count(optuna.trial.TrialState.COMPLETE) == 6
+    assert (tmp_path / "optuna" / "trace.csv").read_bytes() == (
+        tmp_path / "reference" / "trace.csv"
+    ).read_bytes()
+
+
+def test_mismatches_are_named(tmp_path):
+    path = spec(tmp_path, "ts")
+    fed = fbo.optuna.Federation(path, tmp_path / "optuna")
+    maximising = optuna.create_study(sampler=fed.sampler(0), direction="maximize")
+    with pytest.raises(ValueError, match="objective.direction"):
+        maximising.optimize(objective_of(0), n_trials=1)
+    with pytest.raises(ValueError, match="not one of the 3 agents"):
+        fed.sampler(3)
+    study = optuna.create_study(sampler=fed.sampler(0), direction="minimize")
+    with pytest.raises(ValueError, match="'width'"):
+        study.optimize(lambda t: t.suggest_float("width", 0.0, 1.0), n_trials=1)
+    bad = pathlib.Path(tmp_path / "two.toml")
+    bad.write_text(path.read_text().replace("runs = 1", "runs = 2"))
+    with pytest.raises(ValueError, match="runs = 1"):
+        fbo.optuna.Federation(bad, tmp_path / "other")
