@@ -7,10 +7,11 @@
     fbo.optuna.optimize(fed, studies, [objective_of_site_0, objective_of_site_1, objective_of_site_2])
 
 Every trial of site a's study evaluates the query fbo's algorithm chose for agent a; the value
-is told back (journaled in ``out``, as `fbo.tell` does), and when the federation has finished
-its outputs are written into ``out`` exactly as `fbo run` writes them for the same spec and
-told values. Any algorithm kind of the spec runs this way: the agents and the server are fbo's
-own, in this process. The search space is the spec's (``[[objective.hyperparameters]]``), or
+is told back (journaled), and when the federation has finished its outputs are written into
+``out`` exactly as `fbo run` writes them for the same spec and told values. An external spec
+runs any algorithm kind (through fbo's ask/tell journal); any other spec, a response table say,
+runs through fbo's federation roles in this process (the kinds that run across machines). The
+agents and the server are fbo's own. The search space is the spec's (``[[objective.hyperparameters]]``), or
 built from Optuna distributions by `spec_from_search_space`; an objective suggests each
 hyperparameter by its name, with any Optuna distribution that contains fbo's value.
 
@@ -109,54 +110,129 @@ def _choice_name(c):
     return c if isinstance(c, str) else repr(c)
 
 
-class Federation:
-    """The fbo side of a federation of Optuna studies: the spec at `spec` (``objective.kind =
-    "external"``, one run of one algorithm), its journal and outputs in the folder `out`
-    (resumed there: trials told before are not asked again)."""
+class _Journal:
+    """An external spec's queries through fbo's ask/tell journal in `out` (any algorithm kind;
+    `fbo run`'s outputs written when the last value is told)."""
 
     def __init__(self, spec, out):
+        self.spec, self.out = spec, out
+
+    def outstanding(self):
+        qs = ask(self.spec, self.out, all=True)
+        for q in qs:
+            q["key"] = (q["scope"], int(q["run"]), int(q["agent"]), int(q["iteration"]))
+        return qs
+
+    def tell(self, q, value):
+        tell(self.spec, self.out, q, value)
+
+    def finish(self):
+        run(self.spec, self.out, no_timing=True)
+
+
+class _Sites:
+    """Any other spec (a response table, a function, ...) through fbo's federation roles in
+    this process: a Server writing `out` and one Agent per site journaled in `state` (the kinds
+    that run across machines: the DP-FTS-DE family and the single-agent ones)."""
+
+    def __init__(self, spec, out, state, agents):
+        from . import Agent, Server
+
+        self.server = Server(spec, out)
+        units = self.server.units()
+        self.unit = self.server.unit(*units[0]) if units else None
+        self.sites = [Agent(spec, a, state=state / f"agent{a}") for a in range(agents)]
+        self.ins = None
+
+    def outstanding(self):
+        if self.unit is None or self.unit.finished:
+            return []
+        if self.ins is None:
+            self.ins = self.unit.instruction()
+            self.queries, self.values, self.replies = {}, {}, {}
+            for a in self.unit.agents:
+                qs = self.sites[a].ask(self.ins)
+                self.queries[a] = qs
+                self.values[a] = [None] * len(qs)
+                if not qs:
+                    self.replies[a] = self.sites[a].tell(self.ins, [])
+        r = self.ins["round"]
+        return [
+            {"key": (r, a, i), "agent": a, "index": i, "params": q["params"]}
+            for a, qs in self.queries.items()
+            for i, q in enumerate(qs)
+            if self.values[a][i] is None
+        ]
+
+    def tell(self, q, value):
+        a = q["agent"]
+        self.values[a][q["index"]] = value
+        if all(v is not None for v in self.values[a]):
+            self.replies[a] = self.sites[a].tell(self.ins, self.values[a])
+        if len(self.replies) == len(self.unit.agents):
+            self.unit.receive([self.replies[a] for a in self.unit.agents])
+            self.ins = None
+
+    def finish(self):
+        if self.unit is not None:
+            self.server.save(self.unit)
+        self.server.finish()
+
+
+class Federation:
+    """The fbo side of a federation of Optuna studies: the spec at `spec` (one run of one
+    algorithm) and its outputs in the folder `out`. An external spec (``objective.kind =
+    "external"``) runs any algorithm kind through fbo's ask/tell journal in `out`; any other
+    spec (a response table, say) through fbo's federation roles, the sites journaled in
+    `state` (default: the folder ``<out>.sites`` beside `out`). Either resumes where it was
+    left: values told before are not asked again."""
+
+    def __init__(self, spec, out, *, state=None):
         self.spec = pathlib.Path(spec)
         self.out = pathlib.Path(out)
         with open(self.spec, "rb") as f:
             raw = tomllib.load(f)
         objective = raw.get("objective", {})
-        if objective.get("kind") != "external":
-            raise ValueError(
-                f"{self.spec}: key `objective.kind` is {objective.get('kind')!r}; an Optuna "
-                "federation needs \"external\" (the studies evaluate the objective)"
-            )
         units = int(raw.get("runs", 1)) * len(raw.get("algorithm", []))
         if units != 1:
             raise ValueError(
                 f"{self.spec}: an Optuna study is one agent of one run of one algorithm, and "
                 f"keys `runs` x [[algorithm]] give {units}: set runs = 1 and keep one [[algorithm]]"
             )
-        self.direction = objective["direction"]
-        self.agents = int(raw.get("federation", {}).get("agents", 1))
         self._integers = {
             h["name"] for h in objective.get("hyperparameters", []) if h.get("integer")
         }
+        if objective.get("kind") == "external":
+            self.direction = objective["direction"]
+            self.agents = int(raw.get("federation", {}).get("agents", 1))
+            self._backend = _Journal(self.spec, self.out)
+        else:
+            table = objective.get("table")
+            meta = {}
+            if table is not None:
+                with open(self.spec.parent / table, "rb") as f:
+                    meta = tomllib.load(f)
+            self.direction = objective.get("direction", meta.get("direction"))
+            self.agents = int(raw.get("federation", {}).get("agents", meta.get("agents", 1)))
+            state = pathlib.Path(state) if state is not None else self.out.with_name(self.out.name + ".sites")
+            self._backend = _Sites(self.spec, self.out, state, self.agents)
         self._lock = threading.RLock()
         # trial id -> the query its trial evaluates (until it is told or given back)
         self._assigned = {}
         self.finished = False
         self._refresh()
 
-    @staticmethod
-    def _key(q):
-        return (q["scope"], int(q["run"]), int(q["agent"]), int(q["iteration"]))
-
     def _refresh(self):
         """The queries waiting for a value (asked before or new), and the end when none are."""
-        self._outstanding = ask(self.spec, self.out, all=True)
+        self._outstanding = self._backend.outstanding()
         if not self._outstanding and not self.finished:
-            run(self.spec, self.out, no_timing=True)
+            self._backend.finish()
             self.finished = True
 
     def _free(self, agent):
-        taken = {self._key(q) for q in self._assigned.values()}
+        taken = {q["key"] for q in self._assigned.values()}
         return [
-            q for q in self._outstanding if int(q["agent"]) == agent and self._key(q) not in taken
+            q for q in self._outstanding if int(q["agent"]) == agent and q["key"] not in taken
         ]
 
     def available(self, agent):
@@ -172,7 +248,7 @@ class Federation:
 
     def _take(self, study, trial_id, agent):
         with self._lock:
-            if study.direction.name.lower() != self.direction:
+            if self.direction and study.direction.name.lower() != self.direction:
                 raise ValueError(
                     f"{self.spec}: key `objective.direction` is \"{self.direction}\" but site "
                     f"{agent}'s study is created with direction {study.direction.name.lower()}"
@@ -199,7 +275,7 @@ class Federation:
             q = self._assigned.pop(trial_id, None)
             if q is None or state != TrialState.COMPLETE:
                 return  # a failed or pruned trial's query is free again
-            tell(self.spec, self.out, q, float(values[0]))
+            self._backend.tell(q, float(values[0]))
             self._refresh()
 
     def value(self, query, name, distribution):
