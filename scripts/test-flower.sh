@@ -193,7 +193,12 @@ run_app "$W/out1" 60.0
 wait_for "$W/out1/trace.csv" 600 || fail "the federation did not finish in 600 s"
 wall=$((SECONDS - t0))
 same_as_fbo "$W/out1" trace.csv server.csv privacy.csv summary.csv
-echo "test-flower: 1. ok: byte-identical to fbo run ($wall s for 6 rounds)" >&2
+# The operator follows the rounds in the ServerApp's log, as `flwr log` shows it.
+run_id=$(grep -oiE "run(_id|-id| id)?[^0-9]{0,12}[0-9]{4,}" "$W/flwr-run.log" | grep -oE "[0-9]{4,}" | tail -n 1)
+flwr log "$run_id" local --show >"$W/serverapp.log" 2>&1 || true
+grep -q "round 5 of 5: 5 of 5 agents answered; epsilon so far" "$W/serverapp.log" ||
+    fail "flwr log $run_id has no progress line for round 5: $(tail -n 5 "$W/serverapp.log"; tail -n 5 "$W/flwr-run.log")"
+echo "test-flower: 1. ok: byte-identical to fbo run ($wall s for 6 rounds); flwr log: $(grep -o "round 5 of 5: .*" "$W/serverapp.log" | head -n 1)" >&2
 
 echo "test-flower: 4a. a SuperNode with an unregistered key is refused" >&2
 start_node 9 stranger ""

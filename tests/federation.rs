@@ -229,3 +229,40 @@ fn a_site_that_keeps_failing_is_named_and_stops_the_federation() {
     assert!(notes.contains("(3 in a row)"), "{notes}");
     assert!(!notes.contains("agent 5's reply did not arrive"), "{notes}");
 }
+
+/// While a federation runs, `fbo run --status` follows it: the last round kept of the spec's
+/// iterations, who answered, and the epsilon spent so far, privacy.csv's value at that
+/// iteration under each accountant. (The Flower ServerApp logs the same line every round.)
+#[test]
+fn status_follows_a_federation_round_by_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP
+        .replace("runs = 3", "runs = 1")
+        .replace("[[algorithm]]\nkind = \"ts\"\n\n", "");
+    let spec = write(dir.path(), "dp.toml", &text);
+    let sim = dir.path().join("sim");
+    fbo_ok("run", &spec, &sim, &["--no-timing"]);
+    let (fed, state) = (dir.path().join("fed"), dir.path().join("state"));
+    assert!(!drive(&spec, &fed, &state, 4));
+    let o = fbo_ok("run", &spec, &fed, &["--status"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let privacy = fs::read_to_string(sim.join("privacy.csv")).unwrap();
+    let eps = |accountant: &str| -> f64 {
+        privacy
+            .lines()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|c| c[2] == "3" && c[3] == accountant)
+            .unwrap()
+            .last()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let want = format!(
+        "federation: DP-FTS-DE P=2 q=0.5 z=1 S=3 run 0: round 3 of 8: 12 of 12 agents answered; \
+         epsilon so far {:.4} (rdp-int, against outsiders); epsilon so far {:.4} (rdp, against outsiders)",
+        eps("rdp-int"),
+        eps("rdp")
+    );
+    assert!(out.contains(&want), "{out}\nwanted: {want}");
+}

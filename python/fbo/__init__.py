@@ -261,6 +261,12 @@ class UnitServer:
     def notes(self):
         return self._inner.notes
 
+    @property
+    def progress(self):
+        """The last round kept, one line for the operator ("round 3 of 20: 4 of 5 agents
+        answered (missing: 2); epsilon so far ..."), or None before the first."""
+        return self._inner.progress
+
 
 class Server:
     """The server of an experiment: the output folder (claimed as `fbo run` claims it), the

@@ -267,6 +267,12 @@ impl UnitServer {
     fn notes(&mut self) -> PyResult<Vec<String>> {
         Ok(self.node()?.notes().to_vec())
     }
+
+    /// The last round kept, for the operator: round n of T, who answered, epsilon so far.
+    #[getter]
+    fn progress(&mut self) -> PyResult<Option<String>> {
+        self.node()?.progress().map_err(err)
+    }
 }
 
 /// The server of a whole experiment: the output folder, the units still to do, the merge.

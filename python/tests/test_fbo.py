@@ -75,6 +75,20 @@ def test_a_federation_killed_every_five_rounds_resumes_to_the_same_bytes(tmp_pat
     assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
 
 
+def test_the_operator_sees_each_round_and_who_was_missing(tmp_path):
+    server = fbo.Server(SMALL_DP, tmp_path / "out")
+    alg, run = server.units()[0]
+    unit = server.unit(alg, run)
+    assert unit.progress is None
+    sites = {a: fbo.Agent(SMALL_DP, a, state=tmp_path / f"agent{a}") for a in unit.agents}
+    for _ in range(2):
+        ins = unit.instruction()
+        # Agent 4's reply is lost in round 1.
+        unit.receive([sites[a].step(ins) for a in unit.agents if unit.round != 1 or a != 4])
+    n = len(unit.agents)
+    assert unit.progress.startswith(f"round 1 of 8: {n - 1} of {n} agents answered (missing: 4)")
+
+
 def test_messages_cross_as_numpy_arrays_and_bad_ones_are_rejected(tmp_path):
     server = fbo.Server(SMALL_DP, tmp_path / "out")
     alg, run = [u for u in server.units() if u[0] == 1][0]

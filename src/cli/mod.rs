@@ -552,7 +552,9 @@ fn cmd_run(a: RunArgs) -> Result<()> {
     let spec = load(&spec, runs, no_timing)?;
     let out = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
     if status {
-        return crate::run::runner::run_status(&spec, &out, shard);
+        return crate::run::runner::run_status(&spec, &out, shard, &|a, r| {
+            crate::federation::journal_progress(&spec, &out, a, r)
+        });
     }
     let work = work_of(shard, merge);
     let report = run_spec(

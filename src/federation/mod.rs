@@ -517,6 +517,74 @@ pub struct ServerNode {
     failed_in_a_row: Vec<usize>,
     /// Agents whose site reported a failure this round (no reply to wait for).
     failed_now: Vec<usize>,
+    /// Agents whose reply the last round kept.
+    answered: Vec<usize>,
+    /// This algorithm's privacy curves, computed when the operator first asks for progress.
+    curves: Option<Vec<runner::PrivacyCurve>>,
+}
+
+/// What a federation unit's operator sees after each round (the Flower log and `fbo run
+/// --status`): the round kept, of the spec's iterations, who answered, and per guarantee of a
+/// private algorithm the epsilon of the aggregates released so far (privacy.csv's row of
+/// iteration `round`: the aggregate of round r's messages goes out with round r + 1's
+/// instruction; 0 after the initial points).
+pub fn progress_line(
+    spec: &Spec,
+    alg_index: usize,
+    round: usize,
+    answered: &[usize],
+    agents: &[usize],
+    curves: &[runner::PrivacyCurve],
+) -> String {
+    let what = if round == 0 {
+        "round 0 (initial points)".to_string()
+    } else {
+        format!("round {round}")
+    };
+    let mut line = format!(
+        "{what} of {}: {} of {} agents answered",
+        spec.iterations,
+        answered.len(),
+        agents.len()
+    );
+    let missing: Vec<String> = agents
+        .iter()
+        .filter(|a| !answered.contains(a))
+        .map(|a| a.to_string())
+        .collect();
+    if !missing.is_empty() {
+        line += &format!(" (missing: {})", missing.join(", "));
+    }
+    for c in curves.iter().filter(|c| c.algorithm == alg_index) {
+        let eps = round
+            .checked_sub(1)
+            .and_then(|i| c.epsilon.get(i))
+            .copied()
+            .unwrap_or(0.0);
+        line += &format!(
+            "; epsilon so far {eps:.4} ({}, against {})",
+            c.accountant.name(),
+            c.against.name()
+        );
+    }
+    line
+}
+
+/// `progress_line` of a federation unit from its server journal in `out`, for `fbo run
+/// --status` while the federation runs (None without a journal or before its first round).
+pub fn journal_progress(spec: &Spec, out: &Path, alg_index: usize, run: usize) -> Option<String> {
+    // Read only (the server may be appending): the last complete line.
+    let text = fs::read_to_string(out.join(server_journal(alg_index, run))).ok()?;
+    let whole = &text[..text.rfind('\n')?];
+    let last: ServerEntry = serde_json::from_str(whole.lines().next_back()?).ok()?;
+    let answered: Vec<usize> = last.replies.iter().map(|r| r.agent).collect();
+    // The agents the unit asks: the acting ones of the spec's algorithm (every agent for the
+    // kinds that run across machines).
+    let agents: Vec<usize> = (0..spec.total_agents()).collect();
+    let curves = runner::privacy_curves(spec).unwrap_or_default();
+    Some(progress_line(
+        spec, alg_index, last.round, &answered, &agents, &curves,
+    ))
 }
 
 impl ServerNode {
@@ -546,6 +614,8 @@ impl ServerNode {
             notes_file: None,
             failed_in_a_row: vec![0; landscape.agents()],
             failed_now: Vec::new(),
+            answered: Vec::new(),
+            curves: None,
             spec: spec.clone(),
         };
         if let Some(path) = &journal {
@@ -574,6 +644,28 @@ impl ServerNode {
     /// Whether every round (the initial points and `iterations` iterations) is done.
     pub fn finished(&self) -> bool {
         self.round > self.spec.iterations
+    }
+
+    /// `progress_line` of the last round kept (None before the first).
+    pub fn progress(&mut self) -> Result<Option<String>> {
+        let Some(kept) = self.round.checked_sub(1) else {
+            return Ok(None);
+        };
+        if self.curves.is_none() {
+            let mine = runner::privacy_curves(&self.spec)?
+                .into_iter()
+                .filter(|c| c.algorithm == self.alg_index)
+                .collect();
+            self.curves = Some(mine);
+        }
+        Ok(Some(progress_line(
+            &self.spec,
+            self.alg_index,
+            kept,
+            &self.answered,
+            &self.agents,
+            self.curves.as_deref().unwrap_or_default(),
+        )))
     }
 
     /// The round whose replies are awaited.
@@ -795,6 +887,7 @@ impl ServerNode {
     }
 
     fn keep(&mut self, replies: Vec<Reply>) {
+        self.answered = replies.iter().map(|r| r.agent).collect();
         for r in replies {
             if let Some(m) = r.message {
                 self.messages[r.agent] = Some(Array1::from(m));

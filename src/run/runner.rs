@@ -272,7 +272,14 @@ pub fn status_of(
 }
 
 /// `fbo run SPEC --status`: the counts, then every running and missing run.
-pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Result<()> {
+/// `detail(algorithm, run)`: a line on a unit still in progress elsewhere (a federation's
+/// rounds, from the command layer), printed after the unit lists.
+pub fn run_status(
+    spec: &Spec,
+    out: &std::path::Path,
+    shard: Option<Work>,
+    detail: &dyn Fn(usize, usize) -> Option<String>,
+) -> Result<()> {
     crate::run::outdir::check_owner(out, &run_identity(spec))?;
     if shard.is_some() {
         refuse_measured_shards(spec)?;
@@ -306,6 +313,23 @@ pub fn run_status(spec: &Spec, out: &std::path::Path, shard: Option<Work>) -> Re
     for (what, list) in [("running", &st.running), ("missing", &st.missing)] {
         for l in list {
             if writeln!(w, "{what}: {l}").is_err() {
+                return Ok(());
+            }
+        }
+    }
+    if st.merged {
+        return Ok(());
+    }
+    for a in 0..spec.algorithms.len() {
+        for r in 0..spec.runs {
+            if let Some(line) = detail(a, r)
+                && writeln!(
+                    w,
+                    "federation: {} run {r}: {line}",
+                    spec.algorithms[a].label
+                )
+                .is_err()
+            {
                 return Ok(());
             }
         }

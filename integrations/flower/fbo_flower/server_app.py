@@ -67,5 +67,7 @@ def main(grid: Grid, context: Context) -> None:
             for line in unit.notes[seen:]:
                 print(f"fbo: algorithm {algorithm} run {run}: {line}", flush=True)
             seen = len(unit.notes)
+            # The operator's view of each round, in the ServerApp's log (`flwr log`).
+            print(f"fbo: algorithm {algorithm} run {run}: {unit.progress}", flush=True)
         server.save(unit)
     server.finish()
