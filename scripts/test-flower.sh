@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# A real Flower federation on this machine (issue 29): a throw-away CA and certificates, a
-# SuperLink with TLS and SuperNode authentication, five SuperNodes (one fbo agent each) on
-# 127.0.0.1, and integrations/flower's app running a DP-FTS-DE spec. Checks:
+# A real Flower federation on this machine (issue 29), set up as docs/federation.md says, with
+# `fbo-flower server-init` (CA, certificate, Flower configuration, SuperLink command),
+# `site-init` (each site's key and SuperNode command) and `register`: a SuperLink with TLS and
+# SuperNode authentication, five SuperNodes (one fbo agent each) on 127.0.0.1, and
+# integrations/flower's app running a DP-FTS-DE spec. Checks:
 #   1. no faults: trace.csv, server.csv, privacy.csv, summary.csv byte-identical to fbo's own run
-#      (timing columns off);
+#      (timing columns off); `flwr log` shows every round's progress line;
 #   2. kill -9 of one SuperNode mid-run, restarted later: the run completes, that agent evaluated
 #      no round twice, its missing rounds are in federation-notes.txt and server.csv, privacy.csv
 #      is fbo's (the bound holds with messages missing);
 #   3. kill -9 of the SuperLink and its ServerApp mid-run, both restarted: no round is redone;
+#      `fbo-flower status` showed the last round kept meanwhile;
 #   4. a SuperNode whose key is not registered is refused; a SuperNode sending NaN vectors is
 #      rejected round after round without stopping the run; a site whose objective fails on
 #      every call is noted with its error, and its third failure in a row stops the run.
@@ -16,12 +19,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
-if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || ! command -v openssl >/dev/null || ! command -v ssh-keygen >/dev/null; then
+if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "test-flower: installing Debian's python3-venv, openssl and openssh-client (certificates and node keys)" >&2
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv openssl openssh-client >/dev/null
+        echo "test-flower: installing Debian's python3-venv" >&2
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
     else
-        echo "test-flower: skipped: needs python3 with venv, openssl and ssh-keygen, and no root to install them" >&2
+        echo "test-flower: skipped: needs python3 with venv, and no root to install it" >&2
         exit 0
     fi
 fi
@@ -35,7 +38,6 @@ CARGO_TARGET_DIR="$ROOT/target/python" "$VENV/bin/pip" install -q --disable-pip-
 export PATH="$VENV/bin:$PATH"
 
 W="$(mktemp -d /tmp/fbo-flower.XXXXXX)"
-export FLWR_HOME="$W/flwr-home"
 PORT=$((20000 + RANDOM % 20000))
 PIDS=()
 cleanup() {
@@ -93,32 +95,22 @@ kind = "dp-fts-de"
 SPEC
 "$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim', no_timing=True)"
 
-# A throw-away CA, the SuperLink's certificate for 127.0.0.1, and one key per SuperNode.
-openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=fbo test CA" \
-    -keyout "$W/ca.key" -out "$W/ca.crt" 2>/dev/null
-openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
-    -keyout "$W/server.key" -out "$W/server.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$W/san.ext"
-openssl x509 -req -in "$W/server.csr" -CA "$W/ca.crt" -CAkey "$W/ca.key" -CAcreateserial \
-    -days 2 -extfile "$W/san.ext" -out "$W/server.pem" 2>/dev/null
+# The walk-through of docs/federation.md: the server's folder (CA, certificate for the names
+# sites dial, the experimenter's Flower configuration, superlink.sh), then one folder per site
+# (its key and supernode.sh). "stranger" is a site the server never registers.
+fbo-flower server-init "$W/server" --name 127.0.0.1 --name localhost --host 127.0.0.1 --port "$PORT" \
+    >"$W/server-init.log" || fail "fbo-flower server-init: $(cat "$W/server-init.log")"
+export FLWR_HOME="$W/server/flwr-home"
 for k in 0 1 2 3 4 stranger; do
-    ssh-keygen -q -t ecdsa -b 384 -N "" -C "node-$k" -f "$W/node-$k.key"
+    agent=$k
+    [ "$k" = stranger ] && agent=9
+    fbo-flower site-init "$W/site-$k" --agent "$agent" --superlink "127.0.0.1:$PORT" \
+        --ca "$W/server/ca.crt" --spec "$W/spec.toml" --state "$W/state/agent$agent" \
+        --port $((PORT + 10 + agent)) >"$W/site-init-$k.log" || fail "fbo-flower site-init $k"
 done
-mkdir -p "$FLWR_HOME"
-cat >"$FLWR_HOME/config.toml" <<CFG
-[superlink]
-default = "local"
-
-[superlink.local]
-address = "127.0.0.1:$PORT"
-root-certificates = "$W/ca.crt"
-CFG
 
 start_link() { # $1: log suffix
-    flower-superlink --ssl-ca-certfile "$W/ca.crt" --ssl-certfile "$W/server.pem" \
-        --ssl-keyfile "$W/server.key" --enable-supernode-auth \
-        --disable-runtime-dependency-installation --port "$PORT" \
-        --database "$W/link.db" >"$W/link$1.log" 2>&1 &
+    bash "$W/server/superlink.sh" >"$W/link$1.log" 2>&1 &
     LINK=$!
     # Out of the job table: the kills below are on purpose, and bash would report each.
     disown "$LINK"
@@ -129,12 +121,17 @@ start_link() { # $1: log suffix
     done
     fail "the SuperLink did not start"
 }
-# start_node AGENT KEY [extra node config]: one SuperNode holding agent AGENT.
+# start_node AGENT KEY [extra node config]: one SuperNode holding agent AGENT, by the site's
+# supernode.sh as site-init wrote it, or with a fault to inject, by the same command with it.
 start_node() {
-    flower-supernode --root-certificates "$W/ca.crt" --superlink "127.0.0.1:$PORT" \
-        --auth-supernode-private-key "$W/node-$2.key" --port $((PORT + 10 + $1)) \
-        --node-config "agent=$1 spec=\"$W/spec.toml\" state=\"$W/state/agent$1\" $3" \
-        >>"$W/node$1.log" 2>&1 &
+    if [ -z "${3:-}" ]; then
+        bash "$W/site-$2/supernode.sh" >>"$W/node$1.log" 2>&1 &
+    else
+        flower-supernode --root-certificates "$W/server/ca.crt" --superlink "127.0.0.1:$PORT" \
+            --auth-supernode-private-key "$W/site-$2/site.key" --port $((PORT + 10 + $1)) \
+            --node-config "agent=$1 spec=\"$W/spec.toml\" state=\"$W/state/agent$1\" $3" \
+            >>"$W/node$1.log" 2>&1 &
+    fi
     NODE[$1]=$!
     disown "${NODE[$1]}"
     PIDS+=("${NODE[$1]}")
@@ -160,7 +157,7 @@ restart_node() {
 }
 # run_app OUT DEADLINE: submits the app; the ServerApp writes OUT.
 run_app() {
-    flwr run "$ROOT/integrations/flower" local \
+    flwr run "$ROOT/integrations/flower" fbo \
         --run-config "spec=\"$W/spec.toml\" out=\"$1\" deadline-s=$2 wait-nodes-s=120.0" >>"$W/flwr-run.log" 2>&1 ||
         fail "flwr run refused the app: $(tail -n 5 "$W/flwr-run.log")"
 }
@@ -182,7 +179,7 @@ same_as_fbo() { # OUT [files...]
 declare -a NODE
 start_link ""
 for a in 0 1 2 3 4; do
-    flwr supernode register "$W/node-$a.key.pub" local >>"$W/register.log" 2>&1 ||
+    fbo-flower register "$W/server" "$W/site-$a/site.key.pub" >>"$W/register.log" 2>&1 ||
         fail "registering node $a: $(tail -n 3 "$W/register.log")"
     start_node "$a" "$a" ""
 done
@@ -195,7 +192,7 @@ wall=$((SECONDS - t0))
 same_as_fbo "$W/out1" trace.csv server.csv privacy.csv summary.csv
 # The operator follows the rounds in the ServerApp's log, as `flwr log` shows it.
 run_id=$(grep -oiE "run(_id|-id| id)?[^0-9]{0,12}[0-9]{4,}" "$W/flwr-run.log" | grep -oE "[0-9]{4,}" | tail -n 1)
-flwr log "$run_id" local --show >"$W/serverapp.log" 2>&1 || true
+flwr log "$run_id" fbo --show >"$W/serverapp.log" 2>&1 || true
 grep -q "round 5 of 5: 5 of 5 agents answered; epsilon so far" "$W/serverapp.log" ||
     fail "flwr log $run_id has no progress line for round 5: $(tail -n 5 "$W/serverapp.log"; tail -n 5 "$W/flwr-run.log")"
 echo "test-flower: 1. ok: byte-identical to fbo run ($wall s for 6 rounds); flwr log: $(grep -o "round 5 of 5: .*" "$W/serverapp.log" | head -n 1)" >&2
@@ -219,6 +216,11 @@ kept=$(rounds_in "$W/out3")
 kill -9 "$LINK"
 pkill -9 -f "$VENV/bin/flwr-serverapp" 2>/dev/null || true
 sleep 2
+# The operator's view while the server is down: the last round its journal kept.
+last=$(($(rounds_in "$W/out3") - 1))
+fbo-flower status "$W/spec.toml" "$W/out3" >"$W/status.txt" 2>&1 || fail "fbo-flower status: $(cat "$W/status.txt")"
+grep -q "federation: DP-FTS-DE.* run 0: round $last of 5: 5 of 5 agents answered" "$W/status.txt" ||
+    fail "fbo-flower status does not show round $last: $(cat "$W/status.txt")"
 start_link "-2"
 run_app "$W/out3" 60.0
 wait_for "$W/out3/trace.csv" 600 || fail "the federation did not resume"

@@ -46,6 +46,7 @@ __all__ = [
     "optimize",
     "run",
     "run_in_process",
+    "status",
     "tell",
     "to_json",
 ]
@@ -54,6 +55,13 @@ __all__ = [
 def run(spec, out, *, threads=None, overwrite=False, no_timing=False):
     """Run the spec at path `spec` into the folder `out`, as `fbo run SPEC --out OUT` does."""
     _fbo.run(str(spec), str(out), threads, overwrite, no_timing)
+
+
+def status(spec, out):
+    """What ``fbo run SPEC --status --out OUT`` prints, as text: the units done, running and
+    missing, and the last round of each unit a federation has started (who answered, epsilon
+    so far), read from its journal without writing anything."""
+    return _fbo.status(str(spec), str(out))
 
 
 def ask(spec, state, *, all=False):

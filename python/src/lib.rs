@@ -124,6 +124,18 @@ fn tell(
     fbo::cli::asktell::tell(&s, &opts).map_err(err)
 }
 
+/// What `fbo run SPEC --status --out OUT` prints: units done, running and missing, and each
+/// federation unit's last round (who answered, epsilon so far).
+#[pyfunction]
+fn status(spec: String, out: String) -> PyResult<String> {
+    let s = load(&spec, false)?;
+    let out = PathBuf::from(out);
+    fbo::run::runner::status_report(&s, &out, None, &|a, r| {
+        federation::journal_progress(&s, &out, a, r)
+    })
+    .map_err(err)
+}
+
 /// A whole federation in this process, every message through JSON: the reference a real
 /// one is compared with.
 #[pyfunction]
@@ -335,6 +347,7 @@ fn _fbo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ask, m)?)?;
     m.add_function(wrap_pyfunction!(tell, m)?)?;
     m.add_function(wrap_pyfunction!(run_in_process, m)?)?;
+    m.add_function(wrap_pyfunction!(status, m)?)?;
     m.add_class::<Site>()?;
     m.add_class::<UnitServer>()?;
     m.add_class::<Federation>()?;

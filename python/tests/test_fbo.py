@@ -86,7 +86,10 @@ def test_the_operator_sees_each_round_and_who_was_missing(tmp_path):
         # Agent 4's reply is lost in round 1.
         unit.receive([sites[a].step(ins) for a in unit.agents if unit.round != 1 or a != 4])
     n = len(unit.agents)
-    assert unit.progress.startswith(f"round 1 of 8: {n - 1} of {n} agents answered (missing: 4)")
+    line = f"round 1 of 8: {n - 1} of {n} agents answered (missing: 4)"
+    assert unit.progress.startswith(line)
+    # The status, from the server's journal, as another process would read it.
+    assert f"federation: TS run 0: {line}" in fbo.status(SMALL_DP, tmp_path / "out")
 
 
 def test_messages_cross_as_numpy_arrays_and_bad_ones_are_rejected(tmp_path):

@@ -272,14 +272,29 @@ pub fn status_of(
 }
 
 /// `fbo run SPEC --status`: the counts, then every running and missing run.
-/// `detail(algorithm, run)`: a line on a unit still in progress elsewhere (a federation's
-/// rounds, from the command layer), printed after the unit lists.
+/// Prints `status_report`.
 pub fn run_status(
     spec: &Spec,
     out: &std::path::Path,
     shard: Option<Work>,
     detail: &dyn Fn(usize, usize) -> Option<String>,
 ) -> Result<()> {
+    let text = status_report(spec, out, shard, detail)?;
+    // Written, not printed: `--status | head` ends quietly (SIGPIPE stays ignored in fbo, as
+    // its commands' pipes need).
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    Ok(())
+}
+
+/// What `fbo run --status` says: units done, running and missing, then for each unit
+/// `detail(algorithm, run)` gives a line on (a federation's rounds, from the command layer).
+pub fn status_report(
+    spec: &Spec,
+    out: &std::path::Path,
+    shard: Option<Work>,
+    detail: &dyn Fn(usize, usize) -> Option<String>,
+) -> Result<String> {
     crate::run::outdir::check_owner(out, &run_identity(spec))?;
     if shard.is_some() {
         refuse_measured_shards(spec)?;
@@ -291,13 +306,8 @@ pub fn run_status(
         }
         _ => status(spec, out),
     };
-    // Written, not printed: `--status | head` ends quietly (SIGPIPE stays ignored in fbo, as
-    // its commands' pipes need).
-    use std::io::Write;
-    let mut w = std::io::stdout().lock();
-    let _ = writeln!(
-        w,
-        "{}: {} done, {} running, {} missing{}",
+    let mut w = format!(
+        "{}: {} done, {} running, {} missing{}\n",
         out.display(),
         st.done.len(),
         st.running.len(),
@@ -312,29 +322,19 @@ pub fn run_status(
     );
     for (what, list) in [("running", &st.running), ("missing", &st.missing)] {
         for l in list {
-            if writeln!(w, "{what}: {l}").is_err() {
-                return Ok(());
+            w += &format!("{what}: {l}\n");
+        }
+    }
+    if !st.merged {
+        for a in 0..spec.algorithms.len() {
+            for r in 0..spec.runs {
+                if let Some(line) = detail(a, r) {
+                    w += &format!("federation: {} run {r}: {line}\n", spec.algorithms[a].label);
+                }
             }
         }
     }
-    if st.merged {
-        return Ok(());
-    }
-    for a in 0..spec.algorithms.len() {
-        for r in 0..spec.runs {
-            if let Some(line) = detail(a, r)
-                && writeln!(
-                    w,
-                    "federation: {} run {r}: {line}",
-                    spec.algorithms[a].label
-                )
-                .is_err()
-            {
-                return Ok(());
-            }
-        }
-    }
-    Ok(())
+    Ok(w)
 }
 
 fn part_name(alg_index: usize, run: usize) -> String {
