@@ -1,0 +1,136 @@
+//! `[privacy]`: delta and the accountants, checked against every private algorithm's
+//! mechanism; the agreement's and the budget's settings completed here, where delta is known.
+
+use super::*;
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPrivacy {
+    delta: Option<f64>,
+    accountants: Option<Vec<String>>,
+}
+
+pub(super) fn check_privacy(
+    c: &Check,
+    raw: Option<RawPrivacy>,
+    algorithms: &mut [AlgorithmSpec],
+    top_server: &RawServer,
+    total_agents: usize,
+    iterations: usize,
+) -> Result<PrivacySpec> {
+    let rp = raw.unwrap_or_default();
+    let delta = rp.delta.unwrap_or((total_agents as f64).powf(-1.1));
+    let private = algorithms
+        .iter()
+        .any(|a| a.server.as_ref().is_some_and(|s| s.dp.is_some()));
+    // [server]'s privacy keys are defaults for private algorithms; with none in the spec
+    // they would change nothing, which is never what their author meant.
+    if !private {
+        for key in server::DP_KEYS {
+            if top_server.sets(key) {
+                return Err(c.err(
+                    &format!("server.{key}"),
+                    "applies only with dp = true, and no algorithm of this spec is private (set server.dp = true, or remove the key)",
+                ));
+            }
+        }
+    }
+    if rp.delta.is_none() && private && !(delta > 0.0 && delta < 1.0) {
+        return Err(c.err(
+            "privacy.delta",
+            format!(
+                "the default N^-1.1 is {delta} for N = {total_agents} agent(s), not a valid delta; set privacy.delta in (0, 1), e.g. 1e-5"
+            ),
+        ));
+    }
+    if rp.delta.is_some() && !(delta > 0.0 && delta < 1.0) {
+        return Err(c.err("privacy.delta", format!("must be in (0, 1), got {delta}")));
+    }
+    let accountants_written = rp.accountants.is_some();
+    let accountants = match rp.accountants {
+        None => Accountant::ALL.to_vec(),
+        Some(list) => {
+            let mut out = Vec::new();
+            for (i, a) in list.iter().enumerate() {
+                let acc: Accountant = a
+                    .parse()
+                    .map_err(|e: String| c.err(&format!("privacy.accountants[{i}]"), e))?;
+                if !out.contains(&acc) {
+                    out.push(acc);
+                }
+            }
+            out
+        }
+    };
+    for (i, a) in algorithms.iter().enumerate() {
+        if let Some(dp) = a.server.as_ref().and_then(|s| s.dp) {
+            for (j, &acc) in accountants.iter().enumerate() {
+                crate::privacy::supports(acc, dp.sampling, dp.adjacency).map_err(|e| {
+                    c.err(
+                        &a.server_key(i, "adjacency"),
+                        format!("{e} (privacy.accountants[{j}] = \"{acc}\")"),
+                    )
+                })?;
+                // Unwritten, the list is every accountant, and each algorithm is
+                // accounted by those that have an analysis of its noise.
+                if accountants_written {
+                    crate::privacy::supports_noise(acc, dp.noise).map_err(|e| {
+                        c.err(
+                            &a.server_key(i, "noise"),
+                            format!("{e} (privacy.accountants[{j}] = \"{acc}\")"),
+                        )
+                    })?;
+                }
+            }
+        }
+        if let Some(dp) = a.server.as_ref().and_then(|s| s.dp)
+            && dp.sampling == Sampling::Fixed
+        {
+            crate::privacy::checked_fixed_sample_size(dp.q, total_agents)
+                .map_err(|e| c.err(&a.server_key(i, "q"), e))?;
+        }
+    }
+    // The agreement is released (and accounted) only when the shared model is agreed.
+    for (i, a) in algorithms.iter_mut().enumerate() {
+        let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut()) else {
+            continue;
+        };
+        if a.shared == SharedModel::Agreed
+            && matches!(dp.noise, crate::privacy::Noise::Distributed(_))
+        {
+            return Err(c.err(
+                &a.server_key(i, "noise"),
+                "distributed noise covers the message vectors only, and shared = \"agreed\" releases an agreement beside them through the server's own noise; use shared = \"fixed\" or noise = \"central\"",
+            ));
+        }
+        match (a.shared, dp.agreement) {
+            (SharedModel::Agreed, None) => {
+                dp.agreement = Some(server::AgreementDp {
+                    z: dp.z,
+                    clip: server::AgreementDp::DEFAULT_CLIP,
+                })
+            }
+            (SharedModel::Fixed, Some(_)) => {
+                return Err(c.err(
+                    &a.server_key(i, "agreement_z"),
+                    "agreement_z and agreement_clip apply only with shared = \"agreed\" (surrogate.shared or the algorithm's own)",
+                ));
+            }
+            _ => {}
+        }
+    }
+    for (i, a) in algorithms.iter_mut().enumerate() {
+        let key = a.server_key(i, "max_epsilon");
+        if let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut())
+            && let Some(b) = dp.budget.as_mut()
+        {
+            let unlimited = DpSpec {
+                budget: None,
+                ..*dp
+            };
+            b.rounds = budget_rounds(&unlimited, b, iterations as u64, total_agents, delta)
+                .map_err(|e| c.err(&key, e))?;
+        }
+    }
+    Ok(PrivacySpec { delta, accountants })
+}
