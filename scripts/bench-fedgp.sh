@@ -46,9 +46,11 @@ agents = 8
 kind = "ts"
 [[algorithm]]
 kind = "fedgp"
+acquisition = "ts"
 solver = "fedavg"
 [[algorithm]]
 kind = "fedgp"
+acquisition = "ts"
 solver = "lbfgs"
 [[algorithm]]
 kind = "fedgp"

@@ -345,9 +345,12 @@ pub(super) fn parse(
         }
         b => b,
     };
-    let decide = || -> Result<Decide> {
+    // `default`: the acquisition when unwritten (consensus: TS, the survey's; FedGP: EI,
+    // measured better: docs/results.md, "FedGP's solver").
+    let decide = |default: Decide| -> Result<Decide> {
         let d = match raw.acquisition.as_deref() {
-            None | Some("ts") => Decide::Ts,
+            None => default,
+            Some("ts") => Decide::Ts,
             Some("ei") => Decide::Ei(raw.ei.unwrap_or(EiForm::DEFAULT)),
             Some("ucb") => Decide::Ucb { beta },
             Some(o) => {
@@ -367,7 +370,7 @@ pub(super) fn parse(
     };
     Ok(match kind {
         "consensus" => Framework::Consensus {
-            decide: decide()?,
+            decide: decide(Decide::Ts)?,
             own_weight: real("own_weight", raw.own_weight, 0.0, 0.0, 1.0, false)?,
             schedule: match raw.schedule.as_deref() {
                 None | Some("linear") => ConsensusSchedule::Linear,
@@ -475,7 +478,7 @@ pub(super) fn parse(
                 FedGpSolver::Lbfgs => 50,
             };
             Framework::FedGp {
-                decide: decide()?,
+                decide: decide(Decide::Ei(raw.ei.unwrap_or(EiForm::DEFAULT)))?,
                 solver,
                 rounds: c.int(&key("rounds"), raw.rounds, default_rounds, 1, 10_000)?,
                 local_steps: c.int(&key("local_steps"), raw.local_steps, 5, 1, 10_000)?,
