@@ -336,6 +336,26 @@ pub(super) fn check_algorithms(
     raw: Vec<RawAlgorithm>,
     d: &Defaults,
 ) -> Result<Vec<AlgorithmSpec>> {
+    let mut algorithms: Vec<AlgorithmSpec> = Vec::new();
+    for (i, ra) in raw.into_iter().enumerate() {
+        let a = check_algorithm(c, i, ra, d)?;
+        if algorithms.iter().any(|b| b.label == a.label) {
+            return Err(c.err(
+                &format!("algorithm[{i}].label"),
+                format!(
+                    "label \"{}\" is used twice; give each algorithm a distinct label",
+                    a.label
+                ),
+            ));
+        }
+        algorithms.push(a);
+    }
+    Ok(algorithms)
+}
+
+/// `algorithm[i]`: its kind, its keys (each refused where its kind does not read it) and the
+/// spec's defaults for the rest.
+fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Result<AlgorithmSpec> {
     let (surrogate, features, fed_pt, p1, fed_messages, raw_server, iterations, total_agents) = (
         d.surrogate,
         d.features,
@@ -346,339 +366,383 @@ pub(super) fn check_algorithms(
         d.iterations,
         d.total_agents,
     );
-    let mut algorithms: Vec<AlgorithmSpec> = Vec::new();
-    for (i, ra) in raw.into_iter().enumerate() {
-        let key = |k: &str| format!("algorithm[{i}].{k}");
-        let kind = AlgorithmKind::parse(&ra.kind).ok_or_else(|| {
-            c.err(
-                &key("kind"),
-                format!(
-                    "unknown algorithm \"{}\"; allowed: {:?}",
-                    ra.kind,
-                    AlgorithmKind::NAMES
-                ),
-            )
-        })?;
-        // The random-feature keys, for kinds that send no random-feature messages.
-        if (kind.is_single_agent() || kind.is_framework())
-            && (ra.features.is_some()
-                || ra.p_t.is_some()
-                || ra.messages.is_some()
-                || ra.p1_equals_p2.is_some()
-                || ra.server.is_some())
-        {
-            let why = match kind {
-                AlgorithmKind::Random => "Random search uses no federation".to_string(),
-                AlgorithmKind::Ei => "EI uses no federation".to_string(),
-                AlgorithmKind::Ucb => "UCB uses no federation".to_string(),
-                AlgorithmKind::Ts => "TS uses no federation".to_string(),
-                _ => format!("{} shares no random-feature messages", ra.kind),
-            };
+    let key = |k: &str| format!("algorithm[{i}].{k}");
+    let kind = AlgorithmKind::parse(&ra.kind).ok_or_else(|| {
+        c.err(
+            &key("kind"),
+            format!(
+                "unknown algorithm \"{}\"; allowed: {:?}",
+                ra.kind,
+                AlgorithmKind::NAMES
+            ),
+        )
+    })?;
+    refuse_foreign_keys(c, i, kind, &ra, fed_messages)?;
+    let ei = c.choice(
+        &key("ei"),
+        ra.ei.as_deref(),
+        EiForm::DEFAULT,
+        "EI form",
+        EiForm::NAMES,
+        EiForm::parse,
+    )?;
+    let framework = frameworks::parse(c, &ra.kind, &framework_keys(&ra, kind, ei), &key)?;
+    let beta = match ra.beta {
+        Some(b) if !(b.is_finite() && b > 0.0 && b <= 1e6) => {
+            return Err(c.err(&key("beta"), format!("must be in (0, 1e6], got {b}")));
+        }
+        b => b,
+    };
+    let own_sample = c.sampler(
+        &key("own_sample"),
+        ra.own_sample.as_deref(),
+        surrogate.own.sampler,
+    )?;
+    let incumbent = match ra.incumbent.as_deref() {
+        None | Some("agent") => TafIncumbent::Agent,
+        Some("target") => TafIncumbent::Target,
+        Some(o) => {
             return Err(c.err(
-                &key("kind"),
-                format!(
-                    "{why}: features, p_t, p1_equals_p2, messages and server do not apply to it"
-                ),
+                &key("incumbent"),
+                format!("unknown incumbent \"{o}\"; allowed: \"agent\", \"target\""),
             ));
         }
-        let ei = c.choice(
-            &key("ei"),
-            ra.ei.as_deref(),
-            EiForm::DEFAULT,
-            "EI form",
-            EiForm::NAMES,
-            EiForm::parse,
-        )?;
-        if ra.ei.is_some()
-            && kind != AlgorithmKind::Ei
-            && !frameworks::keys_of(&ra.kind).contains(&"ei")
-        {
-            return Err(c.err(&key("ei"), "applies only to kind = ei, consensus or fedgp"));
-        }
-        let framework = frameworks::parse(
-            c,
-            &ra.kind,
-            &frameworks::RawFramework {
-                acquisition: ra.acquisition.clone(),
-                schedule: ra.schedule.clone(),
-                noise: ra.noise,
-                eta: ra.eta,
-                samples: ra.samples.filter(|_| kind.is_framework()),
-                beta: ra.beta.filter(|_| kind.is_framework()),
-                ei: ra.ei.as_ref().map(|_| ei).filter(|_| kind.is_framework()),
-                density: ra.density.clone(),
-                width: ra.width,
-                rounds: ra.rounds,
-                tolerance: ra.tolerance,
-                global: ra.global.clone(),
-                power: ra.power.clone(),
-                local_steps: ra.local_steps,
-                step_size: ra.step_size,
-                gamma: ra.gamma,
-                fraction: ra.fraction,
-                shared_points: ra.shared_points,
-                group: ra.group,
-                own_weight: ra.own_weight,
-                solver: ra.solver.clone(),
-                rejection: ra.rejection.clone(),
-            },
-            &key,
-        )?;
-        if ra.beta.is_some()
-            && !matches!(kind, AlgorithmKind::Ucb)
-            && !frameworks::keys_of(&ra.kind).contains(&"beta")
-        {
-            return Err(c.err(
-                &key("beta"),
-                "applies only to kind = ucb, consensus, cgp, design-density or fedgp",
-            ));
-        }
-        let beta = match ra.beta {
-            Some(b) if !(b.is_finite() && b > 0.0 && b <= 1e6) => {
-                return Err(c.err(&key("beta"), format!("must be in (0, 1e6], got {b}")));
-            }
-            b => b,
-        };
-        if matches!(
-            kind,
-            AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb
-        ) && ra.own_sample.is_some()
-        {
-            return Err(c.err(
-                &key("own_sample"),
-                "random, ei and ucb draw no Thompson sample; own_sample applies to ts, fts and dp-fts-de",
-            ));
-        }
-        if kind != AlgorithmKind::Fts && ra.messages.is_some() {
-            return Err(c.err(&key("messages"), "applies only to kind = \"fts\""));
-        }
-        let meta = matches!(kind, AlgorithmKind::Rgpe | AlgorithmKind::Taf);
-        if meta && (ra.p_t.is_some() || ra.p1_equals_p2.is_some()) {
-            return Err(c.err(
-                &key("p_t"),
-                "RGPE and TAF choose every query by their acquisition function; p_t and p1_equals_p2 do not apply",
-            ));
-        }
-        if meta && fed_messages != MessageMode::OneShot {
-            return Err(c.err(
-                "federation.messages",
-                "RGPE and TAF receive one message per agent before the target starts; every-iteration messages are an FTS option (set messages on the fts algorithm instead)",
-            ));
-        }
-        if !matches!(
-            kind,
-            AlgorithmKind::Rgpe | AlgorithmKind::Cgp | AlgorithmKind::DesignDensity
-        ) && ra.samples.is_some()
-        {
-            return Err(c.err(
-                &key("samples"),
-                "applies only to kind = rgpe, cgp or design-density",
-            ));
-        }
-        if kind != AlgorithmKind::Taf && ra.bandwidth.is_some() {
-            return Err(c.err(&key("bandwidth"), "applies only to kind = \"taf\""));
-        }
-        if meta && ra.own_sample.is_some() {
-            return Err(c.err(
-                &key("own_sample"),
-                "RGPE and TAF use the exact GP posterior, not a sample; own_sample applies to ts, fts and dp-fts-de",
-            ));
-        }
-        let own_sample = c.sampler(
-            &key("own_sample"),
-            ra.own_sample.as_deref(),
-            surrogate.own.sampler,
-        )?;
-        if kind != AlgorithmKind::Taf && ra.incumbent.is_some() {
-            return Err(c.err(&key("incumbent"), "applies only to kind = \"taf\""));
-        }
-        let incumbent = match ra.incumbent.as_deref() {
-            None | Some("agent") => TafIncumbent::Agent,
-            Some("target") => TafIncumbent::Target,
-            Some(o) => {
-                return Err(c.err(
-                    &key("incumbent"),
-                    format!("unknown incumbent \"{o}\"; allowed: \"agent\", \"target\""),
-                ));
-            }
-        };
-        if ra.start.is_some() && kind != AlgorithmKind::Ts {
-            return Err(c.err(&key("start"), "applies only to kind = \"ts\""));
-        }
-        let start = c.choice(
-            &key("start"),
-            ra.start.as_deref(),
-            None,
-            "start",
-            "\"federation-best\", \"mean-of-bests\"",
-            |s| Start::parse(s).map(Some),
-        )?;
-        let samples = c.int(&key("samples"), ra.samples, 100, 1, 100_000)?;
-        let bandwidth = ra.bandwidth.unwrap_or(0.1);
-        if !(bandwidth > 0.0 && bandwidth <= 10.0) {
-            return Err(c.err(
-                &key("bandwidth"),
-                format!("must be in (0, 10], got {bandwidth}"),
-            ));
-        }
-        if kind != AlgorithmKind::DpFtsDe && ra.server.is_some() {
-            return Err(c.err(&key("server"), "applies only to kind = \"dp-fts-de\""));
-        }
-
-        let m = c.int(
-            &key("features"),
-            ra.features,
-            features as i64,
-            1,
-            MAX_FEATURES,
-        )?;
-        let server = match kind {
-            AlgorithmKind::DpFtsDe => Some(check_server(
-                c,
-                &key("server"),
-                ra.server.clone().unwrap_or_default().or(raw_server),
-                ra.server.as_ref(),
-                d.domain_size,
-                total_agents,
-                m,
-            )?),
-            _ => None,
-        };
-        let messages_on_features = matches!(
-            kind,
-            AlgorithmKind::Fts | AlgorithmKind::DpFtsDe | AlgorithmKind::Rgpe | AlgorithmKind::Taf
-        );
-        if ra.shared.is_some() && !messages_on_features {
-            return Err(c.err(
-                &key("shared"),
-                "applies only to kinds whose messages are random-feature weights: \"fts\", \"dp-fts-de\", \"rgpe\", \"taf\"",
-            ));
-        }
-        let private = server.as_ref().is_some_and(|s| s.dp.is_some());
-        // Unwritten, the spec's default holds for the non-private server form only, where it
-        // was measured (docs/results.md, "Agreed shared models"); fts, rgpe and taf keep the
-        // pinned model, and a private algorithm too, since the agreement costs epsilon.
-        let measured_form = kind == AlgorithmKind::DpFtsDe && !private;
-        let default_shared = if surrogate.shared_written || measured_form {
-            surrogate.shared
-        } else {
-            crate::spec::SharedModel::Fixed
-        };
-        let shared = c.choice(
-            &key("shared"),
-            ra.shared.as_deref(),
-            default_shared,
-            "shared model",
-            crate::spec::SharedModel::NAMES,
-            crate::spec::SharedModel::parse,
-        )?;
-        let p_t = match ra.p_t {
-            Some(ref v) => c.schedule(
-                &key("p_t"),
-                Some(v),
-                ra.p1_equals_p2.unwrap_or(p1),
-                iterations,
-            )?,
-            None => Schedule {
-                p1_equals_p2: ra.p1_equals_p2.unwrap_or(p1),
-                ..fed_pt.clone()
-            },
-        };
-        let messages = c.messages(&key("messages"), ra.messages.as_deref(), fed_messages)?;
-        let label = match ra.label {
-            // A label names CSV rows and a command's FBO_SCOPE: control characters (a
-            // NUL cannot be passed in the environment) are refused with the others.
-            Some(l)
-                if l.is_empty()
-                    || l.contains([',', '"'])
-                    || l.chars().any(|ch| ch.is_control()) =>
-            {
-                return Err(c.err(
-                    &key("label"),
-                    format!(
-                        "must be non-empty without commas, quotes, newlines or other control characters, got {l:?}"
-                    ),
-                ));
-            }
-            Some(l) => l,
-            None => {
-                let base = match (kind, &server) {
-                    (AlgorithmKind::DpFtsDe, Some(sv)) => server_label(sv),
-                    (AlgorithmKind::Fts, _) => format!("FTS M={m}"),
-                    (AlgorithmKind::Rgpe, _) => format!("RGPE M={m}"),
-                    (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
-                    (AlgorithmKind::Random, _) => "Random".to_string(),
-                    (kind, _) if kind.is_framework() => framework.label(),
-                    (AlgorithmKind::Ei, _) => ei.label(),
-                    (AlgorithmKind::Ucb, _) => match beta {
-                        Some(b) if b < 1e-3 => format!("UCB beta={b:e}"),
-                        Some(b) => format!("UCB beta={b}"),
-                        None => "UCB".to_string(),
-                    },
-                    _ => match start {
-                        Some(Start::FederationBest) => "TS from federation best".to_string(),
-                        Some(Start::MeanOfBests) => "TS from mean of bests".to_string(),
-                        None => "TS".to_string(),
-                    },
-                };
-                // Named only where it departs from the spec's, so that the algorithms of a
-                // spec that sets no own sample keep their plain names.
-                if own_sample == surrogate.own.sampler {
-                    base
-                } else {
-                    format!("{base} {}", own_sample.name())
-                }
-            }
-        };
-        let pace = c.choice(
-            &key("pace"),
-            ra.pace.as_deref(),
-            super::Pace::Synchronous,
-            "pace",
-            super::Pace::NAMES,
-            super::Pace::parse,
-        )?;
-        // The asynchronous form needs a server that aggregates whatever has arrived; the FTS
-        // paper's target-and-senders form, the meta-learners and the frameworks keep rounds.
-        if pace == super::Pace::Asynchronous && kind != AlgorithmKind::DpFtsDe {
-            return Err(c.err(
-                &key("pace"),
-                format!(
-                    "\"asynchronous\" applies to kind = \"dp-fts-de\" (its server aggregates whatever messages are fresh); {} keeps synchronous rounds",
-                    ra.kind
-                ),
-            ));
-        }
-        if algorithms.iter().any(|a| a.label == label) {
-            return Err(c.err(
-                &key("label"),
-                format!("label \"{label}\" is used twice; give each algorithm a distinct label"),
-            ));
-        }
-        algorithms.push(AlgorithmSpec {
-            kind,
-            label,
-            features: m,
-            p_t,
-            messages,
-            server,
-            samples,
-            bandwidth,
-            incumbent,
-            own_sample,
-            beta,
-            ei,
-            pace,
-            framework,
-            server_inline: ra
-                .server
-                .as_ref()
-                .map(RawServer::set_keys)
-                .unwrap_or_default(),
-            start,
-            shared,
-        });
+    };
+    let start = c.choice(
+        &key("start"),
+        ra.start.as_deref(),
+        None,
+        "start",
+        "\"federation-best\", \"mean-of-bests\"",
+        |s| Start::parse(s).map(Some),
+    )?;
+    let samples = c.int(&key("samples"), ra.samples, 100, 1, 100_000)?;
+    let bandwidth = ra.bandwidth.unwrap_or(0.1);
+    if !(bandwidth > 0.0 && bandwidth <= 10.0) {
+        return Err(c.err(
+            &key("bandwidth"),
+            format!("must be in (0, 10], got {bandwidth}"),
+        ));
     }
+    let m = c.int(
+        &key("features"),
+        ra.features,
+        features as i64,
+        1,
+        MAX_FEATURES,
+    )?;
+    let server = match kind {
+        AlgorithmKind::DpFtsDe => Some(check_server(
+            c,
+            &key("server"),
+            ra.server.clone().unwrap_or_default().or(raw_server),
+            ra.server.as_ref(),
+            d.domain_size,
+            total_agents,
+            m,
+        )?),
+        _ => None,
+    };
+    let shared = shared_model(
+        c,
+        &key("shared"),
+        ra.shared.as_deref(),
+        kind,
+        server.as_ref(),
+        surrogate,
+    )?;
+    let p_t = match ra.p_t {
+        Some(ref v) => c.schedule(
+            &key("p_t"),
+            Some(v),
+            ra.p1_equals_p2.unwrap_or(p1),
+            iterations,
+        )?,
+        None => Schedule {
+            p1_equals_p2: ra.p1_equals_p2.unwrap_or(p1),
+            ..fed_pt.clone()
+        },
+    };
+    let messages = c.messages(&key("messages"), ra.messages.as_deref(), fed_messages)?;
+    let label = match ra.label {
+        Some(l) => checked_label(c, &key("label"), l)?,
+        None => default_label(
+            d,
+            kind,
+            server.as_ref(),
+            m,
+            &framework,
+            ei,
+            beta,
+            start,
+            own_sample,
+        ),
+    };
+    let pace = c.choice(
+        &key("pace"),
+        ra.pace.as_deref(),
+        super::Pace::Synchronous,
+        "pace",
+        super::Pace::NAMES,
+        super::Pace::parse,
+    )?;
+    // The asynchronous form needs a server that aggregates whatever has arrived; the FTS
+    // paper's target-and-senders form, the meta-learners and the frameworks keep rounds.
+    if pace == super::Pace::Asynchronous && kind != AlgorithmKind::DpFtsDe {
+        return Err(c.err(
+            &key("pace"),
+            format!(
+                "\"asynchronous\" applies to kind = \"dp-fts-de\" (its server aggregates whatever messages are fresh); {} keeps synchronous rounds",
+                ra.kind
+            ),
+        ));
+    }
+    Ok(AlgorithmSpec {
+        kind,
+        label,
+        features: m,
+        p_t,
+        messages,
+        server,
+        samples,
+        bandwidth,
+        incumbent,
+        own_sample,
+        beta,
+        ei,
+        pace,
+        framework,
+        server_inline: ra
+            .server
+            .as_ref()
+            .map(RawServer::set_keys)
+            .unwrap_or_default(),
+        start,
+        shared,
+    })
+}
 
-    Ok(algorithms)
+/// The framework keys of `ra` for `frameworks::parse` (samples, beta and ei only for the
+/// frameworks: the other kinds that read them check them here).
+fn framework_keys(ra: &RawAlgorithm, kind: AlgorithmKind, ei: EiForm) -> frameworks::RawFramework {
+    frameworks::RawFramework {
+        acquisition: ra.acquisition.clone(),
+        schedule: ra.schedule.clone(),
+        noise: ra.noise,
+        eta: ra.eta,
+        samples: ra.samples.filter(|_| kind.is_framework()),
+        beta: ra.beta.filter(|_| kind.is_framework()),
+        ei: ra.ei.as_ref().map(|_| ei).filter(|_| kind.is_framework()),
+        density: ra.density.clone(),
+        width: ra.width,
+        rounds: ra.rounds,
+        tolerance: ra.tolerance,
+        global: ra.global.clone(),
+        power: ra.power.clone(),
+        local_steps: ra.local_steps,
+        step_size: ra.step_size,
+        gamma: ra.gamma,
+        fraction: ra.fraction,
+        shared_points: ra.shared_points,
+        group: ra.group,
+        own_weight: ra.own_weight,
+        solver: ra.solver.clone(),
+        rejection: ra.rejection.clone(),
+    }
+}
+
+/// A written label: it names CSV rows and a command's FBO_SCOPE, so control characters (a NUL
+/// cannot be passed in the environment), commas and quotes are refused.
+fn checked_label(c: &Check, key: &str, l: String) -> Result<String> {
+    if l.is_empty() || l.contains([',', '"']) || l.chars().any(|ch| ch.is_control()) {
+        return Err(c.err(
+            key,
+            format!(
+                "must be non-empty without commas, quotes, newlines or other control characters, got {l:?}"
+            ),
+        ));
+    }
+    Ok(l)
+}
+
+/// `shared`: the model behind the random-feature messages, agreed or pinned.
+fn shared_model(
+    c: &Check,
+    key: &str,
+    written: Option<&str>,
+    kind: AlgorithmKind,
+    server: Option<&ServerSpec>,
+    surrogate: &SurrogateSpec,
+) -> Result<crate::spec::SharedModel> {
+    let private = server.is_some_and(|s| s.dp.is_some());
+    // Unwritten, the spec's default holds for the non-private server form only, where it
+    // was measured (docs/results.md, "Agreed shared models"); fts, rgpe and taf keep the
+    // pinned model, and a private algorithm too, since the agreement costs epsilon.
+    let measured_form = kind == AlgorithmKind::DpFtsDe && !private;
+    let default_shared = if surrogate.shared_written || measured_form {
+        surrogate.shared
+    } else {
+        crate::spec::SharedModel::Fixed
+    };
+    c.choice(
+        key,
+        written,
+        default_shared,
+        "shared model",
+        crate::spec::SharedModel::NAMES,
+        crate::spec::SharedModel::parse,
+    )
+}
+
+/// A key of `algorithm[i]` that its kind does not read is refused, naming the kinds that do.
+fn refuse_foreign_keys(
+    c: &Check,
+    i: usize,
+    kind: AlgorithmKind,
+    ra: &RawAlgorithm,
+    fed_messages: MessageMode,
+) -> Result<()> {
+    let key = |k: &str| format!("algorithm[{i}].{k}");
+    // The random-feature keys, for kinds that send no random-feature messages.
+    if (kind.is_single_agent() || kind.is_framework())
+        && (ra.features.is_some()
+            || ra.p_t.is_some()
+            || ra.messages.is_some()
+            || ra.p1_equals_p2.is_some()
+            || ra.server.is_some())
+    {
+        let why = match kind {
+            AlgorithmKind::Random => "Random search uses no federation".to_string(),
+            AlgorithmKind::Ei => "EI uses no federation".to_string(),
+            AlgorithmKind::Ucb => "UCB uses no federation".to_string(),
+            AlgorithmKind::Ts => "TS uses no federation".to_string(),
+            _ => format!("{} shares no random-feature messages", ra.kind),
+        };
+        return Err(c.err(
+            &key("kind"),
+            format!("{why}: features, p_t, p1_equals_p2, messages and server do not apply to it"),
+        ));
+    }
+    if ra.ei.is_some()
+        && kind != AlgorithmKind::Ei
+        && !frameworks::keys_of(&ra.kind).contains(&"ei")
+    {
+        return Err(c.err(&key("ei"), "applies only to kind = ei, consensus or fedgp"));
+    }
+    if ra.beta.is_some()
+        && !matches!(kind, AlgorithmKind::Ucb)
+        && !frameworks::keys_of(&ra.kind).contains(&"beta")
+    {
+        return Err(c.err(
+            &key("beta"),
+            "applies only to kind = ucb, consensus, cgp, design-density or fedgp",
+        ));
+    }
+    if matches!(
+        kind,
+        AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb
+    ) && ra.own_sample.is_some()
+    {
+        return Err(c.err(
+            &key("own_sample"),
+            "random, ei and ucb draw no Thompson sample; own_sample applies to ts, fts and dp-fts-de",
+        ));
+    }
+    if kind != AlgorithmKind::Fts && ra.messages.is_some() {
+        return Err(c.err(&key("messages"), "applies only to kind = \"fts\""));
+    }
+    let meta = matches!(kind, AlgorithmKind::Rgpe | AlgorithmKind::Taf);
+    if meta && (ra.p_t.is_some() || ra.p1_equals_p2.is_some()) {
+        return Err(c.err(
+            &key("p_t"),
+            "RGPE and TAF choose every query by their acquisition function; p_t and p1_equals_p2 do not apply",
+        ));
+    }
+    if meta && fed_messages != MessageMode::OneShot {
+        return Err(c.err(
+            "federation.messages",
+            "RGPE and TAF receive one message per agent before the target starts; every-iteration messages are an FTS option (set messages on the fts algorithm instead)",
+        ));
+    }
+    if !matches!(
+        kind,
+        AlgorithmKind::Rgpe | AlgorithmKind::Cgp | AlgorithmKind::DesignDensity
+    ) && ra.samples.is_some()
+    {
+        return Err(c.err(
+            &key("samples"),
+            "applies only to kind = rgpe, cgp or design-density",
+        ));
+    }
+    if kind != AlgorithmKind::Taf && ra.bandwidth.is_some() {
+        return Err(c.err(&key("bandwidth"), "applies only to kind = \"taf\""));
+    }
+    if meta && ra.own_sample.is_some() {
+        return Err(c.err(
+            &key("own_sample"),
+            "RGPE and TAF use the exact GP posterior, not a sample; own_sample applies to ts, fts and dp-fts-de",
+        ));
+    }
+    if kind != AlgorithmKind::Taf && ra.incumbent.is_some() {
+        return Err(c.err(&key("incumbent"), "applies only to kind = \"taf\""));
+    }
+    if ra.start.is_some() && kind != AlgorithmKind::Ts {
+        return Err(c.err(&key("start"), "applies only to kind = \"ts\""));
+    }
+    if kind != AlgorithmKind::DpFtsDe && ra.server.is_some() {
+        return Err(c.err(&key("server"), "applies only to kind = \"dp-fts-de\""));
+    }
+    let messages_on_features = matches!(
+        kind,
+        AlgorithmKind::Fts | AlgorithmKind::DpFtsDe | AlgorithmKind::Rgpe | AlgorithmKind::Taf
+    );
+    if ra.shared.is_some() && !messages_on_features {
+        return Err(c.err(
+            &key("shared"),
+            "applies only to kinds whose messages are random-feature weights: \"fts\", \"dp-fts-de\", \"rgpe\", \"taf\"",
+        ));
+    }
+    Ok(())
+}
+
+/// An algorithm's name when `label` is unwritten: its kind and what departs from the
+/// defaults.
+#[allow(clippy::too_many_arguments)]
+fn default_label(
+    d: &Defaults,
+    kind: AlgorithmKind,
+    server: Option<&ServerSpec>,
+    m: usize,
+    framework: &frameworks::Framework,
+    ei: EiForm,
+    beta: Option<f64>,
+    start: Option<Start>,
+    own_sample: OwnSampler,
+) -> String {
+    let base = match (kind, server) {
+        (AlgorithmKind::DpFtsDe, Some(sv)) => server_label(sv),
+        (AlgorithmKind::Fts, _) => format!("FTS M={m}"),
+        (AlgorithmKind::Rgpe, _) => format!("RGPE M={m}"),
+        (AlgorithmKind::Taf, _) => format!("TAF M={m}"),
+        (AlgorithmKind::Random, _) => "Random".to_string(),
+        (kind, _) if kind.is_framework() => framework.label(),
+        (AlgorithmKind::Ei, _) => ei.label(),
+        (AlgorithmKind::Ucb, _) => match beta {
+            Some(b) if b < 1e-3 => format!("UCB beta={b:e}"),
+            Some(b) => format!("UCB beta={b}"),
+            None => "UCB".to_string(),
+        },
+        _ => match start {
+            Some(Start::FederationBest) => "TS from federation best".to_string(),
+            Some(Start::MeanOfBests) => "TS from mean of bests".to_string(),
+            None => "TS".to_string(),
+        },
+    };
+    // Named only where it departs from the spec's, so that the algorithms of a
+    // spec that sets no own sample keep their plain names.
+    if own_sample == d.surrogate.own.sampler {
+        base
+    } else {
+        format!("{base} {}", own_sample.name())
+    }
 }

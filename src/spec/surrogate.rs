@@ -196,12 +196,7 @@ fn own_settings(
             ro.sample.as_deref(),
             OwnSampler::Pathwise,
         )?,
-        known_noise: known_noise(
-            c,
-            ro.noise_variance_known.as_ref(),
-            &objective,
-            total_agents,
-        )?,
+        known_noise: known_noise(c, ro.noise_variance_known.as_ref(), objective, total_agents)?,
     })
 }
 
