@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 # Said only when there is no binary yet: a rebuild after a change takes seconds.
-[ -x target/release/fbo ] || echo "building fbo (the first build compiles 106 crates: about 2 minutes on 2 cores) ..." >&2
+[ -x target/release/fbo ] || echo "building fbo (the first build compiles 117 crates: about 4 minutes on 2 cores) ..." >&2
 cargo build --release
 ./target/release/fbo run configs/synthetic.toml "$@"
 echo "final iteration (mean simple regret +/- s.e. over runs):"
