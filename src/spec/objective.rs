@@ -160,24 +160,40 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
             "missing [objective] table (kind = \"synthetic-fts\" or \"synthetic-dp\")",
         ));
     };
-    let ids = |key: &str, v: Option<Vec<i64>>| -> Result<Option<Vec<usize>>> {
-        let Some(v) = v else { return Ok(None) };
-        if v.is_empty() {
-            return Err(c.err(key, "must list at least one agent"));
-        }
-        let mut out: Vec<usize> = Vec::new();
-        for (i, a) in v.iter().enumerate() {
-            if *a < 0 || out.contains(&(*a as usize)) {
-                return Err(c.err(
-                    &format!("{key}[{i}]"),
-                    format!("must be a distinct agent id >= 0, got {a}"),
-                ));
-            }
-            out.push(*a as usize);
-        }
-        Ok(Some(out))
-    };
+    let ids = |key: &str, v: Option<Vec<i64>>| agent_ids(c, key, v);
     let targets = ids("objective.targets", o.targets.take())?;
+    let measured = o.kind == "command" || o.kind == "external";
+    refuse_foreign_keys(c, &o, measured)?;
+    if o.kind == "function" || o.kind == "model" || measured {
+        return check_searched_box(c, o, targets, measured, &ids);
+    }
+    if o.kind == "table" {
+        return check_table(c, o, targets, &ids);
+    }
+    check_synthetic(c, o, targets)
+}
+
+/// A list of distinct agent ids (`objective.targets`, `objective.agents`).
+fn agent_ids(c: &Check, key: &str, v: Option<Vec<i64>>) -> Result<Option<Vec<usize>>> {
+    let Some(v) = v else { return Ok(None) };
+    if v.is_empty() {
+        return Err(c.err(key, "must list at least one agent"));
+    }
+    let mut out: Vec<usize> = Vec::new();
+    for (i, a) in v.iter().enumerate() {
+        if *a < 0 || out.contains(&(*a as usize)) {
+            return Err(c.err(
+                &format!("{key}[{i}]"),
+                format!("must be a distinct agent id >= 0, got {a}"),
+            ));
+        }
+        out.push(*a as usize);
+    }
+    Ok(Some(out))
+}
+
+/// A key of `[objective]` that its kind does not read is refused, naming the kinds that do.
+fn refuse_foreign_keys(c: &Check, o: &RawObjective, measured: bool) -> Result<()> {
     if o.kind != "table" && o.table.is_some() {
         return Err(c.err("objective.table", "applies only to kind = \"table\""));
     }
@@ -202,7 +218,6 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
             ));
         }
     }
-    let measured = o.kind == "command" || o.kind == "external";
     if !measured {
         for (k, set) in [
             ("command", o.command.is_some()),
@@ -242,182 +257,215 @@ pub(super) fn check_objective(c: &Check, raw: Option<RawObjective>) -> Result<Ob
             }
         }
     }
-    if o.kind == "function" || o.kind == "model" || measured {
-        for (k, set) in [
-            ("functions", o.functions.is_some()),
-            ("d", o.d.is_some()),
-            ("alpha", o.alpha.is_some()),
-            ("heterogeneous", o.heterogeneous.is_some()),
-            ("length_scale", o.length_scale.is_some()),
-        ] {
-            if set {
-                return Err(c.err(
-                    &format!("objective.{k}"),
-                    format!(
-                        "does not apply to kind = \"{}\" (no functions are drawn; the surrogate's length scale is surrogate.length_scale)",
-                        o.kind
-                    ),
-                ));
-            }
+    Ok(())
+}
+
+/// The kinds searched on a box of hyperparameters (or a grid over it): a closed-form
+/// function, a dataset's model trained live, a user's program, results told by hand.
+fn check_searched_box(
+    c: &Check,
+    mut o: RawObjective,
+    targets: Option<Vec<usize>>,
+    measured: bool,
+    ids: &IdList,
+) -> Result<ObjectiveSpec> {
+    for (k, set) in [
+        ("functions", o.functions.is_some()),
+        ("d", o.d.is_some()),
+        ("alpha", o.alpha.is_some()),
+        ("heterogeneous", o.heterogeneous.is_some()),
+        ("length_scale", o.length_scale.is_some()),
+    ] {
+        if set {
+            return Err(c.err(
+                &format!("objective.{k}"),
+                format!(
+                    "does not apply to kind = \"{}\" (no functions are drawn; the surrogate's length scale is surrogate.length_scale)",
+                    o.kind
+                ),
+            ));
         }
-        // grid = n: a grid of n points per hyperparameter; absent: the continuous box.
-        let per_dim = match o.grid {
-            None => None,
-            Some(_) => Some(c.int("objective.grid", o.grid, 2, 2, 100_000)?),
-        };
-        let (kind, params) = if o.kind == "function" {
-            let name = o.function.take().ok_or_else(|| {
-                c.err(
-                    "objective.function",
-                    format!("missing: one of {}", Function::NAMES),
-                )
-            })?;
-            // Rosenbrock's sum runs over neighbouring coordinates: it needs two.
-            let lo = if name == "rosenbrock" { 2 } else { 1 };
-            let dim = match (Function::scalable(&name), o.dimension) {
-                (true, None) => {
-                    return Err(c.err(
-                        "objective.dimension",
-                        format!(
-                            "missing: \"{name}\" is defined in any dimension; say how many ({lo} to 50)"
-                        ),
-                    ));
-                }
-                (true, Some(_)) => Some(c.int("objective.dimension", o.dimension, lo, lo, 50)?),
-                (false, Some(_)) => {
-                    return Err(c.err(
-                        "objective.dimension",
-                        format!(
-                            "applies only to the functions defined in any dimension ({}); \"{name}\" has its own",
-                            Function::SCALABLE
-                        ),
-                    ));
-                }
-                (false, None) => None,
-            };
-            let f = Function::parse(&name, dim).ok_or_else(|| {
-                c.err(
-                    "objective.function",
-                    format!("unknown function \"{name}\"; allowed: {}", Function::NAMES),
-                )
-            })?;
-            let heterogeneity = check_heterogeneity(c, &o)?;
-            // Unwritten, the total is the function's own dimension: no inert axes.
-            let d = f.dim() as i64;
-            let total = c.int("objective.embed", o.embed, d, d, 200)?;
-            if per_dim.is_some() && total > f.dim() {
-                return Err(c.err(
-                    "objective.embed",
-                    "does not go with objective.grid: inert axes are searched on the box",
-                ));
-            }
-            let inert = total - f.dim();
-            (
-                ObjectiveKind::Function {
-                    function: f,
-                    heterogeneity,
-                    inert,
-                },
-                crate::objective::function::embedded_params(f, inert),
-            )
-        } else if measured {
-            check_command(c, &mut o)?
-        } else {
-            check_model(c, &mut o, &ids)?
-        };
-        if let Some(n) = per_dim {
-            if let Some(p) = params.iter().find(|p| p.is_categorical()) {
-                return Err(c.err(
-                    "objective.grid",
-                    format!(
-                        "a grid of numbers cannot hold the categorical \"{}\": leave grid out to search the box (every choice is tried there)",
-                        p.name
-                    ),
-                ));
-            }
-            let points = (n as u128).saturating_pow(params.len() as u32);
-            if points > 1_000_000 {
-                return Err(c.err(
-                    "objective.grid",
-                    format!(
-                        "{n} points per hyperparameter make {points} grid points over {} hyperparameters; at most 1000000 (leave grid out to search the continuous box)",
-                        params.len()
-                    ),
-                ));
-            }
-        }
-        return Ok(ObjectiveSpec {
-            kind,
-            targets: targets.unwrap_or_default(),
-            grid: 0,
-            // Only the default of surrogate.length_scale here, in unit coordinates.
-            length_scale: 0.1,
-            noise_var: if measured {
-                if o.noise_var.is_some() {
-                    return Err(c.err(
-                        "objective.noise_var",
-                        "does not apply to a measured objective: the metric it reports is the observation",
-                    ));
-                }
-                0.0
-            } else {
-                c.non_negative("objective.noise_var", o.noise_var, 0.0)?
-            },
-            functions: 1,
-            d: 0.0,
-            params,
-            per_dim,
-        });
     }
-    let kind = match o.kind.as_str() {
-        "table" => {
-            for (k, set) in [
-                ("grid", o.grid.is_some()),
-                ("functions", o.functions.is_some()),
-                ("d", o.d.is_some()),
-                ("alpha", o.alpha.is_some()),
-            ] {
-                if set {
-                    return Err(c.err(
-                        &format!("objective.{k}"),
-                        "does not apply to kind = \"table\" (the table fixes the domain)",
-                    ));
-                }
-            }
-            let rel = o.table.take().ok_or_else(|| {
-                c.err(
-                    "objective.table",
-                    "missing: the table.toml written by `fbo tabulate`, relative to this spec",
-                )
-            })?;
-            let base = c.file.parent().unwrap_or(Path::new("."));
-            let meta = crate::objective::table::read_meta(&base.join(&rel))?;
-            let agents = match ids("objective.agents", o.agents.take())? {
-                Some(list) => {
-                    if let Some(a) = list.iter().find(|&&a| a >= meta.agents) {
-                        return Err(c.err(
-                            "objective.agents",
-                            format!("agent {a} is not in the table (0..{})", meta.agents - 1),
-                        ));
-                    }
-                    list
-                }
-                None => (0..meta.agents).collect(),
-            };
-            let points = meta.points;
-            let spec = ObjectiveSpec {
-                kind: ObjectiveKind::Table { meta, agents },
-                targets: targets.unwrap_or_default(),
-                grid: points,
-                length_scale: c.positive("objective.length_scale", o.length_scale, 0.01)?,
-                noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.0)?,
-                functions: 1,
-                d: 0.0,
-                params: Vec::new(),
-                per_dim: None,
-            };
-            return Ok(spec);
+    // grid = n: a grid of n points per hyperparameter; absent: the continuous box.
+    let per_dim = match o.grid {
+        None => None,
+        Some(_) => Some(c.int("objective.grid", o.grid, 2, 2, 100_000)?),
+    };
+    let (kind, params) = if o.kind == "function" {
+        check_function(c, &mut o, per_dim)?
+    } else if measured {
+        check_command(c, &mut o)?
+    } else {
+        check_model(c, &mut o, ids)?
+    };
+    if let Some(n) = per_dim {
+        if let Some(p) = params.iter().find(|p| p.is_categorical()) {
+            return Err(c.err(
+                "objective.grid",
+                format!(
+                    "a grid of numbers cannot hold the categorical \"{}\": leave grid out to search the box (every choice is tried there)",
+                    p.name
+                ),
+            ));
         }
+        let points = (n as u128).saturating_pow(params.len() as u32);
+        if points > 1_000_000 {
+            return Err(c.err(
+                "objective.grid",
+                format!(
+                    "{n} points per hyperparameter make {points} grid points over {} hyperparameters; at most 1000000 (leave grid out to search the continuous box)",
+                    params.len()
+                ),
+            ));
+        }
+    }
+    Ok(ObjectiveSpec {
+        kind,
+        targets: targets.unwrap_or_default(),
+        grid: 0,
+        // Only the default of surrogate.length_scale here, in unit coordinates.
+        length_scale: 0.1,
+        noise_var: if measured {
+            if o.noise_var.is_some() {
+                return Err(c.err(
+                    "objective.noise_var",
+                    "does not apply to a measured objective: the metric it reports is the observation",
+                ));
+            }
+            0.0
+        } else {
+            c.non_negative("objective.noise_var", o.noise_var, 0.0)?
+        },
+        functions: 1,
+        d: 0.0,
+        params,
+        per_dim,
+    })
+}
+
+/// `kind = "function"`: the function, its dimension, heterogeneity and inert axes.
+fn check_function(
+    c: &Check,
+    o: &mut RawObjective,
+    per_dim: Option<usize>,
+) -> Result<(ObjectiveKind, Vec<Param>)> {
+    let name = o.function.take().ok_or_else(|| {
+        c.err(
+            "objective.function",
+            format!("missing: one of {}", Function::NAMES),
+        )
+    })?;
+    // Rosenbrock's sum runs over neighbouring coordinates: it needs two.
+    let lo = if name == "rosenbrock" { 2 } else { 1 };
+    let dim = match (Function::scalable(&name), o.dimension) {
+        (true, None) => {
+            return Err(c.err(
+                "objective.dimension",
+                format!(
+                    "missing: \"{name}\" is defined in any dimension; say how many ({lo} to 50)"
+                ),
+            ));
+        }
+        (true, Some(_)) => Some(c.int("objective.dimension", o.dimension, lo, lo, 50)?),
+        (false, Some(_)) => {
+            return Err(c.err(
+                "objective.dimension",
+                format!(
+                    "applies only to the functions defined in any dimension ({}); \"{name}\" has its own",
+                    Function::SCALABLE
+                ),
+            ));
+        }
+        (false, None) => None,
+    };
+    let f = Function::parse(&name, dim).ok_or_else(|| {
+        c.err(
+            "objective.function",
+            format!("unknown function \"{name}\"; allowed: {}", Function::NAMES),
+        )
+    })?;
+    let heterogeneity = check_heterogeneity(c, o)?;
+    // Unwritten, the total is the function's own dimension: no inert axes.
+    let d = f.dim() as i64;
+    let total = c.int("objective.embed", o.embed, d, d, 200)?;
+    if per_dim.is_some() && total > f.dim() {
+        return Err(c.err(
+            "objective.embed",
+            "does not go with objective.grid: inert axes are searched on the box",
+        ));
+    }
+    let inert = total - f.dim();
+    Ok((
+        ObjectiveKind::Function {
+            function: f,
+            heterogeneity,
+            inert,
+        },
+        crate::objective::function::embedded_params(f, inert),
+    ))
+}
+
+/// `kind = "table"`: a response table written by `fbo tabulate` or `fbo import`.
+fn check_table(
+    c: &Check,
+    mut o: RawObjective,
+    targets: Option<Vec<usize>>,
+    ids: &IdList,
+) -> Result<ObjectiveSpec> {
+    for (k, set) in [
+        ("grid", o.grid.is_some()),
+        ("functions", o.functions.is_some()),
+        ("d", o.d.is_some()),
+        ("alpha", o.alpha.is_some()),
+    ] {
+        if set {
+            return Err(c.err(
+                &format!("objective.{k}"),
+                "does not apply to kind = \"table\" (the table fixes the domain)",
+            ));
+        }
+    }
+    let rel = o.table.take().ok_or_else(|| {
+        c.err(
+            "objective.table",
+            "missing: the table.toml written by `fbo tabulate`, relative to this spec",
+        )
+    })?;
+    let base = c.file.parent().unwrap_or(Path::new("."));
+    let meta = crate::objective::table::read_meta(&base.join(&rel))?;
+    let agents = match ids("objective.agents", o.agents.take())? {
+        Some(list) => {
+            if let Some(a) = list.iter().find(|&&a| a >= meta.agents) {
+                return Err(c.err(
+                    "objective.agents",
+                    format!("agent {a} is not in the table (0..{})", meta.agents - 1),
+                ));
+            }
+            list
+        }
+        None => (0..meta.agents).collect(),
+    };
+    let points = meta.points;
+    Ok(ObjectiveSpec {
+        kind: ObjectiveKind::Table { meta, agents },
+        targets: targets.unwrap_or_default(),
+        grid: points,
+        length_scale: c.positive("objective.length_scale", o.length_scale, 0.01)?,
+        noise_var: c.non_negative("objective.noise_var", o.noise_var, 0.0)?,
+        functions: 1,
+        d: 0.0,
+        params: Vec::new(),
+        per_dim: None,
+    })
+}
+
+/// The papers' synthetic families: exact GP draws on a grid.
+fn check_synthetic(
+    c: &Check,
+    o: RawObjective,
+    targets: Option<Vec<usize>>,
+) -> Result<ObjectiveSpec> {
+    let kind = match o.kind.as_str() {
         "synthetic-fts" => {
             if o.heterogeneous.is_some() || o.alpha.is_some() {
                 return Err(c.err(
