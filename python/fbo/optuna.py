@@ -193,7 +193,8 @@ class Federation:
         with open(self.spec, "rb") as f:
             raw = tomllib.load(f)
         objective = raw.get("objective", {})
-        units = int(raw.get("runs", 1)) * len(raw.get("algorithm", []))
+        # fbo's own default is 10 runs.
+        units = int(raw.get("runs", 10)) * len(raw.get("algorithm", []))
         if units != 1:
             raise ValueError(
                 f"{self.spec}: an Optuna study is one agent of one run of one algorithm, and "
