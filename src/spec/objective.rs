@@ -555,6 +555,66 @@ pub fn find_program(name: &str, workdir: &Path) -> std::result::Result<PathBuf, 
 /// direction and name, the searched hyperparameters (named by the user), and how failures
 /// and concurrency are handled.
 fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<Param>)> {
+    let (argv, workdir) = command_program(c, o)?;
+    let sign = match o.direction.take().as_deref() {
+        Some("maximize") => 1.0,
+        Some("minimize") => -1.0,
+        Some(other) => {
+            return Err(c.err(
+                "objective.direction",
+                format!("unknown direction \"{other}\"; allowed: \"maximize\", \"minimize\""),
+            ));
+        }
+        None => {
+            return Err(c.err(
+                "objective.direction",
+                "missing: \"maximize\" or \"minimize\" (whether a higher metric is better)",
+            ));
+        }
+    };
+    let metric_name = o.metric_name.take().unwrap_or_else(|| "metric".into());
+    if metric_name.is_empty() || metric_name.contains(['\n', '"']) {
+        return Err(c.err(
+            "objective.metric_name",
+            "must be a non-empty name without quotes or newlines",
+        ));
+    }
+    let timeout_s = o.timeout_s.unwrap_or(3600.0);
+    if !(timeout_s > 0.0 && timeout_s <= 1e7) {
+        return Err(c.err(
+            "objective.timeout_s",
+            format!("must be in (0, 1e7] seconds, got {timeout_s}"),
+        ));
+    }
+    let retries = c.int("objective.retries", o.retries, 0, 0, 100)?;
+    let concurrency = c.int("objective.concurrency", o.concurrency, 1, 1, 1024)?;
+    let on_failure = match o.on_failure.take().as_deref() {
+        None | Some("stop") => OnFailure::Stop,
+        Some("skip") => OnFailure::Skip,
+        Some(other) => {
+            return Err(c.err(
+                "objective.on_failure",
+                format!("unknown choice \"{other}\"; allowed: \"stop\", \"skip\""),
+            ));
+        }
+    };
+    let params = command_params(c, o)?;
+    let settings = CommandSettings {
+        argv,
+        workdir,
+        sign,
+        metric_name,
+        timeout_s,
+        retries,
+        concurrency,
+        on_failure,
+    };
+    Ok((ObjectiveKind::Command(settings), params))
+}
+
+/// The program of a command objective (none for an external one) and the folder it runs in,
+/// checked before anything runs: a program that cannot start would fail every evaluation.
+fn command_program(c: &Check, o: &mut RawObjective) -> Result<(Option<Vec<String>>, PathBuf)> {
     let external = o.kind == "external";
     let argv = match (o.command.take(), external) {
         (Some(_), true) => {
@@ -604,48 +664,12 @@ fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<
         // skipped failures.
         find_program(&argv[0], &workdir).map_err(|m| c.err("objective.command", m))?;
     }
-    let sign = match o.direction.take().as_deref() {
-        Some("maximize") => 1.0,
-        Some("minimize") => -1.0,
-        Some(other) => {
-            return Err(c.err(
-                "objective.direction",
-                format!("unknown direction \"{other}\"; allowed: \"maximize\", \"minimize\""),
-            ));
-        }
-        None => {
-            return Err(c.err(
-                "objective.direction",
-                "missing: \"maximize\" or \"minimize\" (whether a higher metric is better)",
-            ));
-        }
-    };
-    let metric_name = o.metric_name.take().unwrap_or_else(|| "metric".into());
-    if metric_name.is_empty() || metric_name.contains(['\n', '"']) {
-        return Err(c.err(
-            "objective.metric_name",
-            "must be a non-empty name without quotes or newlines",
-        ));
-    }
-    let timeout_s = o.timeout_s.unwrap_or(3600.0);
-    if !(timeout_s > 0.0 && timeout_s <= 1e7) {
-        return Err(c.err(
-            "objective.timeout_s",
-            format!("must be in (0, 1e7] seconds, got {timeout_s}"),
-        ));
-    }
-    let retries = c.int("objective.retries", o.retries, 0, 0, 100)?;
-    let concurrency = c.int("objective.concurrency", o.concurrency, 1, 1, 1024)?;
-    let on_failure = match o.on_failure.take().as_deref() {
-        None | Some("stop") => OnFailure::Stop,
-        Some("skip") => OnFailure::Skip,
-        Some(other) => {
-            return Err(c.err(
-                "objective.on_failure",
-                format!("unknown choice \"{other}\"; allowed: \"stop\", \"skip\""),
-            ));
-        }
-    };
+    Ok((argv, workdir))
+}
+
+/// `[[objective.hyperparameters]]` of a command or external objective: 1 to 20, named as
+/// environment variables can be, distinct from trace.csv's columns and from each other.
+fn command_params(c: &Check, o: &mut RawObjective) -> Result<Vec<Param>> {
     let list = o.hyperparameters.take().ok_or_else(|| {
         c.err(
             "objective.hyperparameters",
@@ -709,17 +733,7 @@ fn check_command(c: &Check, o: &mut RawObjective) -> Result<(ObjectiveKind, Vec<
             ),
         ));
     }
-    let settings = CommandSettings {
-        argv,
-        workdir,
-        sign,
-        metric_name,
-        timeout_s,
-        retries,
-        concurrency,
-        on_failure,
-    };
-    Ok((ObjectiveKind::Command(settings), params))
+    Ok(params)
 }
 
 type IdList<'a> = dyn Fn(&str, Option<Vec<i64>>) -> Result<Option<Vec<usize>>> + 'a;
