@@ -130,10 +130,8 @@ fn tell(
 fn status(spec: String, out: String) -> PyResult<String> {
     let s = load(&spec, false)?;
     let out = PathBuf::from(out);
-    fbo::run::runner::status_report(&s, &out, None, &|a, r| {
-        federation::journal_progress(&s, &out, a, r)
-    })
-    .map_err(err)
+    fbo::run::runner::status_report(&s, &out, None, &federation::journal_progress(&s, &out))
+        .map_err(err)
 }
 
 /// A whole federation in this process, every message through JSON: the reference a real

@@ -552,9 +552,12 @@ fn cmd_run(a: RunArgs) -> Result<()> {
     let spec = load(&spec, runs, no_timing)?;
     let out = out.unwrap_or_else(|| Path::new("results").join(&spec.name));
     if status {
-        return crate::run::runner::run_status(&spec, &out, shard, &|a, r| {
-            crate::federation::journal_progress(&spec, &out, a, r)
-        });
+        return crate::run::runner::run_status(
+            &spec,
+            &out,
+            shard,
+            &crate::federation::journal_progress(&spec, &out),
+        );
     }
     let work = work_of(shard, merge);
     let report = run_spec(

@@ -570,21 +570,25 @@ pub fn progress_line(
     line
 }
 
-/// `progress_line` of a federation unit from its server journal in `out`, for `fbo run
-/// --status` while the federation runs (None without a journal or before its first round).
-pub fn journal_progress(spec: &Spec, out: &Path, alg_index: usize, run: usize) -> Option<String> {
-    // Read only (the server may be appending): the last complete line.
-    let text = fs::read_to_string(out.join(server_journal(alg_index, run))).ok()?;
-    let whole = &text[..text.rfind('\n')?];
-    let last: ServerEntry = serde_json::from_str(whole.lines().next_back()?).ok()?;
-    let answered: Vec<usize> = last.replies.iter().map(|r| r.agent).collect();
-    // The agents the unit asks: the acting ones of the spec's algorithm (every agent for the
-    // kinds that run across machines).
-    let agents: Vec<usize> = (0..spec.total_agents()).collect();
-    let curves = runner::privacy_curves(spec).unwrap_or_default();
-    Some(progress_line(
-        spec, alg_index, last.round, &answered, &agents, &curves,
-    ))
+/// `fbo run --status`'s line on each federation unit in `out`: `progress_line` of its last
+/// round from its server journal (None without a journal or before its first round). The
+/// privacy curves, which do not depend on the unit, are computed once, at the first journal.
+pub fn journal_progress(spec: &Spec, out: &Path) -> impl Fn(usize, usize) -> Option<String> {
+    let curves = std::cell::OnceCell::new();
+    move |alg_index, run| {
+        // Read only (the server may be appending): the last complete line.
+        let text = fs::read_to_string(out.join(server_journal(alg_index, run))).ok()?;
+        let whole = &text[..text.rfind('\n')?];
+        let last: ServerEntry = serde_json::from_str(whole.lines().next_back()?).ok()?;
+        let answered: Vec<usize> = last.replies.iter().map(|r| r.agent).collect();
+        // The agents the unit asks: the acting ones of the spec's algorithm (every agent for
+        // the kinds that run across machines).
+        let agents: Vec<usize> = (0..spec.total_agents()).collect();
+        let curves = curves.get_or_init(|| runner::privacy_curves(spec).unwrap_or_default());
+        Some(progress_line(
+            spec, alg_index, last.round, &answered, &agents, curves,
+        ))
+    }
 }
 
 impl ServerNode {
