@@ -863,18 +863,13 @@ mod tests {
             secure: Some(SecureSpec { dropout: 0.3 }),
             ..spec(1, Some(dp), WeightMode::Equal)
         };
-        let own = |seed: u64| -> Vec<Rng> {
-            (0..n as u64)
-                .map(|a| stream(seed, 0, a, Purpose::AgentPrivacy))
-                .collect()
+        let streams = |seed: u64, purpose: Purpose| -> Vec<Rng> {
+            (0..n as u64).map(|a| stream(seed, 0, a, purpose)).collect()
         };
-        let keys = |seed: u64| -> Vec<Rng> {
-            (0..n as u64)
-                .map(|a| stream(seed, 0, a, Purpose::SecureAggregation))
-                .collect()
-        };
-        let mut a = server(s.clone(), vec![0; n], 1).with_secure_streams(keys(1), own(5));
-        let mut b = server(s, vec![0; n], 2).with_secure_streams(keys(2), own(5));
+        let (keys, own) = (Purpose::SecureAggregation, Purpose::AgentPrivacy);
+        let mut a =
+            server(s.clone(), vec![0; n], 1).with_secure_streams(streams(1, keys), streams(5, own));
+        let mut b = server(s, vec![0; n], 2).with_secure_streams(streams(2, keys), streams(5, own));
         let mut selected = 0;
         for round in 0..100 {
             let (_, ra) = a.aggregate(round, &omegas);

@@ -24,20 +24,15 @@ pub(super) fn check_agents(
     objective: &mut ObjectiveSpec,
 ) -> Result<(usize, usize)> {
     let agents = match &objective.kind {
-        ObjectiveKind::Table { agents, .. } => {
+        ObjectiveKind::Table { agents, .. } | ObjectiveKind::Model { agents, .. } => {
             if rf.agents.is_some() {
+                let by = match objective.kind {
+                    ObjectiveKind::Table { .. } => "the table",
+                    _ => "the data",
+                };
                 return Err(c.err(
                     "federation.agents",
-                    "is set by the table: choose participants with objective.agents",
-                ));
-            }
-            agents.len()
-        }
-        ObjectiveKind::Model { agents, .. } => {
-            if rf.agents.is_some() {
-                return Err(c.err(
-                    "federation.agents",
-                    "is set by the data: choose participants with objective.agents",
+                    format!("is set by {by}: choose participants with objective.agents"),
                 ));
             }
             agents.len()
