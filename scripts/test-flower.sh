@@ -256,20 +256,24 @@ cmp -s "$W/sim-long/privacy.csv" "$W/out2/privacy.csv" || fail "privacy.csv diff
 grep -q "agent 3's reply did not arrive" "$W/out2/federation-notes.txt" ||
     fail "agent 3's missing rounds are not in federation-notes.txt"
 missing=$(grep -c "agent 3's reply did not arrive" "$W/out2/federation-notes.txt")
+late=$(grep -c "agent 3's reply to round [0-9]* arrived late" "$W/out2/federation-notes.txt" || true)
 rows=$(awk -F, 'NR > 1 && $3 == 3' "$W/out2/trace.csv" | wc -l)
-# Every round agent 3 evaluated is journaled once (a round evaluated as it was killed may
-# have missed the deadline: journaled, and noted as missing), and traced once.
-"$VENV/bin/python" - "$W/state/agent3/a000-r00000-agent0003.jsonl" "$missing" <<'PY' || fail "agent 3's journal"
+# Every round agent 3 evaluated is journaled once and traced once: a round evaluated as it was
+# killed may have missed the deadline (journaled, noted as missing), and is then re-sent from
+# the journal with the agent's next reply (noted as late).
+journaled=$("$VENV/bin/python" - "$W/state/agent3/a000-r00000-agent0003.jsonl" "$missing" "$late" <<'PY'
 import json, sys
 rounds = [json.loads(l)["round"] for l in open(sys.argv[1])]
-missing = int(sys.argv[2])
+missing, late = int(sys.argv[2]), int(sys.argv[3])
 assert len(rounds) == len(set(rounds)), f"a round evaluated twice: {rounds}"
-assert 15 - missing <= len(rounds) <= 15 - missing + 1, (rounds, missing)
+assert len(rounds) == 15 - missing + late, (rounds, missing, late)
+print(len(rounds))
 PY
-[ "$rows" -eq $((3 + 14 - missing)) ] || fail "agent 3 has $rows trace rows, missed $missing rounds"
+) || fail "agent 3's journal"
+[ "$rows" -eq $((3 + journaled - 1)) ] || fail "agent 3 has $rows trace rows for $journaled journaled rounds"
 awk -F, 'NR > 1 && $3 == 3 && $4 == 14' "$W/out2/trace.csv" | grep -q . ||
     fail "agent 3 did not take part in the last round after its return"
-echo "test-flower: 2. ok: agent 3 missed $missing rounds (noted), came back, evaluated each other round once" >&2
+echo "test-flower: 2. ok: agent 3 missed $missing rounds (noted; $late re-sent late), came back, evaluated and traced each other round once" >&2
 
 echo "test-flower: 4c. agent 2's site fails on every call" >&2
 rm -rf "$W/state"

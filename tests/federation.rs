@@ -266,3 +266,100 @@ fn status_follows_a_federation_round_by_round() {
     );
     assert!(out.contains(&want), "{out}\nwanted: {want}");
 }
+
+/// A reply lost in transit (the site evaluated and journaled the round; the server never got
+/// it) is asked for again by the next instruction and re-sent from the site's memory with its
+/// next reply: its rows are traced where they belong and noted as late, its message is not
+/// aggregated. For TS, whose rounds need no message, the trace is then fbo run's to the byte;
+/// a server killed after the late reply replays it from its journal.
+#[test]
+fn a_reply_lost_in_transit_is_resent_with_the_next_and_traced() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "dp.toml", SMALL_DP);
+    let sim = dir.path().join("sim");
+    fbo_ok("run", &spec, &sim, &["--no-timing"]);
+    let (out, state) = (dir.path().join("fed"), dir.path().join("state"));
+    let open_sites = || -> Vec<Site> {
+        (0..12)
+            .map(|a| Site::open(&spec, a, Some(&state.join(format!("agent{a}")))).unwrap())
+            .collect()
+    };
+    let fed = Federation::open(&spec, &out, false).unwrap();
+    let mut sites = open_sites();
+    for unit in fed.units().to_vec() {
+        let mut server = fed.server(unit).unwrap();
+        // Agent 5's replies to rounds 0 and 2 are lost; round 4 stops the server for good.
+        while server.round() < 4 {
+            let ins = server.instruction().unwrap();
+            let lost = [0, 2].contains(&ins.round);
+            assert_eq!(
+                ins.unanswered_by(5),
+                match ins.round {
+                    1 => &[0][..],
+                    3 => &[2][..],
+                    _ => &[][..],
+                },
+                "round {}",
+                ins.round
+            );
+            let mut replies = Vec::new();
+            for a in server.agents().to_vec() {
+                let r = sites[a].step(&ins).unwrap();
+                if a == 5 && ins.round == 1 {
+                    assert_eq!(r.late.len(), 1, "round 0 re-sent with round 1");
+                }
+                if !(a == 5 && lost) {
+                    replies.push(r);
+                }
+            }
+            server.receive(replies).unwrap();
+        }
+        let ins = server.instruction().unwrap();
+        assert_eq!(ins.round, 4);
+        assert_eq!(
+            ins.unanswered_by(5),
+            &[] as &[usize],
+            "round 2 was re-sent at 3"
+        );
+    }
+    drop(fed);
+    // A new server process replays its journals (late replies included) and finishes.
+    let fed = Federation::open(&spec, &out, false).unwrap();
+    assert!(federate(fed, &mut open_sites(), None));
+    let rows = |dir: &Path, label: &str| -> Vec<String> {
+        fs::read_to_string(dir.join("trace.csv"))
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with(&format!("{label},")))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(
+        rows(&sim, "TS"),
+        rows(&out, "TS"),
+        "TS is traced as fbo run"
+    );
+    let keys = |rows: Vec<String>| -> Vec<String> {
+        rows.iter()
+            .map(|l| l.split(',').take(4).collect::<Vec<_>>().join(","))
+            .collect()
+    };
+    let dp = "DP-FTS-DE P=2 q=0.5 z=1 S=3";
+    assert_eq!(
+        keys(rows(&sim, dp)),
+        keys(rows(&out, dp)),
+        "every (run, agent, iteration) of DP-FTS-DE is traced once"
+    );
+    let notes = fs::read_to_string(out.join(federation::NOTES)).unwrap();
+    for (label, late) in [("TS", 0), ("TS", 2), (dp, 0), (dp, 2)] {
+        let want = format!(
+            "{label} run 0: round {}: agent 5's reply to round {late} arrived late (re-sent from its journal): its trace rows kept, its message not aggregated",
+            late + 1
+        );
+        assert!(notes.contains(&want), "{notes}\nwanted: {want}");
+    }
+    assert_eq!(
+        notes.matches("agent 5's reply did not arrive").count(),
+        2 * 2 * 3
+    );
+}

@@ -180,22 +180,34 @@ def run_in_process(spec, out, state, *, overwrite=False):
     _fbo.run_in_process(str(spec), str(out), str(state), overwrite)
 
 
-def to_json(d):
-    """The JSON text of an instruction or reply dict (numpy messages as lists; a value that
-    is not finite as null, since JSON has none: the server rejects such a message)."""
+def _plain(d):
+    """`d` with its message, and those of the earlier replies it re-sends (`late`), as lists."""
     d = dict(d)
     if d.get("message") is not None:
         m = np.asarray(d["message"], dtype=np.float64)
         d["message"] = [float(v) if np.isfinite(v) else None for v in m]
-    return json.dumps(d, allow_nan=False)
+    if d.get("late"):
+        d["late"] = [_plain(r) for r in d["late"]]
+    return d
+
+
+def _arrays(d):
+    if d.get("message") is not None:
+        d["message"] = np.array([np.nan if v is None else v for v in d["message"]], dtype=np.float64)
+    for r in d.get("late") or []:
+        _arrays(r)
+    return d
+
+
+def to_json(d):
+    """The JSON text of an instruction or reply dict (numpy messages as lists; a value that
+    is not finite as null, since JSON has none: the server rejects such a message)."""
+    return json.dumps(_plain(d), allow_nan=False)
 
 
 def from_json(text):
     """An instruction or reply dict from its JSON text (a message as a numpy array)."""
-    d = json.loads(text)
-    if d.get("message") is not None:
-        d["message"] = np.array([np.nan if v is None else v for v in d["message"]], dtype=np.float64)
-    return d
+    return _arrays(json.loads(text))
 
 
 class Agent:

@@ -329,7 +329,20 @@ impl AgentNode {
             run: self.run,
             round,
             point,
+            unanswered: Vec::new(),
         }
+    }
+
+    /// `reply` with this agent's replies to the earlier rounds `ins` names as unanswered (its
+    /// journal has them: the site paid for them, the transport lost them).
+    fn with_late(&self, ins: &Instruction, mut reply: Reply) -> Reply {
+        reply.late = ins
+            .unanswered_by(self.agent)
+            .iter()
+            .filter(|&&r| r < ins.round)
+            .filter_map(|r| self.replies.get(r).cloned())
+            .collect();
+        reply
     }
 
     /// Rounds this agent has finished.
@@ -343,7 +356,7 @@ impl AgentNode {
     /// answered again from memory (a resent instruction costs no evaluation).
     pub fn step(&mut self, ins: &Instruction) -> Result<Reply> {
         if let Some(r) = self.replies.get(&ins.round) {
-            return Ok(r.clone());
+            return Ok(self.with_late(ins, r.clone()));
         }
         let queries = self.queries(ins)?;
         let values = self.evaluator.values(
@@ -426,7 +439,7 @@ impl AgentNode {
         values: Vec<(f64, f64)>,
     ) -> Result<Reply> {
         if let Some(r) = self.replies.get(&ins.round) {
-            return Ok(r.clone());
+            return Ok(self.with_late(ins, r.clone()));
         }
         match self.pending.take() {
             Some((round, q)) if round == ins.round && q.len() == values.len() => {}
@@ -488,9 +501,10 @@ impl AgentNode {
             agent: self.agent,
             rows: String::from_utf8(body).expect("CSV is UTF-8"),
             message,
+            late: Vec::new(),
         };
         self.replies.insert(t, reply.clone());
-        Ok(reply)
+        Ok(self.with_late(ins, reply))
     }
 }
 
@@ -747,9 +761,62 @@ impl ServerNode {
             run: self.run,
             round: self.round,
             point,
+            unanswered: self.unanswered(),
         };
         self.current = Some(ins.clone());
         Ok(ins)
+    }
+
+    /// Per agent, the earlier rounds whose trace rows the server does not hold (a reply lost
+    /// in transit, or a round the site missed): the instruction asks for them again, and a
+    /// site whose journal has them re-sends them.
+    fn unanswered(&self) -> Vec<(usize, Vec<usize>)> {
+        self.agents
+            .iter()
+            .filter_map(|&a| {
+                let rounds: Vec<usize> = (0..self.round)
+                    .filter(|&t| !self.rows.iter().any(|(r, x, _)| *r == t && *x == a))
+                    .collect();
+                (!rounds.is_empty()).then_some((a, rounds))
+            })
+            .collect()
+    }
+
+    /// Keeps from `reply.late` the re-sent replies of rounds `ins` named as unanswered whose
+    /// rows check as that round's (their messages dropped: those rounds' aggregates have gone
+    /// out), and notes each, kept or rejected.
+    fn check_late(&mut self, ins: &Instruction, reply: &mut Reply) {
+        let late = std::mem::take(&mut reply.late);
+        for mut l in late {
+            let then = Instruction {
+                round: l.round,
+                ..ins.clone()
+            };
+            let asked = ins.unanswered_by(reply.agent).contains(&l.round)
+                && !reply.late.iter().any(|k| k.round == l.round);
+            let verdict = if l.agent != reply.agent {
+                Err(format!("it is agent {}'s", l.agent))
+            } else if !asked {
+                Err("the server did not ask for it again".to_string())
+            } else {
+                self.check(&then, &l, &[])
+            };
+            match verdict {
+                Ok(()) => {
+                    self.notes.push(format!(
+                        "round {}: agent {}'s reply to round {} arrived late (re-sent from its journal): its trace rows kept, its message not aggregated",
+                        ins.round, reply.agent, l.round
+                    ));
+                    l.message = None;
+                    l.late.clear();
+                    reply.late.push(l);
+                }
+                Err(why) => self.notes.push(format!(
+                    "round {}: agent {}'s re-sent reply to round {} rejected: {why}",
+                    ins.round, reply.agent, l.round
+                )),
+            }
+        }
     }
 
     /// Takes the replies of the current round that arrived (in any order; an agent's missing
@@ -791,6 +858,7 @@ impl ServerNode {
                 (Some(_), false) => r.message = None,
                 (None, false) => {}
             }
+            self.check_late(&ins, &mut r);
             kept.push(r);
         }
         for &a in &self.agents {
@@ -895,6 +963,9 @@ impl ServerNode {
         for r in replies {
             if let Some(m) = r.message {
                 self.messages[r.agent] = Some(Array1::from(m));
+            }
+            for l in r.late {
+                self.rows.push((l.round, l.agent, l.rows));
             }
             self.rows.push((self.round, r.agent, r.rows));
         }

@@ -22,6 +22,21 @@ pub struct Instruction {
     pub run: usize,
     pub round: usize,
     pub point: Option<WirePoint>,
+    /// Per agent (agent, rounds), the earlier rounds the server holds no reply of: a site
+    /// whose reply was lost in transit re-sends it from its journal with its next reply
+    /// (`Reply::late`). Empty without faults, and then not written: the wire is as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unanswered: Vec<(usize, Vec<usize>)>,
+}
+
+impl Instruction {
+    /// The earlier rounds the server asks agent `agent` to re-send (see `unanswered`).
+    pub fn unanswered_by(&self, agent: usize) -> &[usize] {
+        self.unanswered
+            .iter()
+            .find(|(a, _)| *a == agent)
+            .map_or(&[], |(_, rounds)| rounds.as_slice())
+    }
 }
 
 /// An agent's answer to an instruction: the trace rows of its queries of that round (CSV
@@ -39,6 +54,11 @@ pub struct Reply {
     /// NaN so that the server can reject the message and keep the rest of the reply.
     #[serde(default, deserialize_with = "nulls_as_nan")]
     pub message: Option<Vec<f64>>,
+    /// The site's replies to earlier rounds the instruction named as unanswered (lost in
+    /// transit; the site's journal kept them), re-sent with this one: their trace rows are
+    /// kept, their messages are not aggregated (those rounds' aggregates have gone out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub late: Vec<Reply>,
 }
 
 fn nulls_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
@@ -90,6 +110,7 @@ mod tests {
             agent: 4,
             rows: "DP,2,4,3,,0.1\n".into(),
             message: Some(vec![0.1 + 0.2, -1e-300, 123456.789]),
+            late: Vec::new(),
         };
         let back: Reply = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
@@ -103,5 +124,46 @@ mod tests {
         let back: Reply = serde_json::from_str(&text).unwrap();
         assert!(back.message.as_ref().unwrap()[1].is_nan());
         assert!(message_fault(back.message.as_ref().unwrap(), 2).is_some());
+    }
+
+    #[test]
+    fn late_replies_and_unanswered_rounds_cross_json_and_are_absent_without_faults() {
+        let ins = Instruction {
+            spec: "abc".into(),
+            algorithm: 0,
+            run: 1,
+            round: 4,
+            point: None,
+            unanswered: Vec::new(),
+        };
+        let text = serde_json::to_string(&ins).unwrap();
+        assert!(!text.contains("unanswered"), "{text}");
+        let asked = Instruction {
+            unanswered: vec![(2, vec![1, 3])],
+            ..ins
+        };
+        let back: Instruction =
+            serde_json::from_str(&serde_json::to_string(&asked).unwrap()).unwrap();
+        assert_eq!(back, asked);
+        assert_eq!(back.unanswered_by(2), &[1, 3]);
+        assert!(back.unanswered_by(0).is_empty());
+        let late = Reply {
+            spec: "abc".into(),
+            algorithm: 0,
+            run: 1,
+            round: 3,
+            agent: 2,
+            rows: "TS,1,2,3\n".into(),
+            message: None,
+            late: Vec::new(),
+        };
+        assert!(!serde_json::to_string(&late).unwrap().contains("late"));
+        let r = Reply {
+            round: 4,
+            late: vec![late.clone()],
+            ..late
+        };
+        let back: Reply = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
     }
 }
