@@ -55,6 +55,81 @@ kind = "dp-fts-de"
 server = { subregions = 4, dp = true, q = 0.5, z = 1.0 }
 "#;
 
+/// The frameworks that run across machines, on Branin's box. Consensus, each agent sent its
+/// own point: the linear schedule, the leader schedule under EI, and noised candidates from a
+/// start with own weight. Design densities, each agent sent the others' centres: at the
+/// incumbent, at Thompson samples, at the LCB design with the power beta / T. CGP-UCB, each
+/// agent sent the others' (design, LCB) pairs: all others, or its random group of 2.
+const FRAMEWORKS: &str = r#"
+name = "frameworks"
+seed = 3
+runs = 2
+iterations = 6
+initial_points = 3
+
+[objective]
+kind = "function"
+function = "branin"
+heterogeneity = 0.1
+
+[acquisition]
+candidates = 200
+starts = 3
+
+[federation]
+agents = 4
+
+[[algorithm]]
+kind = "consensus"
+
+[[algorithm]]
+kind = "consensus"
+acquisition = "ei"
+schedule = "leader"
+label = "consensus leader"
+
+[[algorithm]]
+kind = "consensus"
+noise = 0.1
+own_weight = 0.3
+label = "consensus noised"
+
+[[algorithm]]
+kind = "design-density"
+
+[[algorithm]]
+kind = "design-density"
+density = "thompson"
+samples = 3
+label = "density thompson"
+
+[[algorithm]]
+kind = "design-density"
+density = "lcb"
+power = "beta/T"
+label = "density lcb"
+
+[[algorithm]]
+kind = "cgp"
+
+[[algorithm]]
+kind = "cgp"
+group = 2
+label = "cgp groups"
+"#;
+
+/// The same algorithms on a grid (consensus's points snapped to the nearest grid point).
+fn frameworks_on_a_grid() -> String {
+    let grid = FRAMEWORKS
+        .replace(
+            "kind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.1",
+            "kind = \"synthetic-dp\"\ngrid = 100\nfunctions = 1",
+        )
+        .replace("[acquisition]\ncandidates = 200\nstarts = 3\n", "");
+    assert!(grid.contains("synthetic-dp") && !grid.contains("[acquisition]"));
+    grid
+}
+
 const FILES: [&str; 4] = ["trace.csv", "server.csv", "privacy.csv", "summary.csv"];
 
 fn assert_same_files(a: &Path, b: &Path) {
@@ -78,6 +153,8 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("grid", grid_spec()),
         ("box", BRANIN_DP.to_string()),
         ("budget", budget),
+        ("frameworks-box", FRAMEWORKS.to_string()),
+        ("frameworks-grid", frameworks_on_a_grid()),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let spec = write(dir.path(), &format!("{name}.toml"), &text);
@@ -126,7 +203,7 @@ fn secure_aggregation_is_refused_across_machines_by_name() {
 /// with fresh sites resumed from their journals; true if every unit finished.
 fn drive(spec: &Path, out: &Path, state: &Path, rounds: usize) -> bool {
     let fed = Federation::open(spec, out, false).unwrap();
-    let mut sites: Vec<Site> = (0..12)
+    let mut sites: Vec<Site> = (0..fed.spec().total_agents())
         .map(|a| Site::open(spec, a, Some(&state.join(format!("agent{a}")))).unwrap())
         .collect();
     federate(fed, &mut sites, Some(rounds))
@@ -134,8 +211,19 @@ fn drive(spec: &Path, out: &Path, state: &Path, rounds: usize) -> bool {
 
 #[test]
 fn a_federation_killed_every_few_rounds_resumes_to_the_same_bytes() {
+    killed_every_few_rounds(&grid_spec());
+}
+
+/// The frameworks' messages and what each agent received, replayed from the journals as
+/// DP-FTS-DE's are.
+#[test]
+fn frameworks_killed_every_few_rounds_resume_to_the_same_bytes() {
+    killed_every_few_rounds(FRAMEWORKS);
+}
+
+fn killed_every_few_rounds(text: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let spec = write(dir.path(), "grid.toml", &grid_spec());
+    let spec = write(dir.path(), "spec.toml", text);
     let sim = dir.path().join("sim");
     fbo_ok("run", &spec, &sim, &["--no-timing"]);
     let (fed, state) = (dir.path().join("fed"), dir.path().join("state"));
@@ -148,7 +236,8 @@ fn a_federation_killed_every_few_rounds_resumes_to_the_same_bytes() {
     // Each agent journals every round it evaluated, once: a line per round of every unit
     // it takes part in (as many as fbo run traced for it, initial points in one round).
     let trace = fs::read_to_string(sim.join("trace.csv")).unwrap();
-    for a in 0..12 {
+    let agents = fbo::spec::Spec::load(&spec).unwrap().total_agents();
+    for a in 0..agents {
         let rounds: std::collections::BTreeSet<(String, String, String)> = trace
             .lines()
             .skip(1)

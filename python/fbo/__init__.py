@@ -16,8 +16,7 @@ the JSON text `to_json` gives, which keeps every number exactly.
     for algorithm, run in server.units():
         unit = server.unit(algorithm, run)
         while not unit.finished:
-            ins = unit.instruction()
-            unit.receive([agents[a].step(ins) for a in unit.agents])
+            unit.receive([agents[a].step(unit.instruction(a)) for a in unit.agents])
         server.save(unit)
     server.finish()
 """
@@ -251,8 +250,11 @@ class UnitServer:
     def __init__(self, inner):
         self._inner = inner
 
-    def instruction(self):
-        return from_json(self._inner.instruction())
+    def instruction(self, agent=None):
+        """What `agent` is sent this round (its own point where the algorithm sends each
+        agent its own, as consensus does; its own unanswered rounds). Without an agent, the
+        round's instruction as the server keeps it, which is not for sending."""
+        return from_json(self._inner.instruction(None if agent is None else int(agent)))
 
     def receive(self, replies):
         """The replies (dicts) that arrived by the round's deadline; the round moves on.

@@ -148,15 +148,15 @@ class _Sites:
         if self.unit is None or self.unit.finished:
             return []
         if self.ins is None:
-            self.ins = self.unit.instruction()
+            self.ins = {a: self.unit.instruction(a) for a in self.unit.agents}
             self.queries, self.values, self.replies = {}, {}, {}
             for a in self.unit.agents:
-                qs = self.sites[a].ask(self.ins)
+                qs = self.sites[a].ask(self.ins[a])
                 self.queries[a] = qs
                 self.values[a] = [None] * len(qs)
                 if not qs:
-                    self.replies[a] = self.sites[a].tell(self.ins, [])
-        r = self.ins["round"]
+                    self.replies[a] = self.sites[a].tell(self.ins[a], [])
+        r = self.unit.instruction()["round"]
         return [
             {"key": (r, a, i), "agent": a, "index": i, "params": q["params"]}
             for a, qs in self.queries.items()
@@ -168,7 +168,7 @@ class _Sites:
         a = q["agent"]
         self.values[a][q["index"]] = value
         if all(v is not None for v in self.values[a]):
-            self.replies[a] = self.sites[a].tell(self.ins, self.values[a])
+            self.replies[a] = self.sites[a].tell(self.ins[a], self.values[a])
         if len(self.replies) == len(self.unit.agents):
             self.unit.receive([self.replies[a] for a in self.unit.agents])
             self.ins = None

@@ -229,9 +229,18 @@ impl UnitServer {
 
 #[pymethods]
 impl UnitServer {
-    /// The instruction (JSON) every agent of the unit gets this round.
-    fn instruction(&mut self) -> PyResult<String> {
-        self.node()?.instruction().map(|i| json(&i)).map_err(err)
+    /// The instruction (JSON) agent `agent` gets this round (its own point where the
+    /// algorithm sends each agent its own, and only its own unanswered rounds); without an
+    /// agent, the round's instruction as the server keeps it.
+    #[pyo3(signature = (agent=None))]
+    fn instruction(&mut self, agent: Option<usize>) -> PyResult<String> {
+        let node = self.node()?;
+        match agent {
+            Some(a) => node.instruction_for(a),
+            None => node.instruction(),
+        }
+        .map(|i| json(&i))
+        .map_err(err)
     }
 
     /// The replies (JSON each) that arrived this round; the round moves on.

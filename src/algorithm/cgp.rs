@@ -8,7 +8,7 @@
 //! posterior's UCB.
 
 use super::agent::Learner;
-use super::{Algorithm, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::math::linalg::cholesky_jittered;
 use crate::math::rng::{Purpose, Rng, stream};
@@ -228,6 +228,8 @@ pub struct Cgp {
     pattern: bool,
     /// Draws each round's sharing groups (`group`).
     group_rng: Rng,
+    /// Per agent, the offer it made with its last message (kept for its choice).
+    offers: Vec<Option<Offer>>,
 }
 
 /// Each agent's group for one round: a seeded shuffle of the n agents cut into consecutive
@@ -270,6 +272,7 @@ impl Cgp {
             group,
             pattern,
             group_rng: stream(ctx.seed(), ctx.run as u64, u64::MAX, Purpose::Framework),
+            offers: (0..n).map(|_| None).collect(),
         }
     }
 }
@@ -299,6 +302,161 @@ fn offer(learner: &mut Learner, eta: f64) -> Result<Offer> {
     })
 }
 
+/// The rule each agent applies to what it borrows (the spec's `samples`, `beta`, `rejection`).
+#[derive(Clone, Copy)]
+struct Borrowing {
+    samples: usize,
+    beta: Option<f64>,
+    pattern: bool,
+}
+
+impl Agent {
+    /// Agent `k`'s query given its own offer and the others' shared (design, LCB) pairs in
+    /// `shared` (`dim` + 1 numbers each): eq. 7's designs whose LCB beats its delta_k, its GP
+    /// conditioned on f > delta_k at them, the maximiser of the constrained posterior's UCB.
+    fn choose(&mut self, k: usize, own: &Offer, shared: &[f64], rule: Borrowing) -> Result<Query> {
+        let dim = self.learner.space().dim();
+        let borrowed: Vec<&[f64]> = shared
+            .chunks(dim + 1)
+            .filter(|pair| pair[dim] > own.delta_raw)
+            .map(|pair| &pair[..dim])
+            .collect();
+        let beta = self.learner.ucb_beta(rule.beta);
+        let ucb = move |m: f64, v: f64| m + (beta * v.max(0.0)).sqrt();
+        let constrained = if borrowed.is_empty() {
+            None
+        } else {
+            let z = Array2::from_shape_fn((borrowed.len(), dim), |(i, d)| borrowed[i][d]);
+            let kzz = kernel_matrix(z.view(), z.view(), own.post.hyper());
+            let (mu, cov) = own.post.predict_joint(z.view(), &kzz);
+            let reject_by = match rule.pattern {
+                true => reject_pattern,
+                false => reject,
+            };
+            let acc =
+                reject_by(&mu, &cov, own.delta, rule.samples, &mut self.rng).ok_or_else(|| {
+                    FboError::Run(format!(
+                        "agent {k}'s posterior at the borrowed designs is singular"
+                    ))
+                })?;
+            if acc.kept.is_empty() {
+                None
+            } else {
+                let zk = z.select(ndarray::Axis(0), &acc.kept);
+                Constrained::new(&own.post, &zk, &acc.draws)
+            }
+        };
+        let point = match &constrained {
+            None => {
+                let ducb = move |m: f64, v: f64, dm: &[f64], dv: &[f64]| {
+                    crate::acquisition::ucb_grad(m, v, dm, dv, beta).1
+                };
+                self.learner.best_of(&own.post, &ucb, &ducb)?.0
+            }
+            Some(con) => {
+                let post = &own.post;
+                let grid_scores = |grid: &Domain| {
+                    (0..grid.len())
+                        .map(|i| {
+                            let (m, v, _, _) = con.predict_grad(post, &grid.point(i).to_vec());
+                            ucb(m, v)
+                        })
+                        .collect()
+                };
+                let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+                    let (m, v, dm, dv) = con.predict_grad(post, x);
+                    let (val, grad) = crate::acquisition::ucb_grad(m, v, &dm, &dv, beta);
+                    if let Some(g) = g {
+                        g.copy_from_slice(&grad);
+                    }
+                    val
+                };
+                self.learner.maximise(grid_scores, &mut acq)?
+            }
+        };
+        Ok(Query {
+            agent: k,
+            point,
+            source: if constrained.is_some() {
+                Source::Server
+            } else {
+                Source::Acquisition
+            },
+        })
+    }
+}
+
+/// What an agent sends of its offer: its LCB maximiser and that LCB (D + 1 numbers).
+fn sent(o: &Offer) -> Array1<f64> {
+    let mut m = o.design.x.clone();
+    m.push(o.lcb_raw);
+    Array1::from(m)
+}
+
+impl Cgp {
+    fn borrowing(&self) -> Borrowing {
+        Borrowing {
+            samples: self.samples,
+            beta: self.beta,
+            pattern: self.pattern,
+        }
+    }
+
+    /// The server's step: each agent receives the (design, LCB) pairs of the others in its
+    /// sharing group (everyone, or this round's random group of `group`) that arrived, in
+    /// agent order; whether one beats its own delta_k is the agent's to judge.
+    fn relay(&mut self, messages: &[Option<Array1<f64>>]) -> Broadcast {
+        let n = messages.len();
+        let group_of = match self.group {
+            Some(k) => groups(n, k, &mut self.group_rng),
+            None => vec![0; n],
+        };
+        let to_each = (0..n)
+            .map(|k| Received {
+                point: None,
+                shared: messages
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != k && group_of[*j] == group_of[k])
+                    .filter_map(|(_, m)| m.as_ref())
+                    .flat_map(|m| m.iter().copied())
+                    .collect(),
+            })
+            .collect();
+        Broadcast {
+            all: Received::default(),
+            to_each,
+        }
+    }
+}
+
+impl Federated for Cgp {
+    fn message(&mut self, agent: usize, _t: usize) -> Option<Array1<f64>> {
+        // An agent whose posterior fails sends nothing and makes its offer again to choose.
+        let o = offer(&mut self.agents[agent].learner, self.eta).ok()?;
+        let m = sent(&o);
+        self.offers[agent] = Some(o);
+        Some(m)
+    }
+
+    fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
+        Ok(self.relay(messages))
+    }
+
+    fn choose(&mut self, agent: usize, _t: usize, received: &Received) -> Result<Query> {
+        let own = match self.offers[agent].take() {
+            Some(o) => o,
+            None => offer(&mut self.agents[agent].learner, self.eta)?,
+        };
+        let rule = self.borrowing();
+        self.agents[agent].choose(agent, &own, &received.shared, rule)
+    }
+
+    fn message_len(&self) -> usize {
+        self.agents[0].learner.space().dim() + 1
+    }
+}
+
 impl Algorithm for Cgp {
     fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
         self.agents.get(agent).map(|a| a.learner.belief(None))
@@ -309,100 +467,22 @@ impl Algorithm for Cgp {
     }
 
     fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
+        // The three steps a real federation takes; each agent acts on its own streams, so
+        // acting in parallel cannot change the result.
         let eta = self.eta;
         let offers: Vec<Offer> = self
             .agents
             .par_iter_mut()
             .map(|a| offer(&mut a.learner, eta))
             .collect::<Result<_>>()?;
-        let shared: Vec<(Point, f64)> = offers
-            .iter()
-            .map(|o| (o.design.clone(), o.lcb_raw))
-            .collect();
-        let (samples, beta, pattern) = (self.samples, self.beta, self.pattern);
-        let n = self.agents.len();
-        let group_of = match self.group {
-            Some(k) => groups(n, k, &mut self.group_rng),
-            None => vec![0; n],
-        };
+        let messages: Vec<Option<Array1<f64>>> = offers.iter().map(|o| Some(sent(o))).collect();
+        let broadcast = self.relay(&messages);
+        let rule = self.borrowing();
         self.agents
             .par_iter_mut()
             .zip(offers)
             .enumerate()
-            .map(|(k, (a, own))| {
-                // Eq. 7: the others' designs whose LCB beats this agent's delta_k.
-                let borrowed: Vec<&Point> = shared
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, (_, lcb))| {
-                        *j != k && group_of[*j] == group_of[k] && *lcb > own.delta_raw
-                    })
-                    .map(|(_, (p, _))| p)
-                    .collect();
-                let beta = a.learner.ucb_beta(beta);
-                let ucb = move |m: f64, v: f64| m + (beta * v.max(0.0)).sqrt();
-                let dim = a.learner.space().dim();
-                let constrained = if borrowed.is_empty() {
-                    None
-                } else {
-                    let z = Array2::from_shape_fn((borrowed.len(), dim), |(i, d)| borrowed[i].x[d]);
-                    let kzz = kernel_matrix(z.view(), z.view(), own.post.hyper());
-                    let (mu, cov) = own.post.predict_joint(z.view(), &kzz);
-                    let rule = match pattern {
-                        true => reject_pattern,
-                        false => reject,
-                    };
-                    let acc = rule(&mu, &cov, own.delta, samples, &mut a.rng).ok_or_else(|| {
-                        FboError::Run(format!(
-                            "agent {k}'s posterior at the borrowed designs is singular"
-                        ))
-                    })?;
-                    if acc.kept.is_empty() {
-                        None
-                    } else {
-                        let zk = z.select(ndarray::Axis(0), &acc.kept);
-                        Constrained::new(&own.post, &zk, &acc.draws)
-                    }
-                };
-                let point = match &constrained {
-                    None => {
-                        let ducb = move |m: f64, v: f64, dm: &[f64], dv: &[f64]| {
-                            crate::acquisition::ucb_grad(m, v, dm, dv, beta).1
-                        };
-                        a.learner.best_of(&own.post, &ucb, &ducb)?.0
-                    }
-                    Some(con) => {
-                        let post = &own.post;
-                        let grid_scores = |grid: &Domain| {
-                            (0..grid.len())
-                                .map(|i| {
-                                    let (m, v, _, _) =
-                                        con.predict_grad(post, &grid.point(i).to_vec());
-                                    ucb(m, v)
-                                })
-                                .collect()
-                        };
-                        let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
-                            let (m, v, dm, dv) = con.predict_grad(post, x);
-                            let (val, grad) = crate::acquisition::ucb_grad(m, v, &dm, &dv, beta);
-                            if let Some(g) = g {
-                                g.copy_from_slice(&grad);
-                            }
-                            val
-                        };
-                        a.learner.maximise(grid_scores, &mut acq)?
-                    }
-                };
-                Ok(Query {
-                    agent: k,
-                    point,
-                    source: if constrained.is_some() {
-                        Source::Server
-                    } else {
-                        Source::Acquisition
-                    },
-                })
-            })
+            .map(|(k, (a, own))| a.choose(k, &own, &broadcast.for_agent(k).shared, rule))
             .collect()
     }
 
@@ -414,13 +494,50 @@ impl Algorithm for Cgp {
 
     /// Each agent shares its LCB maximiser and that LCB (D + 1 numbers) every round.
     fn params_sent(&self, t: usize) -> u64 {
-        ((self.agents[0].learner.space().dim() + 1) * t) as u64
+        (self.message_len() * t) as u64
+    }
+
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        Some(self)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The server relays to each agent the (design, LCB) pairs of the others in its group
+    /// that arrived: with groups of 2 among 4 agents, exactly its partner's pair (the
+    /// partners those of `groups` on the same stream); agent 3's pair lost, its partner
+    /// receives nothing; with one group, all the others' pairs in agent order.
+    #[test]
+    fn each_agent_receives_its_group_partners_pairs() {
+        let cgp = |group| Cgp {
+            agents: Vec::new(),
+            targets: Vec::new(),
+            eta: 1.0,
+            samples: 10,
+            beta: None,
+            group,
+            pattern: false,
+            group_rng: stream(7, 0, u64::MAX, Purpose::Framework),
+            offers: Vec::new(),
+        };
+        let m = |a: f64| Some(Array1::from(vec![a / 10.0, a]));
+        let messages = [m(0.0), m(1.0), m(2.0), None];
+        let of = groups(4, 2, &mut stream(7, 0, u64::MAX, Purpose::Framework));
+        let b = cgp(Some(2)).relay(&messages);
+        for k in 0..4 {
+            let partner = (0..4).find(|&j| j != k && of[j] == of[k]).unwrap();
+            let want = messages[partner]
+                .as_ref()
+                .map_or(Vec::new(), |m| m.to_vec());
+            assert_eq!(b.for_agent(k).shared, want, "agent {k}, groups {of:?}");
+        }
+        let all = cgp(None).relay(&messages);
+        assert_eq!(all.for_agent(1).shared, vec![0.0, 0.0, 0.2, 2.0]);
+        assert_eq!(all.for_agent(3).shared.len(), 6);
+    }
 
     #[test]
     fn sharing_groups_cut_a_shuffle_into_groups_of_k() {

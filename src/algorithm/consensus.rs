@@ -3,12 +3,13 @@
 //! queries x^new_k = [(W(t) kron I_d) x^c]_k, a convex combination of all candidates by a
 //! symmetric doubly stochastic W(t). Only designs are shared, never outcomes.
 
-use super::agent::{Learner, Rule, observe_all};
-use super::{Algorithm, Query, RunContext, Source};
+use super::agent::{Decision, Learner, Rule, observe_all};
+use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source};
 use crate::error::Result;
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Point, Space};
 use crate::spec::frameworks::{ConsensusSchedule, Decide, Framework};
+use ndarray::Array1;
 use rand_distr::{Distribution, StandardNormal};
 use rayon::prelude::*;
 use std::sync::Arc;
@@ -108,6 +109,9 @@ pub struct Consensus {
     /// The noise's s.d. on each coordinate of a shared candidate, and each agent's stream
     /// for it; None: candidates are shared as they are.
     noise: Option<(f64, Vec<Rng>)>,
+    /// Per agent, its last candidate and the iteration it was decided for: an agent the
+    /// server leaves alone queries it exactly.
+    candidates: Vec<Option<(usize, Point)>>,
 }
 
 impl Consensus {
@@ -135,12 +139,134 @@ impl Consensus {
             noise,
             agents: (0..n).map(|a| Learner::for_run(ctx, a)).collect(),
             targets: (0..n).collect(),
+            candidates: vec![None; n],
             rule: rule_of(decide),
             schedule,
             own_weight,
             iterations: ctx.spec.iterations,
             space: ctx.landscape.space.clone(),
         }
+    }
+}
+
+impl Consensus {
+    /// Agent `agent`'s candidate for iteration t (Algorithm 1, line 3, on its own streams),
+    /// kept for its own query, and what it sends: the candidate (plus noise when the spec
+    /// says, clamped to the box: post-processing) and, with the leader schedule, its
+    /// acquisition value, which elects the leader.
+    fn send(&mut self, agent: usize, t: usize) -> Result<Vec<f64>> {
+        let d = self.agents[agent].decide(self.rule, None)?;
+        Ok(self.sent(agent, t, d))
+    }
+
+    /// What agent `agent` sends of its decision `d` for iteration t (see `send`).
+    fn sent(&mut self, agent: usize, t: usize, d: Decision) -> Vec<f64> {
+        let mut sent: Vec<f64> = d.point.x.clone();
+        if let Some((sd, streams)) = &mut self.noise {
+            let rng = &mut streams[agent];
+            for v in sent.iter_mut() {
+                let e: f64 = StandardNormal.sample(rng);
+                *v = (*v + *sd * e).clamp(0.0, 1.0);
+            }
+        }
+        if self.schedule == ConsensusSchedule::Leader {
+            // A finite stand-in for an infinite value elects the same leader (the first best).
+            sent.push(d.value.clamp(f64::MIN, f64::MAX));
+        }
+        self.candidates[agent] = Some((t, d.point));
+        sent
+    }
+
+    /// Line 4, the server's consensus step on the candidates that arrived (all of them in one
+    /// process): each sender's row of W(t) over the K senders applied to their candidates.
+    /// A sender whose row is its own (W = I at t = T) gets nothing: it queries its exact
+    /// candidate, which it never needed to send.
+    fn combine(&self, t: usize, messages: &[Option<Array1<f64>>]) -> Broadcast {
+        let dim = self.space.dim();
+        let senders: Vec<(usize, &Array1<f64>)> = messages
+            .iter()
+            .enumerate()
+            .filter_map(|(a, m)| m.as_ref().map(|m| (a, m)))
+            .collect();
+        let k = senders.len();
+        let mut to_each = vec![Received::default(); messages.len()];
+        if k == 0 {
+            return Broadcast::none();
+        }
+        let w = match self.schedule {
+            ConsensusSchedule::Linear => linear_w(k, t, self.iterations, self.own_weight),
+            ConsensusSchedule::Leader => {
+                // The first best, as argmax everywhere in fbo.
+                let mut leader = 0;
+                for (i, (_, m)) in senders.iter().enumerate() {
+                    if m[dim] > senders[leader].1[dim] {
+                        leader = i;
+                    }
+                }
+                leader_w(k, t, self.iterations, self.own_weight, leader)
+            }
+        };
+        for (i, &(a, _)) in senders.iter().enumerate() {
+            let alone = (0..k).all(|j| (w[i][j] == 0.0) || i == j) && w[i][i] == 1.0;
+            if alone {
+                continue;
+            }
+            let mut x = vec![0.0; dim];
+            for (j, (_, m)) in senders.iter().enumerate() {
+                for (xc, v) in x.iter_mut().zip(m.iter()) {
+                    *xc += w[i][j] * v;
+                }
+            }
+            to_each[a].point = Some(to_space(&self.space, x));
+        }
+        Broadcast {
+            all: Received::default(),
+            to_each,
+        }
+    }
+
+    /// Agent `agent`'s query at t: the server's point for it, or its own candidate (decided
+    /// afresh if it sent none for t: a site that missed the round).
+    fn query(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
+        if let Some(p) = &received.point {
+            return Ok(Query {
+                agent,
+                point: p.clone(),
+                source: Source::Server,
+            });
+        }
+        let own = match self.candidates[agent].take() {
+            Some((at, p)) if at == t => p,
+            _ => self.agents[agent].decide(self.rule, None)?.point,
+        };
+        Ok(Query {
+            agent,
+            point: own,
+            source: match self.rule {
+                Rule::Thompson => Source::Own,
+                _ => Source::Acquisition,
+            },
+        })
+    }
+}
+
+impl Federated for Consensus {
+    fn message(&mut self, agent: usize, t: usize) -> Option<Array1<f64>> {
+        // An agent whose decision fails (a singular model) sends nothing this round and
+        // decides again when it chooses.
+        self.send(agent, t).ok().map(Array1::from)
+    }
+
+    fn broadcast(&mut self, t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
+        Ok(self.combine(t, messages))
+    }
+
+    fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
+        self.query(agent, t, received)
+    }
+
+    fn message_len(&self) -> usize {
+        self.space.dim() + usize::from(self.schedule == ConsensusSchedule::Leader)
     }
 }
 
@@ -154,72 +280,22 @@ impl Algorithm for Consensus {
     }
 
     fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
+        // The three steps a real federation takes. Each agent decides on its own streams, so
+        // deciding in parallel cannot change the result.
         let rule = self.rule;
-        // Algorithm 1 line 3: each agent's candidate, on its own streams (parallel-safe).
-        let mut decisions = self
+        let decisions = self
             .agents
             .par_iter_mut()
             .map(|l| l.decide(rule, None))
             .collect::<Result<Vec<_>>>()?;
-        // What reaches the server: with noise, each candidate plus Gaussian noise, clamped to
-        // the box (post-processing). An agent alone (W = I) queries its own exact candidate,
-        // which it never needed to send.
-        let exact: Vec<Point> = decisions.iter().map(|d| d.point.clone()).collect();
-        if let Some((sd, streams)) = &mut self.noise {
-            for (d, rng) in decisions.iter_mut().zip(streams.iter_mut()) {
-                let x = d
-                    .point
-                    .x
-                    .iter()
-                    .map(|v| {
-                        let e: f64 = StandardNormal.sample(rng);
-                        (v + *sd * e).clamp(0.0, 1.0)
-                    })
-                    .collect();
-                d.point = Point::free(x);
-            }
+        let mut messages = Vec::with_capacity(decisions.len());
+        for (a, d) in decisions.into_iter().enumerate() {
+            messages.push(Some(Array1::from(self.sent(a, t, d))));
         }
-        let k = decisions.len();
-        let w = match self.schedule {
-            ConsensusSchedule::Linear => linear_w(k, t, self.iterations, self.own_weight),
-            ConsensusSchedule::Leader => {
-                // The first best, as argmax everywhere in fbo.
-                let mut leader = 0;
-                for (i, d) in decisions.iter().enumerate() {
-                    if d.value > decisions[leader].value {
-                        leader = i;
-                    }
-                }
-                leader_w(k, t, self.iterations, self.own_weight, leader)
-            }
-        };
-        let own = match rule {
-            Rule::Thompson => Source::Own,
-            _ => Source::Acquisition,
-        };
-        let dim = self.space.dim();
-        // Line 4: the server's consensus step.
-        Ok((0..k)
-            .map(|i| {
-                let alone = (0..k).all(|j| (w[i][j] == 0.0) || i == j) && w[i][i] == 1.0;
-                let point = if alone {
-                    exact[i].clone()
-                } else {
-                    let mut x = vec![0.0; dim];
-                    for (j, d) in decisions.iter().enumerate() {
-                        for (xc, v) in x.iter_mut().zip(d.point.view()) {
-                            *xc += w[i][j] * v;
-                        }
-                    }
-                    to_space(&self.space, x)
-                };
-                Query {
-                    agent: i,
-                    point,
-                    source: if alone { own } else { Source::Server },
-                }
-            })
-            .collect())
+        let broadcast = self.combine(t, &messages);
+        (0..self.agents.len())
+            .map(|a| self.query(a, t, &broadcast.for_agent(a)))
+            .collect()
     }
 
     fn observe(&mut self, queries: &[Query], ys: &[f64]) {
@@ -229,8 +305,11 @@ impl Algorithm for Consensus {
     /// Each agent sends its candidate (D numbers) every round, and with the leader schedule
     /// the acquisition value that elects the leader.
     fn params_sent(&self, t: usize) -> u64 {
-        let per = self.space.dim() as u64 + u64::from(self.schedule == ConsensusSchedule::Leader);
-        per * t as u64
+        self.message_len() as u64 * t as u64
+    }
+
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        Some(self)
     }
 }
 
@@ -321,6 +400,43 @@ mod tests {
         // Early on the leader's own weight is reduced below the linear schedule's.
         let (lin, lead) = (linear_w(5, 0, 30, 0.0), leader_w(5, 1, 30, 0.0, 2));
         assert!(lead[2][2] < lin[2][2]);
+    }
+
+    /// The server's step on the candidates that arrived, worked by hand: 4 agents, agent 2's
+    /// message lost, t = 0 of T = 10 (W = J/3 over the three senders): each sender gets the
+    /// average of the three candidates, agent 2 nothing (it keeps its own choice). At t = T,
+    /// W = I: every sender keeps its exact candidate.
+    #[test]
+    fn the_consensus_step_averages_the_candidates_that_arrived() {
+        let space = Arc::new(Space::Box(vec![
+            crate::objective::Param::linear("a", 0.0, 1.0),
+            crate::objective::Param::linear("b", 0.0, 1.0),
+        ]));
+        let c = Consensus {
+            agents: Vec::new(),
+            targets: Vec::new(),
+            rule: Rule::Thompson,
+            schedule: ConsensusSchedule::Linear,
+            own_weight: 0.0,
+            iterations: 10,
+            space,
+            noise: None,
+            candidates: Vec::new(),
+        };
+        let m = |x: f64, y: f64| Some(Array1::from(vec![x, y]));
+        let messages = [m(0.0, 0.3), m(0.6, 0.0), None, m(0.3, 0.9)];
+        let b = c.combine(0, &messages);
+        assert!(b.all.point.is_none() && b.to_each.len() == 4);
+        for a in [0, 1, 3] {
+            let p = b.for_agent(a).point.expect("a sender gets a point");
+            assert!(
+                (p.x[0] - 0.3).abs() < 1e-15 && (p.x[1] - 0.4).abs() < 1e-15,
+                "{p:?}"
+            );
+        }
+        assert!(b.for_agent(2).point.is_none());
+        let end = c.combine(10, &messages);
+        assert!((0..4).all(|a| end.for_agent(a).point.is_none()));
     }
 
     #[test]

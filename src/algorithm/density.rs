@@ -4,11 +4,12 @@
 //! that the others' beliefs steer early queries and fade as its own data grow.
 
 use super::agent::{Learner, observe_all};
-use super::{Algorithm, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::Result;
 use crate::objective::space::Domain;
 use crate::spec::frameworks::{Density, Framework};
+use ndarray::Array1;
 use rayon::prelude::*;
 
 /// ln pi(x) up to a constant for a mixture of equal-weight isotropic Gaussians of standard
@@ -118,6 +119,122 @@ fn centres(a: &mut Learner, density: Density) -> Result<Vec<Vec<f64>>> {
     })
 }
 
+/// Agent `k`'s query: the maximiser of its EI times the others' densities (`others`: each
+/// other agent's centres) raised to `power` (eq. 8, in logs).
+fn choose_one(
+    a: &mut Learner,
+    k: usize,
+    others: &[Vec<Vec<f64>>],
+    width: f64,
+    power: f64,
+) -> Result<Query> {
+    let others: Vec<&Vec<Vec<f64>>> = others.iter().collect();
+    let hyper = a.fitted_hyper();
+    let post = a.posterior(&hyper)?;
+    let y = a.scaled_ys();
+    let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let grid_scores = |grid: &Domain| {
+        let (mean, var) = post.predict(grid.points());
+        (0..grid.len())
+            .map(|i| {
+                let x = grid.point(i).to_vec();
+                let ei = expected_improvement(mean[i], var[i].max(0.0).sqrt(), best);
+                score((ei, vec![0.0; x.len()]), &x, &others, width, power).0
+            })
+            .collect()
+    };
+    let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+        let (m, v, dm, dv) = post.predict_grad(x);
+        let (s, ds) = score(ei_grad(m, v, &dm, &dv, best), x, &others, width, power);
+        if let Some(g) = g {
+            g.copy_from_slice(&ds);
+        }
+        s
+    };
+    let point = a.maximise(grid_scores, &mut acq)?;
+    Ok(Query {
+        agent: k,
+        point,
+        source: Source::Acquisition,
+    })
+}
+
+impl DesignDensity {
+    /// Centres per agent's density.
+    fn per(&self) -> usize {
+        match self.density {
+            Density::Incumbent | Density::Lcb { .. } => 1,
+            Density::Thompson { samples } => samples,
+        }
+    }
+
+    /// The others' densities' power at iteration t: beta / t (piBO), or beta / T throughout.
+    fn power(&self, t: usize) -> f64 {
+        let over = if self.constant_power {
+            self.iterations
+        } else {
+            t
+        };
+        self.beta / over as f64
+    }
+
+    /// The server's step: every agent receives the centres of the others' densities that
+    /// arrived, in agent order, one after the other.
+    fn relay(messages: &[Option<Array1<f64>>]) -> Broadcast {
+        let to_each = (0..messages.len())
+            .map(|k| Received {
+                point: None,
+                shared: messages
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != k)
+                    .filter_map(|(_, m)| m.as_ref())
+                    .flat_map(|m| m.iter().copied())
+                    .collect(),
+            })
+            .collect();
+        Broadcast {
+            all: Received::default(),
+            to_each,
+        }
+    }
+
+    /// The others' densities in `shared`.
+    fn densities(&self, shared: &[f64]) -> Vec<Vec<Vec<f64>>> {
+        densities(shared, self.per(), self.agents[0].space().dim())
+    }
+}
+
+/// The densities in `shared`, one after the other, each `per` centres of `dim` numbers.
+fn densities(shared: &[f64], per: usize, dim: usize) -> Vec<Vec<Vec<f64>>> {
+    shared
+        .chunks(per * dim)
+        .map(|one| one.chunks(dim).map(<[f64]>::to_vec).collect())
+        .collect()
+}
+
+impl Federated for DesignDensity {
+    fn message(&mut self, agent: usize, _t: usize) -> Option<Array1<f64>> {
+        // A density that cannot be formed (a singular model) is not sent this round.
+        let c = centres(&mut self.agents[agent], self.density).ok()?;
+        Some(Array1::from(c.concat()))
+    }
+
+    fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
+        Ok(Self::relay(messages))
+    }
+
+    fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
+        let others = self.densities(&received.shared);
+        let (width, power) = (self.width, self.power(t));
+        choose_one(&mut self.agents[agent], agent, &others, width, power)
+    }
+
+    fn message_len(&self) -> usize {
+        self.per() * self.agents[0].space().dim()
+    }
+}
+
 impl Algorithm for DesignDensity {
     fn belief(&self, agent: usize) -> Option<super::agent::Belief> {
         self.agents.get(agent).map(|l| l.belief(None))
@@ -128,57 +245,24 @@ impl Algorithm for DesignDensity {
     }
 
     fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
+        // The three steps a real federation takes; each agent acts on its own streams, so
+        // acting in parallel cannot change the result.
         let density = self.density;
-        let shared: Vec<Vec<Vec<f64>>> = self
+        let messages: Vec<Option<Array1<f64>>> = self
             .agents
             .par_iter_mut()
-            .map(|a| centres(a, density))
+            .map(|a| centres(a, density).map(|c| Some(Array1::from(c.concat()))))
             .collect::<Result<_>>()?;
-        let over = if self.constant_power {
-            self.iterations
-        } else {
-            t
-        };
-        let (width, power) = (self.width, self.beta / over as f64);
+        let broadcast = Self::relay(&messages);
+        let others: Vec<Vec<Vec<Vec<f64>>>> = (0..self.agents.len())
+            .map(|k| self.densities(&broadcast.for_agent(k).shared))
+            .collect();
+        let (width, power) = (self.width, self.power(t));
         self.agents
             .par_iter_mut()
+            .zip(others)
             .enumerate()
-            .map(|(k, a)| {
-                let others: Vec<&Vec<Vec<f64>>> = shared
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != k)
-                    .map(|(_, c)| c)
-                    .collect();
-                let hyper = a.fitted_hyper();
-                let post = a.posterior(&hyper)?;
-                let y = a.scaled_ys();
-                let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let grid_scores = |grid: &Domain| {
-                    let (mean, var) = post.predict(grid.points());
-                    (0..grid.len())
-                        .map(|i| {
-                            let x = grid.point(i).to_vec();
-                            let ei = expected_improvement(mean[i], var[i].max(0.0).sqrt(), best);
-                            score((ei, vec![0.0; x.len()]), &x, &others, width, power).0
-                        })
-                        .collect()
-                };
-                let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
-                    let (m, v, dm, dv) = post.predict_grad(x);
-                    let (s, ds) = score(ei_grad(m, v, &dm, &dv, best), x, &others, width, power);
-                    if let Some(g) = g {
-                        g.copy_from_slice(&ds);
-                    }
-                    s
-                };
-                let point = a.maximise(grid_scores, &mut acq)?;
-                Ok(Query {
-                    agent: k,
-                    point,
-                    source: Source::Acquisition,
-                })
-            })
+            .map(|(k, (a, others))| choose_one(a, k, &others, width, power))
             .collect()
     }
 
@@ -189,17 +273,40 @@ impl Algorithm for DesignDensity {
     /// Each agent shares its density's centres (D numbers each) every round; the width is
     /// the spec's.
     fn params_sent(&self, t: usize) -> u64 {
-        let per = match self.density {
-            Density::Incumbent | Density::Lcb { .. } => 1,
-            Density::Thompson { samples } => samples,
-        };
-        (per * self.agents[0].space().dim() * t) as u64
+        (self.message_len() * t) as u64
+    }
+
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        Some(self)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The server relays to each agent the centres of the others that arrived, in agent
+    /// order: agent 1's density lost, agent 0 receives agent 2's, agent 2 agent 0's, agent 1
+    /// both; two centres per density in 2-D read back as two densities of two centres.
+    #[test]
+    fn each_agent_receives_the_others_densities_that_arrived() {
+        let m = |v: &[f64]| Some(Array1::from(v.to_vec()));
+        let messages = [m(&[0.1, 0.2, 0.3, 0.4]), None, m(&[0.5, 0.6, 0.7, 0.8])];
+        let b = DesignDensity::relay(&messages);
+        assert_eq!(b.for_agent(0).shared, vec![0.5, 0.6, 0.7, 0.8]);
+        assert_eq!(b.for_agent(2).shared, vec![0.1, 0.2, 0.3, 0.4]);
+        assert_eq!(b.for_agent(1).shared.len(), 8);
+        assert!(b.for_agent(1).point.is_none());
+        let others = densities(&b.for_agent(1).shared, 2, 2);
+        assert_eq!(
+            others,
+            vec![
+                vec![vec![0.1, 0.2], vec![0.3, 0.4]],
+                vec![vec![0.5, 0.6], vec![0.7, 0.8]]
+            ]
+        );
+        assert_eq!(densities(&b.for_agent(0).shared, 1, 2).len(), 2);
+    }
 
     #[test]
     fn one_centre_is_a_gaussian_log_density_and_gradients_match_differences() {

@@ -10,7 +10,7 @@
 //! agent of a round, so it is computed once.
 
 use super::agent::{Learner, Messenger, SharedFeatures, maximise_point, own_log_hyper};
-use super::{Algorithm, Broadcast, Federated, InitArea, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, InitArea, Query, Received, RunContext, Source};
 use crate::acquisition::optimize::BoxSearch;
 use crate::error::{FboError, Result};
 use crate::math::linalg::argmax;
@@ -36,8 +36,8 @@ impl Peer {
     /// The agent's `k` queries of one round: the first as `choose`, the others its own
     /// independent Thompson samples (parallel TS, Kandasamy et al. 2018), so the server's
     /// point is queried at most once a round.
-    fn choose_batch(&mut self, p_t: f64, broadcast: &Broadcast, k: usize) -> Result<Vec<Query>> {
-        let mut queries = vec![self.choose(p_t, broadcast)?];
+    fn choose_batch(&mut self, p_t: f64, received: &Received, k: usize) -> Result<Vec<Query>> {
+        let mut queries = vec![self.choose(p_t, received)?];
         for _ in 1..k {
             queries.push(Query {
                 agent: self.learner.agent,
@@ -51,8 +51,8 @@ impl Peer {
     /// The agent's query: its own Thompson sample with probability p_t, otherwise the server's
     /// point; only its own sample, with no draw, once the server releases nothing (a spent
     /// privacy budget: what the DP paper recommends once p_t is near 1).
-    fn choose(&mut self, p_t: f64, broadcast: &Broadcast) -> Result<Query> {
-        let (point, source) = match &broadcast.point {
+    fn choose(&mut self, p_t: f64, received: &Received) -> Result<Query> {
+        let (point, source) = match &received.point {
             None => (self.learner.thompson()?, Source::Own),
             Some(server_x) => {
                 let r: f64 = self.mixing.random();
@@ -364,7 +364,7 @@ impl Federated for DpFtsDe {
 
     fn broadcast(&mut self, t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
         if t as u64 > self.budget_rounds {
-            return Ok(Broadcast { point: None });
+            return Ok(Broadcast::none());
         }
         let m = self.shared.features.len();
         let arrived: Vec<Option<&Array1<f64>>> = messages.iter().map(Option::as_ref).collect();
@@ -376,12 +376,12 @@ impl Federated for DpFtsDe {
         // The argmax above is on this round's features; the agreement sets the next round's.
         self.agree(&record);
         self.records.push(record);
-        Ok(Broadcast { point: Some(point) })
+        Ok(Broadcast::to_all(point))
     }
 
-    fn choose(&mut self, agent: usize, t: usize, broadcast: &Broadcast) -> Result<Query> {
+    fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
         let p_t = self.schedule.p(t);
-        self.peers[agent].choose(p_t, broadcast)
+        self.peers[agent].choose(p_t, received)
     }
 
     fn message_len(&self) -> usize {
@@ -425,7 +425,7 @@ impl Algorithm for DpFtsDe {
         let rounds: Vec<Vec<Query>> = self
             .peers
             .par_iter_mut()
-            .map(|peer| peer.choose_batch(p_t, &broadcast, k))
+            .map(|peer| peer.choose_batch(p_t, &broadcast.all, k))
             .collect::<Result<_>>()?;
         Ok(rounds.into_iter().flatten().collect())
     }

@@ -143,11 +143,51 @@ pub trait Pending {
     fn propose_pending(&mut self, agent: usize, t: usize, pending: &[Point]) -> Result<Query>;
 }
 
-/// What the server tells every agent before iteration t: the point of the aggregated vectors'
-/// argmax (DP-FTS-DE), or nothing (agents alone, or a privacy budget spent).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Broadcast {
+/// What one agent receives from the server before iteration t.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Received {
+    /// A point it may query (DP-FTS-DE: the aggregated vectors' argmax; consensus: its row of
+    /// W(t) applied to the candidates); None: it goes on with its own choice.
     pub point: Option<Point>,
+    /// Numbers the method shares with it (design densities: the others' centres); empty: none.
+    pub shared: Vec<f64>,
+}
+
+/// What the server sends the agents before iteration t: the same to all (DP-FTS-DE), each
+/// its own (consensus, design densities), or nothing (agents alone, a privacy budget spent).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Broadcast {
+    /// Everyone's, when `to_each` is empty.
+    pub all: Received,
+    /// Per agent, what it alone receives.
+    pub to_each: Vec<Received>,
+}
+
+impl Broadcast {
+    /// Nothing: every agent goes on alone.
+    pub fn none() -> Self {
+        Broadcast::default()
+    }
+
+    /// `point` for every agent.
+    pub fn to_all(point: Point) -> Self {
+        Broadcast {
+            all: Received {
+                point: Some(point),
+                shared: Vec::new(),
+            },
+            to_each: Vec::new(),
+        }
+    }
+
+    /// What agent `agent` receives (nothing if the server sends it nothing).
+    pub fn for_agent(&self, agent: usize) -> Received {
+        if self.to_each.is_empty() {
+            self.all.clone()
+        } else {
+            self.to_each.get(agent).cloned().unwrap_or_default()
+        }
+    }
 }
 
 /// One round of a federated algorithm in three steps that may run on different machines:
@@ -167,8 +207,9 @@ pub trait Federated: Send {
         messages: &[Option<ndarray::Array1<f64>>],
     ) -> Result<Broadcast>;
 
-    /// Agent `agent`'s query at iteration t, given the server's broadcast.
-    fn choose(&mut self, agent: usize, t: usize, broadcast: &Broadcast) -> Result<Query>;
+    /// Agent `agent`'s query at iteration t, given what it received of the server's
+    /// broadcast (`Broadcast::for_agent`).
+    fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query>;
 
     /// The length of every message (validated by the server before it aggregates).
     fn message_len(&self) -> usize;

@@ -7,7 +7,7 @@
 //! last random initial point.
 
 use super::agent::Learner;
-use super::{Algorithm, Broadcast, Federated, Pending, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, Pending, Query, Received, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Landscape, Point, Space};
@@ -302,10 +302,10 @@ impl Federated for Single {
         _t: usize,
         _messages: &[Option<ndarray::Array1<f64>>],
     ) -> Result<Broadcast> {
-        Ok(Broadcast { point: None })
+        Ok(Broadcast::none())
     }
 
-    fn choose(&mut self, agent: usize, _t: usize, _broadcast: &Broadcast) -> Result<Query> {
+    fn choose(&mut self, agent: usize, _t: usize, _received: &Received) -> Result<Query> {
         let slot = self
             .targets
             .iter()

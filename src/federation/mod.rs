@@ -12,7 +12,7 @@
 
 pub mod wire;
 
-use crate::algorithm::{self, Algorithm, Broadcast, Query, RunContext};
+use crate::algorithm::{self, Algorithm, Broadcast, Query, Received, RunContext};
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{self, Landscape, Point, Request, Space};
@@ -140,7 +140,7 @@ fn federated_algorithm(
             &spec.path,
             format!("algorithm[{alg_index}].kind"),
             format!(
-                "{}: a real federation runs ts, random, ei, ucb and dp-fts-de (FTS as dp-fts-de with subregions = 1, no dp); this kind runs only in one process",
+                "{}: a real federation runs ts, random, ei, ucb, dp-fts-de (FTS as dp-fts-de with subregions = 1, no dp), consensus, design-density and cgp; this kind runs only in one process",
                 alg_spec.label
             ),
         ));
@@ -153,6 +153,9 @@ fn federated_algorithm(
 struct AgentEntry {
     round: usize,
     point: Option<WirePoint>,
+    /// What the method shared with the agent this round (`Instruction::shared`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    shared: Vec<f64>,
     /// (f, cost) of each query of the round, as the objective returned them.
     values: Vec<(f64, f64)>,
     /// The queries' unit coordinates, to check a replay takes the same steps.
@@ -301,7 +304,7 @@ impl AgentNode {
         };
         if let Some(path) = &journal {
             for e in read_lines::<AgentEntry>(path)? {
-                let ins = node.instruction_of(e.round, e.point.clone());
+                let ins = node.instruction_of(e.round, e.point.clone(), e.shared.clone());
                 let queries = node.queries(&ins)?;
                 let same = queries.len() == e.queries.len()
                     && queries
@@ -322,13 +325,19 @@ impl AgentNode {
         Ok(node)
     }
 
-    fn instruction_of(&self, round: usize, point: Option<WirePoint>) -> Instruction {
+    fn instruction_of(
+        &self,
+        round: usize,
+        point: Option<WirePoint>,
+        shared: Vec<f64>,
+    ) -> Instruction {
         Instruction {
             spec: self.print.clone(),
             algorithm: self.alg_index,
             run: self.run,
             round,
             point,
+            shared,
             unanswered: Vec::new(),
         }
     }
@@ -425,7 +434,12 @@ impl AgentNode {
             None => None,
         };
         let fed = self.alg.federated().expect("a federated algorithm");
-        let q = fed.choose(self.agent, ins.round, &Broadcast { point })?;
+        // The instruction carries what this agent receives (everyone's, or its own).
+        let received = Received {
+            point,
+            shared: ins.shared.clone(),
+        };
+        let q = fed.choose(self.agent, ins.round, &received)?;
         let req = Request::new(label.clone(), self.run, self.agent, ins.round as i64);
         Ok(vec![(q, req)])
     }
@@ -459,6 +473,7 @@ impl AgentNode {
                 &AgentEntry {
                     round: ins.round,
                     point: ins.point.clone(),
+                    shared: ins.shared.clone(),
                     values: values.clone(),
                     queries: queries.iter().map(|(q, _)| q.point.x.clone()).collect(),
                 },
@@ -533,6 +548,8 @@ pub struct ServerNode {
     failed_now: Vec<usize>,
     /// Agents whose reply the last round kept.
     answered: Vec<usize>,
+    /// The server's broadcast of this round (what each agent receives).
+    broadcast: Broadcast,
     /// This algorithm's privacy curves, computed when the operator first asks for progress.
     curves: Option<Vec<runner::PrivacyCurve>>,
 }
@@ -633,6 +650,7 @@ impl ServerNode {
             failed_in_a_row: vec![0; landscape.agents()],
             failed_now: Vec::new(),
             answered: Vec::new(),
+            broadcast: Broadcast::none(),
             curves: None,
             spec: spec.clone(),
         };
@@ -735,8 +753,20 @@ impl ServerNode {
         Ok(())
     }
 
-    /// The instruction of the current round (the server's round on the last round's
-    /// messages happens here, once).
+    /// What agent `agent` is sent this round: the round's instruction with its own point where
+    /// the algorithm sends each agent its own (consensus), and only its own unanswered rounds.
+    pub fn instruction_for(&mut self, agent: usize) -> Result<Instruction> {
+        let mut ins = self.instruction()?;
+        let own = self.broadcast.for_agent(agent);
+        ins.point = own.point.as_ref().map(wire_point);
+        ins.shared = own.shared;
+        ins.unanswered.retain(|(a, _)| *a == agent);
+        Ok(ins)
+    }
+
+    /// The instruction of the current round as the server keeps it, every agent's unanswered
+    /// rounds in it (the server's round on the last round's messages happens here, once).
+    /// What crosses the network to each agent is `instruction_for`.
     pub fn instruction(&mut self) -> Result<Instruction> {
         if let Some(ins) = &self.current {
             return Ok(ins.clone());
@@ -747,12 +777,11 @@ impl ServerNode {
                 self.spec.algorithms[self.alg_index].label, self.run, self.round
             )));
         }
-        let point = if self.round == 0 {
-            None
+        self.broadcast = if self.round == 0 {
+            Broadcast::none()
         } else {
             let fed = self.alg.federated().expect("a federated algorithm");
-            let b = fed.broadcast(self.round, &self.messages)?;
-            b.point.as_ref().map(wire_point)
+            fed.broadcast(self.round, &self.messages)?
         };
         self.messages = vec![None; self.n];
         let ins = Instruction {
@@ -760,7 +789,8 @@ impl ServerNode {
             algorithm: self.alg_index,
             run: self.run,
             round: self.round,
-            point,
+            point: self.broadcast.all.point.as_ref().map(wire_point),
+            shared: self.broadcast.all.shared.clone(),
             unanswered: self.unanswered(),
         };
         self.current = Some(ins.clone());
@@ -1244,9 +1274,9 @@ pub fn run_in_process(spec_path: &Path, out: &Path, state: &Path, overwrite: boo
     for unit in fed.units().to_vec() {
         let mut server = fed.server(unit)?;
         while !server.finished() {
-            let ins = serde_json::to_string(&server.instruction()?).map_err(json)?;
             let mut replies = Vec::new();
-            for &a in server.agents() {
+            for a in server.agents().to_vec() {
+                let ins = serde_json::to_string(&server.instruction_for(a)?).map_err(json)?;
                 let ins: Instruction = serde_json::from_str(&ins).map_err(json)?;
                 let reply = serde_json::to_string(&sites[a].step(&ins)?).map_err(json)?;
                 replies.push(serde_json::from_str(&reply).map_err(json)?);

@@ -22,6 +22,10 @@ pub struct Instruction {
     pub run: usize,
     pub round: usize,
     pub point: Option<WirePoint>,
+    /// Numbers the method shares with this agent (design densities: the others' centres);
+    /// empty, and then not written, for the methods that share none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub shared: Vec<f64>,
     /// Per agent (agent, rounds), the earlier rounds the server holds no reply of: a site
     /// whose reply was lost in transit re-sends it from its journal with its next reply
     /// (`Reply::late`). Empty without faults, and then not written: the wire is as before.
@@ -134,6 +138,7 @@ mod tests {
             run: 1,
             round: 4,
             point: None,
+            shared: Vec::new(),
             unanswered: Vec::new(),
         };
         let text = serde_json::to_string(&ins).unwrap();

@@ -77,7 +77,7 @@ pub(crate) fn run_asynchronous(
     let mut in_flight: Vec<Option<InFlight>> = (0..n).map(|_| None).collect();
     let mut done = vec![0usize; n];
     let mut used = vec![0usize; n];
-    let mut latest: (usize, Broadcast) = (0, Broadcast { point: None });
+    let mut latest: (usize, Broadcast) = (0, Broadcast::none());
     let mut beliefs = Vec::new();
     loop {
         crate::run::progress::check_stop()?;
@@ -122,14 +122,14 @@ pub(crate) fn run_asynchronous(
             used[s] = latest.0;
             latest.1.clone()
         } else {
-            Broadcast { point: None }
+            Broadcast::none()
         };
         beliefs.extend(u.belief(agent, t));
-        let query = u
-            .alg
-            .federated()
-            .expect("dp-fts-de is federated")
-            .choose(agent, t, &broadcast)?;
+        let query = u.alg.federated().expect("dp-fts-de is federated").choose(
+            agent,
+            t,
+            &broadcast.for_agent(agent),
+        )?;
         let request = Request::new(u.label.to_string(), run, agent, t as i64);
         let (f, y, cost) = u.evaluator.evaluate(&[(&query, request)], &mut u.noise)?[0];
         let params = u.alg.params_sent(t);

@@ -296,19 +296,22 @@ pub fn federate(
     for unit in fed.units().to_vec() {
         let mut server = fed.server(unit).unwrap();
         while !server.finished() {
-            let ins = server.instruction().unwrap();
+            let agents = server.agents().to_vec();
+            let ins: Vec<_> = agents
+                .iter()
+                .map(|&a| server.instruction_for(a).unwrap())
+                .collect();
             if left == Some(0) {
-                for a in server.agents().to_vec() {
-                    sites[a].step(&ins).unwrap();
+                for (&a, ins) in agents.iter().zip(&ins) {
+                    sites[a].step(ins).unwrap();
                 }
                 return false;
             }
             left = left.map(|l| l - 1);
-            let replies = server
-                .agents()
-                .to_vec()
-                .into_iter()
-                .map(|a| sites[a].step(&ins).unwrap())
+            let replies = agents
+                .iter()
+                .zip(&ins)
+                .map(|(&a, ins)| sites[a].step(ins).unwrap())
                 .collect();
             server.receive(replies).unwrap();
         }

@@ -14,10 +14,15 @@ import fbo
 app = ServerApp()
 
 
-def _ask(grid, nodes, content, timeout):
+def _ask(grid, instructions, timeout):
+    """Sends each node its step instruction (node id -> JSON); the replies that arrived."""
+    return _send(grid, {n: {"kind": "step", "instruction": i} for n, i in instructions.items()}, timeout)
+
+
+def _send(grid, contents, timeout):
     msgs = [
-        Message(RecordDict({"fbo": ConfigRecord(content)}), dst_node_id=n, message_type="query")
-        for n in nodes
+        Message(RecordDict({"fbo": ConfigRecord(c)}), dst_node_id=n, message_type="query")
+        for n, c in contents.items()
     ]
     return [r for r in grid.send_and_receive(msgs, timeout=timeout) if not r.has_error()]
 
@@ -26,7 +31,7 @@ def _agents(grid, known, timeout):
     """agent index -> node id for every connected SuperNode (new ones asked who they are)."""
     new = [n for n in grid.get_node_ids() if n not in known.values()]
     if new:
-        for r in _ask(grid, new, {"kind": "who"}, timeout):
+        for r in _send(grid, {n: {"kind": "who"} for n in new}, timeout):
             known[int(r.content["fbo"]["agent"])] = r.metadata.src_node_id
     live = set(grid.get_node_ids())
     return {a: n for a, n in known.items() if n in live}
@@ -50,9 +55,10 @@ def main(grid: Grid, context: Context) -> None:
         seen = len(unit.notes)
         while not unit.finished:
             nodes = _agents(grid, known, deadline)
-            ins = fbo.to_json(unit.instruction())
-            targets = [nodes[a] for a in unit.agents if a in nodes]
-            replies = _ask(grid, targets, {"kind": "step", "instruction": ins}, deadline)
+            # Each agent its own instruction: its point where the algorithm sends each its own
+            # (consensus), and the earlier rounds whose reply the server lacks from it.
+            targets = {nodes[a]: fbo.to_json(unit.instruction(a)) for a in unit.agents if a in nodes}
+            replies = _ask(grid, targets, deadline)
             answered = []
             for r in replies:
                 content = r.content["fbo"]
