@@ -59,7 +59,9 @@ server = { subregions = 4, dp = true, q = 0.5, z = 1.0 }
 /// own point: the linear schedule, the leader schedule under EI, and noised candidates from a
 /// start with own weight. Design densities, each agent sent the others' centres: at the
 /// incumbent, at Thompson samples, at the LCB design with the power beta / T. CGP-UCB, each
-/// agent sent the others' (design, LCB) pairs: all others, or its random group of 2.
+/// agent sent the others' (design, LCB) pairs: all others, or its random group of 2. FMTBO,
+/// each agent sent the length scales averaged over its nearest rankings, used as they are or
+/// as a refit's start.
 const FRAMEWORKS: &str = r#"
 name = "frameworks"
 seed = 3
@@ -116,6 +118,14 @@ kind = "cgp"
 kind = "cgp"
 group = 2
 label = "cgp groups"
+
+[[algorithm]]
+kind = "fmtbo"
+
+[[algorithm]]
+kind = "fmtbo"
+global = "refit"
+label = "fmtbo refit"
 "#;
 
 /// The same algorithms on a grid (consensus's points snapped to the nearest grid point).

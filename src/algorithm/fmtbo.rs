@@ -5,14 +5,14 @@
 //! gamma EI_global + (1 - gamma) EI_local.
 
 use super::agent::{Learner, observe_all};
-use super::{Algorithm, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::Result;
 use crate::math::rng::{Purpose, SHARED, stream};
 use crate::objective::space::Domain;
 use crate::spec::frameworks::Framework;
 use crate::surrogate::gp::GpHyper;
-use ndarray::Array2;
+use ndarray::{Array1, Array2};
 use rand::Rng as _;
 use rand::seq::index::sample as sample_indices;
 use rayon::prelude::*;
@@ -40,19 +40,19 @@ pub fn nearest(losses: &[usize], k: usize, take: usize) -> Vec<usize> {
     order
 }
 
-/// FedAvg of length scales on the implementation's scale theta = 1 / (2 l^2) per axis (an
-/// isotropic agent counts on every axis), equal weights.
-pub fn average_length_scales(hypers: &[&GpHyper], dim: usize) -> Vec<f64> {
+/// FedAvg of length scales (one per axis, or one for all: isotropic) on the implementation's
+/// scale theta = 1 / (2 l^2) per axis (an isotropic agent counts on every axis), equal weights.
+pub fn average_length_scales(scales: &[&[f64]], dim: usize) -> Vec<f64> {
     (0..dim)
         .map(|d| {
-            let theta = hypers
+            let theta = scales
                 .iter()
-                .map(|h| {
-                    let l = h.length_scales[if h.length_scales.len() == 1 { 0 } else { d }];
+                .map(|ls| {
+                    let l = ls[if ls.len() == 1 { 0 } else { d }];
                     0.5 / (l * l)
                 })
                 .sum::<f64>()
-                / hypers.len() as f64;
+                / scales.len() as f64;
             (0.5 / theta).sqrt()
         })
         .collect()
@@ -88,6 +88,8 @@ pub struct Fmtbo {
     /// The shared ranking set, one row per point (unit coordinates).
     shared: Array2<f64>,
     refit: bool,
+    /// Per agent, the local fit it made with its last message (kept for its choice).
+    locals: Vec<Option<GpHyper>>,
 }
 
 impl Fmtbo {
@@ -118,7 +120,136 @@ impl Fmtbo {
             fraction,
             shared,
             refit,
+            locals: vec![None; n],
         }
+    }
+}
+
+/// Agent `a`'s query: the maximiser of gamma EI under its global model + (1 - gamma) EI
+/// under its local one, both on its own data.
+fn choose_one(
+    a: &mut Learner,
+    local: &GpHyper,
+    global: GpHyper,
+    gamma: f64,
+    refit: bool,
+) -> Result<Query> {
+    let global = if refit { refit_from(a, global) } else { global };
+    let pl = a.posterior(local)?;
+    let pg = a.posterior(&global)?;
+    let y = a.scaled_ys();
+    let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let grid_scores = |grid: &Domain| {
+        let (ml, vl) = pl.predict(grid.points());
+        let (mg, vg) = pg.predict(grid.points());
+        (0..grid.len())
+            .map(|i| {
+                gamma * expected_improvement(mg[i], vg[i].max(0.0).sqrt(), best)
+                    + (1.0 - gamma) * expected_improvement(ml[i], vl[i].max(0.0).sqrt(), best)
+            })
+            .collect()
+    };
+    let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+        let (m, v, dm, dv) = pg.predict_grad(x);
+        let (eg, dg) = ei_grad(m, v, &dm, &dv, best);
+        let (m, v, dm, dv) = pl.predict_grad(x);
+        let (el, dl) = ei_grad(m, v, &dm, &dv, best);
+        if let Some(g) = g {
+            for (gi, (a, b)) in g.iter_mut().zip(dg.iter().zip(&dl)) {
+                *gi = gamma * a + (1.0 - gamma) * b;
+            }
+        }
+        gamma * eg + (1.0 - gamma) * el
+    };
+    let point = a.maximise(grid_scores, &mut acq)?;
+    Ok(Query {
+        agent: a.agent,
+        point,
+        source: Source::Acquisition,
+    })
+}
+
+impl Fmtbo {
+    /// Agent `a`'s local fit and what it sends: its length scales on every axis (D numbers)
+    /// and its model's ranking of the shared points (their posterior means).
+    fn local(a: &mut Learner, shared: &Array2<f64>) -> Result<(GpHyper, Array1<f64>)> {
+        let h = a.fitted_hyper();
+        let (mean, _) = a.posterior(&h)?.predict(shared.view());
+        let dim = shared.ncols();
+        let ls = &h.length_scales;
+        let axes = (0..dim).map(|d| ls[if ls.len() == 1 { 0 } else { d }]);
+        let message = axes.chain(mean.iter().copied()).collect();
+        Ok((h, message))
+    }
+
+    /// The server's step: per agent whose message arrived, FedAvg of the length scales of
+    /// the `fraction` of senders whose rankings are nearest its own (itself first); the
+    /// averaged length scales (D numbers) go back to it alone.
+    fn relay(&self, messages: &[Option<Array1<f64>>]) -> Broadcast {
+        let dim = self.shared.ncols();
+        let senders: Vec<(usize, &Array1<f64>)> = messages
+            .iter()
+            .enumerate()
+            .filter_map(|(a, m)| m.as_ref().map(|m| (a, m)))
+            .collect();
+        let k = senders.len();
+        let take = ((k as f64) * self.fraction).floor() as usize;
+        let ranking = |i: usize| senders[i].1.slice(ndarray::s![dim..]).to_vec();
+        let scales = |i: usize| senders[i].1.slice(ndarray::s![..dim]).to_vec();
+        let rankings: Vec<Vec<f64>> = (0..k).map(ranking).collect();
+        let all_scales: Vec<Vec<f64>> = (0..k).map(scales).collect();
+        let mut to_each = vec![Received::default(); messages.len()];
+        for (i, &(a, _)) in senders.iter().enumerate() {
+            let losses: Vec<usize> = (0..k)
+                .map(|j| discordant(&rankings[i], &rankings[j]))
+                .collect();
+            let near = nearest(&losses, i, take);
+            let ls: Vec<&[f64]> = near.iter().map(|&j| all_scales[j].as_slice()).collect();
+            to_each[a].shared = average_length_scales(&ls, dim);
+        }
+        Broadcast {
+            all: Received::default(),
+            to_each,
+        }
+    }
+}
+
+impl Federated for Fmtbo {
+    fn message(&mut self, agent: usize, _t: usize) -> Option<Array1<f64>> {
+        // A local model that fails sends nothing; the agent fits again to choose.
+        let (h, m) = Self::local(&mut self.agents[agent], &self.shared).ok()?;
+        self.locals[agent] = Some(h);
+        Some(m)
+    }
+
+    fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
+        Ok(self.relay(messages))
+    }
+
+    fn choose(&mut self, agent: usize, _t: usize, received: &Received) -> Result<Query> {
+        let local = match self.locals[agent].take() {
+            Some(h) => h,
+            None => Self::local(&mut self.agents[agent], &self.shared)?.0,
+        };
+        // No average received (its message was lost): its global model is its local one.
+        let global = match received.shared.is_empty() {
+            true => local.clone(),
+            false => GpHyper {
+                length_scales: received.shared.clone(),
+                ..local.clone()
+            },
+        };
+        choose_one(
+            &mut self.agents[agent],
+            &local,
+            global,
+            self.gamma,
+            self.refit,
+        )
+    }
+
+    fn message_len(&self) -> usize {
+        self.shared.ncols() + self.shared.nrows()
     }
 }
 
@@ -132,74 +263,28 @@ impl Algorithm for Fmtbo {
     }
 
     fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
+        // The three steps a real federation takes; each agent acts on its own streams, so
+        // acting in parallel cannot change the result.
         let shared = &self.shared;
-        // Each agent: its local fit and its model's ranking of the shared points.
-        let locals: Vec<(GpHyper, Vec<f64>)> = self
+        let locals: Vec<(GpHyper, Array1<f64>)> = self
             .agents
             .par_iter_mut()
-            .map(|a| {
-                let h = a.fitted_hyper();
-                let (mean, _) = a.posterior(&h)?.predict(shared.view());
-                Ok((h, mean.to_vec()))
-            })
+            .map(|a| Self::local(a, shared))
             .collect::<Result<_>>()?;
-        let k = locals.len();
-        let take = ((k as f64) * self.fraction).floor() as usize;
-        let dim = self.shared.ncols();
-        // The server: per agent, FedAvg over its nearest rankings.
-        let globals: Vec<GpHyper> = (0..k)
-            .map(|i| {
-                let losses: Vec<usize> = (0..k)
-                    .map(|j| discordant(&locals[i].1, &locals[j].1))
-                    .collect();
-                let near = nearest(&losses, i, take);
-                let hs: Vec<&GpHyper> = near.iter().map(|&j| &locals[j].0).collect();
-                GpHyper {
-                    length_scales: average_length_scales(&hs, dim),
-                    ..locals[i].0.clone()
-                }
-            })
-            .collect();
+        let messages: Vec<Option<Array1<f64>>> =
+            locals.iter().map(|(_, m)| Some(m.clone())).collect();
+        let broadcast = self.relay(&messages);
         let (gamma, refit) = (self.gamma, self.refit);
         self.agents
             .par_iter_mut()
             .zip(locals)
-            .zip(globals)
-            .map(|((a, (local, _)), global)| {
-                let global = if refit { refit_from(a, global) } else { global };
-                let pl = a.posterior(&local)?;
-                let pg = a.posterior(&global)?;
-                let y = a.scaled_ys();
-                let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-                let grid_scores = |grid: &Domain| {
-                    let (ml, vl) = pl.predict(grid.points());
-                    let (mg, vg) = pg.predict(grid.points());
-                    (0..grid.len())
-                        .map(|i| {
-                            gamma * expected_improvement(mg[i], vg[i].max(0.0).sqrt(), best)
-                                + (1.0 - gamma)
-                                    * expected_improvement(ml[i], vl[i].max(0.0).sqrt(), best)
-                        })
-                        .collect()
+            .enumerate()
+            .map(|(k, (a, (local, _)))| {
+                let global = GpHyper {
+                    length_scales: broadcast.for_agent(k).shared,
+                    ..local.clone()
                 };
-                let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
-                    let (m, v, dm, dv) = pg.predict_grad(x);
-                    let (eg, dg) = ei_grad(m, v, &dm, &dv, best);
-                    let (m, v, dm, dv) = pl.predict_grad(x);
-                    let (el, dl) = ei_grad(m, v, &dm, &dv, best);
-                    if let Some(g) = g {
-                        for (gi, (a, b)) in g.iter_mut().zip(dg.iter().zip(&dl)) {
-                            *gi = gamma * a + (1.0 - gamma) * b;
-                        }
-                    }
-                    gamma * eg + (1.0 - gamma) * el
-                };
-                let point = a.maximise(grid_scores, &mut acq)?;
-                Ok(Query {
-                    agent: a.agent,
-                    point,
-                    source: Source::Acquisition,
-                })
+                choose_one(a, &local, global, gamma, refit)
             })
             .collect()
     }
@@ -208,10 +293,14 @@ impl Algorithm for Fmtbo {
         observe_all(&mut self.agents, queries, ys);
     }
 
-    /// Each agent sends its length scales (D numbers, the implementation's theta) and its
-    /// ranking of the shared points every round.
+    /// Each agent sends its length scales (D numbers) and its ranking of the shared points
+    /// every round.
     fn params_sent(&self, t: usize) -> u64 {
-        ((self.shared.ncols() + self.shared.nrows()) * t) as u64
+        (self.message_len() * t) as u64
+    }
+
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        Some(self)
     }
 }
 
@@ -219,6 +308,38 @@ impl Algorithm for Fmtbo {
 mod tests {
     use super::*;
     use crate::surrogate::gp::Kernel;
+
+    /// The server's step by hand on 1-D messages (length scale, ranking of two points):
+    /// with fraction 1 each sender gets the average of all senders' length scales, agent 1's
+    /// message lost leaves it nothing; with fraction 0.5 of 3 senders (1 nearest) each gets
+    /// its own back.
+    #[test]
+    fn each_sender_gets_the_average_over_its_nearest_senders() {
+        let fmtbo = |fraction| Fmtbo {
+            agents: Vec::new(),
+            targets: Vec::new(),
+            gamma: 0.5,
+            fraction,
+            shared: Array2::zeros((2, 1)),
+            refit: false,
+            locals: Vec::new(),
+        };
+        let m = |l: f64, r: [f64; 2]| Some(Array1::from(vec![l, r[0], r[1]]));
+        let messages = [m(0.5, [0.0, 1.0]), None, m(1.0, [1.0, 0.0])];
+        let b = fmtbo(1.0).relay(&messages);
+        // theta = (2 + 0.5) / 2 = 1.25, l = sqrt(0.5 / 1.25).
+        let l = (0.5f64 / 1.25).sqrt();
+        for a in [0, 2] {
+            assert_eq!(b.for_agent(a).shared.len(), 1);
+            assert!((b.for_agent(a).shared[0] - l).abs() < 1e-15);
+        }
+        assert!(b.for_agent(1).shared.is_empty());
+        let three = [m(0.5, [0.0, 1.0]), m(0.7, [0.0, 1.0]), m(1.0, [1.0, 0.0])];
+        let own = fmtbo(0.5).relay(&three);
+        for (a, want) in [(0, 0.5), (1, 0.7), (2, 1.0)] {
+            assert!((own.for_agent(a).shared[0] - want).abs() < 1e-15);
+        }
+    }
 
     #[test]
     fn ranking_loss_nearest_agents_and_the_average() {
@@ -231,7 +352,7 @@ mod tests {
         let a = GpHyper::isotropic(Kernel::Se, 0.5, 1.0, 0.01);
         let mut b = GpHyper::isotropic(Kernel::Se, 1.0, 1.0, 0.01);
         b.length_scales = vec![1.0, 0.25];
-        let l = average_length_scales(&[&a, &b], 2);
+        let l = average_length_scales(&[&a.length_scales, &b.length_scales], 2);
         // theta: (2 + 0.5) / 2 and (2 + 8) / 2.
         assert!((l[0] - (0.5f64 / 1.25).sqrt()).abs() < 1e-12);
         assert!((l[1] - (0.5f64 / 5.0).sqrt()).abs() < 1e-12);

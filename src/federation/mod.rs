@@ -140,7 +140,7 @@ fn federated_algorithm(
             &spec.path,
             format!("algorithm[{alg_index}].kind"),
             format!(
-                "{}: a real federation runs ts, random, ei, ucb, dp-fts-de (FTS as dp-fts-de with subregions = 1, no dp), consensus, design-density and cgp; this kind runs only in one process",
+                "{}: a real federation runs ts, random, ei, ucb, dp-fts-de (FTS as dp-fts-de with subregions = 1, no dp), consensus, design-density, cgp and fmtbo; this kind runs only in one process",
                 alg_spec.label
             ),
         ));
