@@ -62,71 +62,7 @@ server = { subregions = 4, dp = true, q = 0.5, z = 1.0 }
 /// agent sent the others' (design, LCB) pairs: all others, or its random group of 2. FMTBO,
 /// each agent sent the length scales averaged over its nearest rankings, used as they are or
 /// as a refit's start.
-const FRAMEWORKS: &str = r#"
-name = "frameworks"
-seed = 3
-runs = 2
-iterations = 6
-initial_points = 3
-
-[objective]
-kind = "function"
-function = "branin"
-heterogeneity = 0.1
-
-[acquisition]
-candidates = 200
-starts = 3
-
-[federation]
-agents = 4
-
-[[algorithm]]
-kind = "consensus"
-
-[[algorithm]]
-kind = "consensus"
-acquisition = "ei"
-schedule = "leader"
-label = "consensus leader"
-
-[[algorithm]]
-kind = "consensus"
-noise = 0.1
-own_weight = 0.3
-label = "consensus noised"
-
-[[algorithm]]
-kind = "design-density"
-
-[[algorithm]]
-kind = "design-density"
-density = "thompson"
-samples = 3
-label = "density thompson"
-
-[[algorithm]]
-kind = "design-density"
-density = "lcb"
-power = "beta/T"
-label = "density lcb"
-
-[[algorithm]]
-kind = "cgp"
-
-[[algorithm]]
-kind = "cgp"
-group = 2
-label = "cgp groups"
-
-[[algorithm]]
-kind = "fmtbo"
-
-[[algorithm]]
-kind = "fmtbo"
-global = "refit"
-label = "fmtbo refit"
-"#;
+const FRAMEWORKS: &str = include_str!("fixtures/frameworks-fed.toml");
 
 /// The same algorithms on a grid (consensus's points snapped to the nearest grid point).
 fn frameworks_on_a_grid() -> String {
@@ -460,5 +396,62 @@ fn a_reply_lost_in_transit_is_resent_with_the_next_and_traced() {
     assert_eq!(
         notes.matches("agent 5's reply did not arrive").count(),
         2 * 2 * 3
+    );
+}
+
+/// Under `output.site_traces` the sites keep their queries and values: replies carry only
+/// messages, the server writes only server.csv and privacy.csv (fbo run's bytes), and the
+/// traces the sites export, joined, are fbo run's trace.csv and summary.csv to the byte.
+#[test]
+fn sites_keep_their_values_and_their_merged_traces_are_fbo_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP.replace("[privacy]", "[output]\nsite_traces = true\n\n[privacy]");
+    let spec = write(dir.path(), "dp.toml", &text);
+    let sim = dir.path().join("sim");
+    fbo_ok("run", &spec, &sim, &["--no-timing"]);
+    let (out, state) = (dir.path().join("fed"), dir.path().join("state"));
+    let fed = Federation::open(&spec, &out, false).unwrap();
+    let mut sites: Vec<Site> = (0..12)
+        .map(|a| Site::open(&spec, a, Some(&state.join(format!("agent{a}")))).unwrap())
+        .collect();
+    // Every reply leaves its site without rows.
+    let unit = fed.units()[0];
+    let mut server = fed.server(unit).unwrap();
+    let ins = server.instruction_for(0).unwrap();
+    let reply = sites[0].step(&ins).unwrap();
+    assert!(reply.rows.is_empty(), "{}", reply.rows);
+    drop(server);
+    assert!(federate(fed, &mut sites, None));
+    assert!(!out.join("trace.csv").exists() && !out.join("summary.csv").exists());
+    for f in ["server.csv", "privacy.csv"] {
+        assert_eq!(
+            fs::read(sim.join(f)).unwrap(),
+            fs::read(out.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    // Each site exports its own trace (a new process: from its journals).
+    let mut files = Vec::new();
+    for a in (0..12).rev() {
+        let mut site = Site::open(&spec, a, Some(&state.join(format!("agent{a}")))).unwrap();
+        let trace = site.trace().unwrap();
+        assert!(
+            trace
+                .lines()
+                .skip(1)
+                .all(|l| l.split(',').nth(2) == Some(&a.to_string()))
+        );
+        files.push(write(dir.path(), &format!("site{a}.csv"), &trace));
+    }
+    federation::merge_site_traces(&spec, &out, &files).unwrap();
+    assert_same_files(&sim, &out);
+    // An agent's rows in two files are refused, naming both.
+    files.push(files[0].clone());
+    let e = federation::merge_site_traces(&spec, &out, &files)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("agent 11's rows") && e.contains("site11.csv"),
+        "{e}"
     );
 }

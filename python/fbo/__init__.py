@@ -41,6 +41,7 @@ __all__ = [
     "from_json",
     "integer_names",
     "maximize",
+    "merge_site_traces",
     "minimize",
     "optimize",
     "run",
@@ -54,6 +55,13 @@ __all__ = [
 def run(spec, out, *, threads=None, overwrite=False, no_timing=False):
     """Run the spec at path `spec` into the folder `out`, as `fbo run SPEC --out OUT` does."""
     _fbo.run(str(spec), str(out), threads, overwrite, no_timing)
+
+
+def merge_site_traces(spec, out, traces):
+    """Joins the traces the sites kept (spec `[output] site_traces = true`; each site's
+    `Agent.trace()` written to a file) into `out`'s trace.csv and summary.csv, as `fbo run`
+    writes them, for the sites that chose to share theirs. `fbo compare` then reads them."""
+    _fbo.merge_site_traces(str(spec), str(out), [str(t) for t in traces])
 
 
 def status(spec, out):
@@ -241,6 +249,12 @@ class Agent:
         (in the spec's direction: a loss to minimise as it is)."""
         vals = [float(v) for v in np.atleast_1d(np.asarray(values, dtype=np.float64))]
         return from_json(self._site.tell(to_json(instruction), vals))
+
+    def trace(self):
+        """This site's trace as CSV text (header and its rows of every unit, from its journal).
+        With `[output] site_traces = true` the only copy of its queries and values: the site
+        decides whether to share it (`fbo.merge_site_traces`)."""
+        return self._site.trace()
 
 
 class UnitServer:

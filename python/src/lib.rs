@@ -211,6 +211,18 @@ impl Site {
             .map(|r| json(&r))
             .map_err(err)
     }
+
+    /// This site's trace (CSV text with header), from its journals.
+    fn trace(&mut self) -> PyResult<String> {
+        self.inner.trace().map_err(err)
+    }
+}
+
+/// The sites' traces (`output.site_traces`) joined into trace.csv and summary.csv in `out`.
+#[pyfunction]
+fn merge_site_traces(spec: String, out: String, traces: Vec<String>) -> PyResult<()> {
+    let traces: Vec<PathBuf> = traces.into_iter().map(PathBuf::from).collect();
+    federation::merge_site_traces(Path::new(&spec), Path::new(&out), &traces).map_err(err)
 }
 
 /// The server of one unit (algorithm, run).
@@ -354,6 +366,7 @@ fn _fbo(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ask, m)?)?;
     m.add_function(wrap_pyfunction!(tell, m)?)?;
     m.add_function(wrap_pyfunction!(run_in_process, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_site_traces, m)?)?;
     m.add_function(wrap_pyfunction!(status, m)?)?;
     m.add_class::<Site>()?;
     m.add_class::<UnitServer>()?;

@@ -11,6 +11,7 @@ import fbo
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SMALL_DP = ROOT / "tests" / "fixtures" / "small-dp.toml"
+FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks-fed.toml"
 FILES = ["trace.csv", "server.csv", "privacy.csv", "summary.csv"]
 
 
@@ -43,9 +44,10 @@ def federate(spec, out, state, agents=None, kill_every=None):
     for alg, run in server.units():
         unit = server.unit(alg, run)
         while not unit.finished:
-            ins = fbo.from_json(fbo.to_json(unit.instruction()))
             replies = []
             for a in unit.agents:
+                # Each agent its own instruction (its own point under consensus).
+                ins = fbo.from_json(fbo.to_json(unit.instruction(a)))
                 if a not in agents:
                     agents[a] = fbo.Agent(spec, a, state=state / f"agent{a}")
                 replies.append(fbo.to_json(agents[a].step(ins)))
@@ -64,6 +66,28 @@ def test_run_and_a_federation_write_the_same_bytes(tmp_path):
     assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
     fbo.run_in_process(SMALL_DP, tmp_path / "inproc", tmp_path / "state2")
     assert all(same_files(tmp_path / "sim", tmp_path / "inproc").values())
+
+
+def test_the_frameworks_across_machines_write_fbo_runs_bytes(tmp_path):
+    # Consensus, design densities, CGP-UCB and FMTBO: each agent receives its own.
+    fbo.run(FRAMEWORKS, tmp_path / "sim", no_timing=True)
+    assert federate(FRAMEWORKS, tmp_path / "fed", tmp_path / "state")
+    assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
+
+
+def test_sites_that_keep_their_values_share_them_afterwards(tmp_path):
+    spec = tmp_path / "spec.toml"
+    spec.write_text(SMALL_DP.read_text().replace("[privacy]", "[output]\nsite_traces = true\n\n[privacy]"))
+    fbo.run(spec, tmp_path / "sim", no_timing=True)
+    assert federate(spec, tmp_path / "fed", tmp_path / "state")
+    assert not (tmp_path / "fed" / "trace.csv").exists()
+    traces = []
+    for a in range(12):
+        path = tmp_path / f"site{a}.csv"
+        path.write_text(fbo.Agent(spec, a, state=tmp_path / "state" / f"agent{a}").trace())
+        traces.append(path)
+    fbo.merge_site_traces(spec, tmp_path / "fed", traces)
+    assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
 
 
 def test_a_federation_killed_every_five_rounds_resumes_to_the_same_bytes(tmp_path):

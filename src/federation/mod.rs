@@ -342,8 +342,9 @@ impl AgentNode {
         }
     }
 
-    /// `reply` with this agent's replies to the earlier rounds `ins` names as unanswered (its
-    /// journal has them: the site paid for them, the transport lost them).
+    /// `reply` as it leaves the site: with this agent's replies to the earlier rounds `ins`
+    /// names as unanswered (its journal has them: the site paid for them, the transport lost
+    /// them), and without trace rows where the site keeps them (`output.site_traces`).
     fn with_late(&self, ins: &Instruction, mut reply: Reply) -> Reply {
         reply.late = ins
             .unanswered_by(self.agent)
@@ -351,7 +352,19 @@ impl AgentNode {
             .filter(|&&r| r < ins.round)
             .filter_map(|r| self.replies.get(r).cloned())
             .collect();
+        if self.spec.output.site_traces {
+            reply.rows.clear();
+            for l in &mut reply.late {
+                l.rows.clear();
+            }
+        }
         reply
+    }
+
+    /// This agent's trace rows of the rounds it has done, in round order (CSV lines without
+    /// header): what the site keeps under `output.site_traces`.
+    pub fn trace_rows(&self) -> String {
+        self.replies.values().map(|r| r.rows.as_str()).collect()
     }
 
     /// Rounds this agent has finished.
@@ -945,6 +958,15 @@ impl ServerNode {
         if kept.iter().any(|k| k.agent == r.agent) {
             return Err("a second reply this round".into());
         }
+        if self.spec.output.site_traces {
+            // The site keeps its values: a reply carries none, and the server keeps none.
+            return match r.rows.is_empty() {
+                true => Ok(()),
+                false => {
+                    Err("trace rows sent where the sites keep them (output.site_traces)".into())
+                }
+            };
+        }
         let want = if ins.round == 0 {
             self.spec.initial_points
         } else {
@@ -1155,8 +1177,8 @@ impl Federation {
             &self.spec,
             &self.dir,
             &self.jobs,
-            land.dim(),
-            &land.space.names(),
+            (land.dim(), &land.space.names()),
+            !self.spec.output.site_traces,
         )
     }
 }
@@ -1201,24 +1223,36 @@ impl Site {
     /// The node of an instruction's unit (opened, and resumed from its journal, at the
     /// unit's first instruction).
     fn node(&mut self, ins: &Instruction) -> Result<&mut AgentNode> {
-        let key = (ins.algorithm, ins.run);
+        self.unit(ins.algorithm, ins.run)
+    }
+
+    fn unit(&mut self, algorithm: usize, run: usize) -> Result<&mut AgentNode> {
+        let key = (algorithm, run);
         if !self.nodes.contains_key(&key) {
-            let land = self.landscapes[ins.run % self.landscapes.len().max(1)].clone();
+            let land = self.landscapes[run % self.landscapes.len().max(1)].clone();
             let journal = self
                 .state
                 .as_ref()
-                .map(|s| s.join(agent_journal(ins.algorithm, ins.run, self.agent)));
-            let node = AgentNode::open(
-                &self.spec,
-                land,
-                ins.algorithm,
-                ins.run,
-                self.agent,
-                journal,
-            )?;
+                .map(|s| s.join(agent_journal(algorithm, run, self.agent)));
+            let node = AgentNode::open(&self.spec, land, algorithm, run, self.agent, journal)?;
             self.nodes.insert(key, node);
         }
         Ok(self.nodes.get_mut(&key).expect("opened"))
+    }
+
+    /// This site's trace: a header and its rows of every unit, in the order `fbo run` writes
+    /// them (from its journals, which a new process replays). Under `output.site_traces` the
+    /// only copy of its queries and values; `merge_site_traces` joins the sites' traces.
+    pub fn trace(&mut self) -> Result<String> {
+        let land = &self.landscapes[0];
+        let mut text = output::trace_header(land.dim(), &land.space.names()).join(",");
+        text.push('\n');
+        for a in 0..self.spec.algorithms.len() {
+            for r in 0..self.spec.runs {
+                text += &self.unit(a, r)?.trace_rows();
+            }
+        }
+        Ok(text)
     }
 
     /// The answer to an instruction of any unit, the objective evaluated by fbo.
@@ -1286,4 +1320,72 @@ pub fn run_in_process(spec_path: &Path, out: &Path, state: &Path, overwrite: boo
         fed.save(&server)?;
     }
     fed.finish()
+}
+
+/// Joins the traces the sites kept (`output.site_traces`, each `Site::trace`) into the
+/// trace.csv and summary.csv `fbo run` would write, in `out` beside the server's files, for the
+/// sites that chose to share theirs: rows in fbo run's order ((algorithm, run), then round and
+/// agent). Refused, naming the file, for a trace of another spec's columns or algorithms, or an
+/// agent's rows in two files.
+pub fn merge_site_traces(spec_path: &Path, out: &Path, traces: &[PathBuf]) -> Result<()> {
+    let spec = load_spec(spec_path)?;
+    let landscapes = objective::landscapes(&spec)?;
+    let land = &landscapes[0];
+    let header = output::trace_header(land.dim(), &land.space.names()).join(",");
+    let labels: Vec<&str> = spec.algorithms.iter().map(|a| a.label.as_str()).collect();
+    // (algorithm, run, round, agent) -> the row, and which file gave each (algorithm, run, agent).
+    let mut rows: Vec<((usize, usize, i64, usize), String)> = Vec::new();
+    let mut from: BTreeMap<(usize, usize, usize), usize> = BTreeMap::new();
+    for (f, path) in traces.iter().enumerate() {
+        let text = fs::read_to_string(path).map_err(|e| FboError::io(path, e))?;
+        let mut lines = text.lines();
+        if lines.next() != Some(header.as_str()) {
+            return Err(FboError::Run(format!(
+                "{}: not a trace of {} (its header is not `{header}`)",
+                path.display(),
+                spec.path.display()
+            )));
+        }
+        for (i, line) in lines.enumerate() {
+            let bad =
+                |why: &str| FboError::Run(format!("{} line {}: {why}", path.display(), i + 2));
+            // A label may hold a comma (then quoted): the line is read as CSV.
+            let rec = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .from_reader(line.as_bytes())
+                .records()
+                .next()
+                .and_then(|r| r.ok())
+                .ok_or_else(|| bad("not a CSV row"))?;
+            let alg = labels
+                .iter()
+                .position(|l| rec.get(0) == Some(l))
+                .ok_or_else(|| bad("an algorithm this spec does not have"))?;
+            let num = |k: usize| rec.get(k).and_then(|v| v.parse::<i64>().ok());
+            let (Some(run), Some(agent), Some(it)) = (num(1), num(2), num(3)) else {
+                return Err(bad("no run, agent and iteration"));
+            };
+            let (run, agent) = (run as usize, agent as usize);
+            if let Some(&g) = from.get(&(alg, run, agent))
+                && g != f
+            {
+                return Err(bad(&format!(
+                    "agent {agent}'s rows of {} run {run} are in {} too",
+                    labels[alg],
+                    traces[g].display()
+                )));
+            }
+            from.insert((alg, run, agent), f);
+            rows.push(((alg, run, it.max(0), agent), format!("{line}\n")));
+        }
+    }
+    // Stable: an agent's initial points keep their order.
+    rows.sort_by_key(|(k, _)| *k);
+    let mut trace = format!("{header}\n");
+    trace.extend(rows.into_iter().map(|(_, r)| r));
+    let summary_rows = output::read_summary_input(trace.as_bytes(), &out.join("trace.csv"))?;
+    let order: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
+    let summary = output::summary_csv(&summary_rows, &order)?;
+    crate::run::outdir::write_beside(out, "trace.csv", trace.as_bytes())?;
+    crate::run::outdir::write_beside(out, "summary.csv", &summary)
 }

@@ -807,7 +807,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         });
     }
     // The privacy curves are computed in parallel too: on the same pool, so --threads holds.
-    if let Err(e) = with_threads(opts.threads, || merge(spec, &dir, &jobs, dim, &names))? {
+    if let Err(e) = with_threads(opts.threads, || merge(spec, &dir, &jobs, dim, &names, true))? {
         let mut msg = format!(
             "{e}\nthe results could not be merged; {saved} of {} units (seed, algorithm) are saved in {} (rerun the same command to merge them and run the rest)",
             jobs.len(),
@@ -1204,15 +1204,16 @@ pub(crate) fn pending_units(
 }
 
 /// The merge of a complete set of units, then the clean-up `fbo run` ends with: parts/ (and
-/// a federation's journals) removed, stale files of an earlier invocation pruned.
+/// a federation's journals) removed, stale files of an earlier invocation pruned. Without
+/// `values` (a federation whose sites keep their traces) no trace.csv or summary.csv.
 pub(crate) fn merge_parts(
     spec: &Spec,
     dir: &OutDir,
     jobs: &[(usize, usize)],
-    dim: usize,
-    names: &[String],
+    (dim, names): (usize, &[String]),
+    values: bool,
 ) -> Result<()> {
-    merge(spec, dir, jobs, dim, names)?;
+    merge(spec, dir, jobs, dim, names, values)?;
     dir.remove_under("parts/")?;
     dir.remove_under("federation/")?;
     dir.prune()
@@ -1280,14 +1281,15 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<PrivacyCurve>> {
     Ok(out)
 }
 
-/// trace.csv and summary.csv from every part present, in (algorithm, run) order; server.csv
-/// and privacy.csv where the spec has a server or private algorithms.
+/// trace.csv and summary.csv from every part present, in (algorithm, run) order (with
+/// `values`); server.csv and privacy.csv where the spec has a server or private algorithms.
 fn merge(
     spec: &Spec,
     dir: &OutDir,
     jobs: &[(usize, usize)],
     dim: usize,
     names: &[String],
+    values: bool,
 ) -> Result<()> {
     let mut trace = Vec::new();
     let header = output::trace_header(dim, names).join(",");
@@ -1315,8 +1317,12 @@ fn merge(
             beliefs.extend(fs::read(&bp).map_err(|e| FboError::io(&bp, e))?);
         }
     }
-    let summary_rows = output::read_summary_input(&trace, &dir.path("trace.csv"))?;
-    dir.write("trace.csv", &trace)?;
+    if values {
+        let summary_rows = output::read_summary_input(&trace, &dir.path("trace.csv"))?;
+        dir.write("trace.csv", &trace)?;
+        let order: Vec<String> = spec.algorithms.iter().map(|a| a.label.clone()).collect();
+        dir.write("summary.csv", &output::summary_csv(&summary_rows, &order)?)?;
+    }
     if spec.algorithms.iter().any(|a| a.server.is_some()) {
         dir.write("server.csv", &server)?;
     }
@@ -1327,7 +1333,5 @@ fn merge(
     if !curves.is_empty() {
         dir.write("privacy.csv", &output::privacy_csv(spec, &curves, &done))?;
     }
-    let order: Vec<String> = spec.algorithms.iter().map(|a| a.label.clone()).collect();
-    dir.write("summary.csv", &output::summary_csv(&summary_rows, &order)?)?;
     Ok(())
 }

@@ -141,6 +141,11 @@ pub struct OutputSpec {
     /// Write beliefs.csv: the hyperparameters of the model behind every model-based query
     /// (length scales, signal and noise variance, mean), per agent and iteration.
     pub beliefs: bool,
+    /// Across machines, every site keeps its trace rows (its queries and values): replies
+    /// carry only messages, the server writes only server.csv and privacy.csv, and the sites
+    /// that choose to share their traces merge them afterwards. In one process (`fbo run`) it
+    /// changes nothing: there are no sites.
+    pub site_traces: bool,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -185,6 +190,7 @@ struct RawAcquisition {
 struct RawOutput {
     timing: Option<bool>,
     beliefs: Option<bool>,
+    site_traces: Option<bool>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -670,6 +676,7 @@ fn check_output(raw: Option<RawOutput>) -> OutputSpec {
     OutputSpec {
         timing: ro.timing.unwrap_or(true),
         beliefs: ro.beliefs.unwrap_or(false),
+        site_traces: ro.site_traces.unwrap_or(false),
     }
 }
 
