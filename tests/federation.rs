@@ -64,6 +64,10 @@ server = { subregions = 4, dp = true, q = 0.5, z = 1.0 }
 /// as a refit's start.
 const FRAMEWORKS: &str = include_str!("fixtures/frameworks-fed.toml");
 
+/// Agreed shared models: the agents' fits travel after omega_n, the agreed hyperparameters
+/// with the server's point (non-private, and with a private agreement under DP).
+const AGREED: &str = include_str!("fixtures/agreed-fed.toml");
+
 /// The same algorithms on a grid (consensus's points snapped to the nearest grid point).
 fn frameworks_on_a_grid() -> String {
     let grid = FRAMEWORKS
@@ -100,6 +104,7 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("box", BRANIN_DP.to_string()),
         ("budget", budget),
         ("frameworks-box", FRAMEWORKS.to_string()),
+        ("agreed", AGREED.to_string()),
         ("frameworks-grid", frameworks_on_a_grid()),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -167,6 +172,12 @@ fn frameworks_killed_every_few_rounds_resume_to_the_same_bytes() {
     killed_every_few_rounds(FRAMEWORKS);
 }
 
+/// An agent resumed from its journal draws its features for the agreement it last followed.
+#[test]
+fn agreed_models_killed_every_few_rounds_resume_to_the_same_bytes() {
+    killed_every_few_rounds(AGREED);
+}
+
 fn killed_every_few_rounds(text: &str) {
     let dir = tempfile::tempdir().unwrap();
     let spec = write(dir.path(), "spec.toml", text);
@@ -174,7 +185,7 @@ fn killed_every_few_rounds(text: &str) {
     fbo_ok("run", &spec, &sim, &["--no-timing"]);
     let (fed, state) = (dir.path().join("fed"), dir.path().join("state"));
     let mut restarts = 0;
-    while !drive(&spec, &fed, &state, 7) {
+    while !drive(&spec, &fed, &state, 4) {
         restarts += 1;
     }
     assert!(restarts >= 5, "the run was cut {restarts} times");

@@ -72,10 +72,15 @@ impl Peer {
 }
 
 /// The agreement on the shared model (`surrogate.shared = "agreed"`): each round's messages
-/// carry the senders' log hyperparameters, which the server agrees on for the next round.
+/// carry the senders' log hyperparameters after omega_n, which the server agrees on for the
+/// next round and broadcasts with its point.
 struct Agreement {
     /// The vectors sent with this round's messages, by agent.
     sent: Vec<Option<Vec<f64>>>,
+    /// The last agreed log hyperparameters: at the server, the ones it broadcasts; at an
+    /// agent, the ones its features are drawn for (the features are a pure function of them,
+    /// so an agent that missed a round catches up from the next broadcast).
+    agreed: Option<Vec<f64>>,
     /// The prior's log hyperparameters: the public centre the private release clips about.
     centre: Vec<f64>,
     /// With DP: the release's settings and the server's realised sampling rate.
@@ -229,6 +234,7 @@ impl DpFtsDe {
             .collect();
         let agreement = (alg.shared == SharedModel::Agreed).then(|| Agreement {
             sent: vec![None; n],
+            agreed: None,
             centre: SharedHyper::from_own(&sur.own.initial, space.dim()).to_log(),
             private: server_spec.dp.and_then(|d| {
                 let rate = crate::privacy::realised_rate(d.sampling, d.q, n);
@@ -343,6 +349,29 @@ impl DpFtsDe {
         self.shared = self
             .shared
             .agreed(&self.space, &SharedHyper::from_log(&log));
+        ag.agreed = Some(log);
+    }
+
+    /// At an agent: the features for the agreed log hyperparameters the server broadcast,
+    /// redrawn when they are not the ones its features have.
+    fn follow(&mut self, log: &[f64]) {
+        let Some(ag) = self.agreement.as_mut() else {
+            return;
+        };
+        if log.is_empty() || ag.agreed.as_deref() == Some(log) {
+            return;
+        }
+        self.shared = self.shared.agreed(&self.space, &SharedHyper::from_log(log));
+        ag.agreed = Some(log.to_vec());
+    }
+
+    /// Numbers an agreement adds after omega_n: the log hyperparameters (D length scales,
+    /// signal and noise variance).
+    fn agreement_len(&self) -> usize {
+        match self.agreement {
+            Some(_) => self.space.dim() + 2,
+            None => 0,
+        }
     }
 }
 
@@ -352,12 +381,14 @@ impl Federated for DpFtsDe {
             return None;
         }
         let peer = &mut self.peers[agent];
-        if let Some(ag) = self.agreement.as_mut() {
+        if self.agreement.is_some() {
             // The posterior afresh on this round's features and standardisation; a singular
             // one sends nothing this round (the server treats it as a message that did not
-            // arrive, and server.csv names the agent).
+            // arrive, and server.csv names the agent). Its fit travels after omega_n.
             peer.messenger.refit(&self.shared, &peer.learner).ok()?;
-            ag.sent[agent] = Some(own_log_hyper(&mut peer.learner));
+            let omega = peer.messenger.message();
+            let log = own_log_hyper(&mut peer.learner);
+            return Some(omega.iter().copied().chain(log).collect());
         }
         Some(peer.messenger.message())
     }
@@ -367,25 +398,47 @@ impl Federated for DpFtsDe {
             return Ok(Broadcast::none());
         }
         let m = self.shared.features.len();
-        let arrived: Vec<Option<&Array1<f64>>> = messages.iter().map(Option::as_ref).collect();
+        // With an agreement, each message's fit (after omega_n) goes to the agreement.
+        let omegas: Vec<Option<Array1<f64>>> = match self.agreement.as_mut() {
+            None => messages.to_vec(),
+            Some(ag) => messages
+                .iter()
+                .enumerate()
+                .map(|(a, msg)| {
+                    msg.as_ref().map(|msg| {
+                        ag.sent[a] = Some(msg.iter().skip(m).copied().collect());
+                        msg.iter().take(m).copied().collect()
+                    })
+                })
+                .collect(),
+        };
+        let arrived: Vec<Option<&Array1<f64>>> = omegas.iter().map(Option::as_ref).collect();
         let (vectors, record) = self
             .server
             .aggregate_arrived(t - 1, m, &arrived)
             .map_err(FboError::Run)?;
         let point = self.server_best(&vectors)?;
-        // The argmax above is on this round's features; the agreement sets the next round's.
+        // The argmax above is on this round's features; the agreement sets the next round's,
+        // and travels with the point.
         self.agree(&record);
         self.records.push(record);
-        Ok(Broadcast::to_all(point))
+        let mut b = Broadcast::to_all(point);
+        if let Some(log) = self.agreement.as_ref().and_then(|ag| ag.agreed.clone()) {
+            b.all.shared = log;
+        }
+        Ok(b)
     }
 
     fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
+        // Across machines the agreed model reaches the agent here (in one process the
+        // server's agreement already set it).
+        self.follow(&received.shared);
         let p_t = self.schedule.p(t);
         self.peers[agent].choose(p_t, received)
     }
 
     fn message_len(&self) -> usize {
-        self.shared.features.len()
+        self.shared.features.len() + self.agreement_len()
     }
 }
 

@@ -84,17 +84,6 @@ fn federated_algorithm(
         landscape: landscape.clone(),
         senders: None,
     };
-    // The agreement on an agreed shared model is made on the server and would have to reach
-    // every site with the broadcast, which carries only the point: refused until it does.
-    if alg_spec.shared == crate::spec::SharedModel::Agreed
-        && alg_spec.kind == crate::spec::AlgorithmKind::DpFtsDe
-    {
-        return Err(FboError::spec(
-            &spec.path,
-            "surrogate.shared",
-            "\"agreed\" runs only in one process (the agreed hyperparameters do not yet travel with a federation's broadcast); use \"fixed\" across machines",
-        ));
-    }
     // The masking protocol's four steps are not yet messages of the Flower app.
     if alg_spec.server.as_ref().is_some_and(|s| s.secure.is_some()) {
         return Err(FboError::spec(
