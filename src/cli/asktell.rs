@@ -6,9 +6,9 @@
 //! queries, and `fbo run SPEC --out STATE` writes the trace once every result is in.
 
 use crate::error::{FboError, Result};
+use crate::objective::journal::JOURNAL;
+use crate::objective::journal::{Entry, Journal, Outcome, Request};
 use crate::objective::{Codec, Landscape, Point};
-use crate::run::journal::JOURNAL;
-use crate::run::journal::{Entry, Journal, Outcome, Request};
 use crate::run::outdir::{Claim, OutDir};
 use crate::run::runner::{prepare, run_one};
 use crate::spec::{ObjectiveKind, Spec};
@@ -274,8 +274,8 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
     let cli = |key: &str, msg: String| FboError::spec(&spec.path, key, msg);
     // What can be refused is refused before the state folder is touched, by the journal's
     // own check of what it can hold.
-    crate::run::journal::check_values(opts.value, 0.0).map_err(|m| cli("--value", m))?;
-    crate::run::journal::check_values(None, opts.cost_s).map_err(|m| cli("--cost", m))?;
+    crate::objective::journal::check_values(opts.value, 0.0).map_err(|m| cli("--value", m))?;
+    crate::objective::journal::check_values(None, opts.cost_s).map_err(|m| cli("--cost", m))?;
     let (_dir, journal) = open_state(spec, &opts.state)?;
     let waiting = journal.outstanding();
     // Queries told before: a results file told again (after a kill cut it short, say) is
@@ -454,7 +454,7 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                     _ => 0.0,
                 };
                 let metric = num(cm, "metric")?;
-                crate::run::journal::check_values(Some(metric), cost)
+                crate::objective::journal::check_values(Some(metric), cost)
                     .map_err(|m| FboError::spec(file, "", format!("line {line}: {m}")))?;
                 if let Some(&(first, _, m)) = told.iter().find(|t| t.1 == idx) {
                     if m.to_bits() != metric.to_bits() {

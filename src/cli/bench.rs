@@ -316,16 +316,16 @@ pub fn command_overhead(n: usize) -> Result<()> {
     );
     let dir = tempfile_dir()?;
     let path = dir.join("evaluations.jsonl");
-    let origin = crate::run::journal::Origin {
+    let origin = crate::objective::journal::Origin {
         command: settings_argv,
         metric: "metric".into(),
         direction: "maximize".into(),
         params: vec!["x".into()],
         choices: Vec::new(),
     };
-    land.attach_journal(std::sync::Arc::new(crate::run::journal::Journal::open(
-        &path, &origin,
-    )?));
+    land.attach_journal(std::sync::Arc::new(
+        crate::objective::journal::Journal::open(&path, &origin)?,
+    ));
     let (mut fbo_ms, mut bare_ms) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for i in 0..n {
         let t0 = Instant::now();

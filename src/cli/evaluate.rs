@@ -4,7 +4,7 @@
 
 use crate::error::{FboError, Result};
 use crate::objective::Landscape;
-use crate::run::journal::Request;
+use crate::objective::journal::Request;
 use crate::spec::ObjectiveKind;
 use crate::spec::Spec;
 use std::path::Path;

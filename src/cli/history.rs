@@ -3,7 +3,7 @@
 //! start): each row carries its measured `value`, which is told, not run again.
 
 use crate::error::{FboError, Result};
-use crate::run::journal::{Journal, Outcome};
+use crate::objective::journal::{Journal, Outcome};
 use crate::run::runner::journal_names;
 use std::path::{Path, PathBuf};
 

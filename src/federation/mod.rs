@@ -1262,7 +1262,7 @@ impl Site {
         // Refused as `fbo tell` refuses it: a NaN is no measurement, and recording it as a
         // failure would hide a site's bug.
         for (i, &v) in values.iter().enumerate() {
-            crate::run::journal::check_values(Some(v), 0.0).map_err(|m| {
+            crate::objective::journal::check_values(Some(v), 0.0).map_err(|m| {
                 FboError::Run(format!(
                     "agent {}: value {i} of round {}: {m}",
                     self.agent(),

@@ -4,8 +4,8 @@
 //! of stdout. Evaluations reported by hand (`fbo ask` / `fbo tell`) use the same objective
 //! without a command.
 
+use crate::objective::journal::Request;
 use crate::objective::{Codec, Point};
-use crate::run::journal::Request;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

@@ -4,8 +4,10 @@
 //! query (closed-form functions, live model training), memoised per (agent, point), or
 //! measured by the user's command (or reported by hand), journaled per request and point.
 
+pub mod columns;
 pub mod command;
 pub mod function;
+pub mod journal;
 pub mod model;
 pub mod space;
 pub mod synthetic;
@@ -14,8 +16,8 @@ pub mod table;
 pub use space::{Codec, Domain, Param, Point, Region, Scale, Space};
 
 use crate::error::{FboError, Result};
-pub use crate::run::journal::Request;
-use crate::run::journal::{Entry, Journal, Outcome};
+pub use crate::objective::journal::Request;
+use crate::objective::journal::{Entry, Journal, Outcome};
 use crate::spec::{ObjectiveKind, Spec};
 use command::{CommandRunner, OnFailure};
 use ndarray::Array1;
@@ -40,7 +42,7 @@ pub struct Measured {
     codec: Codec,
     on_failure: OnFailure,
     journal: Mutex<Arc<Journal>>,
-    in_flight: Mutex<HashSet<crate::run::journal::Key>>,
+    in_flight: Mutex<HashSet<crate::objective::journal::Key>>,
     landed: Condvar,
     /// Requests a journal-only objective could not answer, in the order asked.
     pending: Mutex<Vec<(Request, Point)>>,
@@ -305,7 +307,7 @@ impl Landscape {
     fn measure(&self, m: &Measured, req: &Request, p: &Point) -> Result<(f64, f64)> {
         // The journal knows evaluations by their raw values (what the program was given).
         let raw = self.space.raw(p);
-        let key = crate::run::journal::key(req, &raw);
+        let key = crate::objective::journal::key(req, &raw);
         let journal = m.journal.lock().expect("journal slot").clone();
         let as_f = |o: Outcome| match o {
             Outcome::Done(metric, cost) => (self.metric_sign * metric, cost),
@@ -416,11 +418,11 @@ impl Landscape {
 }
 
 /// The objective a command or external spec's journal belongs to (None for the others).
-pub fn journal_origin(spec: &Spec) -> Option<crate::run::journal::Origin> {
+pub fn journal_origin(spec: &Spec) -> Option<crate::objective::journal::Origin> {
     let ObjectiveKind::Command(settings) = &spec.objective.kind else {
         return None;
     };
-    Some(crate::run::journal::Origin {
+    Some(crate::objective::journal::Origin {
         command: settings.argv.clone(),
         metric: settings.metric_name.clone(),
         direction: if settings.sign > 0.0 {

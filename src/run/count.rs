@@ -5,8 +5,8 @@
 //! algorithms count once). Every run of a spec asks the same requests, so one run is counted.
 
 use crate::error::Result;
+use crate::objective::journal::{Key, Request};
 use crate::objective::{Evaluate, Landscape, Point};
-use crate::run::journal::{Key, Request};
 use crate::spec::Spec;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
@@ -21,7 +21,7 @@ impl Evaluate for StandIn {
         self.asked
             .lock()
             .expect("stand-in")
-            .insert(crate::run::journal::key(req, raw));
+            .insert(crate::objective::journal::key(req, raw));
         let f = -point.x.iter().map(|u| (u - 0.3).powi(2)).sum::<f64>();
         Ok((f, 0.0))
     }

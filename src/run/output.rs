@@ -79,17 +79,7 @@ impl TraceRow {
     }
 }
 
-/// The name of unit coordinate k in a trace: `u0`, `u1`, ... (a function's hyperparameters are
-/// `x1`, `x2`, ...; names of their own so that no trace has two columns of one name).
-pub fn unit_column(k: usize) -> String {
-    format!("u{k}")
-}
-
-/// Whether `name` is a unit column's (`u0`, `u1`, ...).
-pub fn is_unit_column(name: &str) -> bool {
-    name.strip_prefix('u')
-        .is_some_and(|k| k.parse::<usize>().is_ok())
-}
+pub use crate::objective::columns::{is_unit_column, unit_column};
 
 /// The name of unit column k in a trace whose columns `has` tells: `unit_column`, or `x0`,
 /// `x1`, ... in a trace of an older build (which has `x0` and no `u0`).
@@ -107,30 +97,11 @@ pub fn unit_column_of(has: impl Fn(&str) -> bool) -> impl Fn(usize) -> String {
 /// The trace columns: u0.. are unit coordinates, then one column per named hyperparameter
 /// holding its raw value (C, gamma, ...; a categorical one's choice by name).
 pub fn trace_header(dim: usize, names: &[String]) -> Vec<String> {
-    let mut h: Vec<String> = ["algorithm", "run", "agent", "iteration", "x_index"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    use crate::objective::columns::{AFTER_POINT, BEFORE_POINT};
+    let mut h: Vec<String> = BEFORE_POINT.iter().map(|s| s.to_string()).collect();
     h.extend((0..dim).map(unit_column));
     h.extend(names.iter().cloned());
-    h.extend(
-        [
-            "source",
-            "y",
-            "f",
-            "metric",
-            "best_f",
-            "best_metric",
-            "simple_regret",
-            "cumulative_regret",
-            "elapsed_s",
-            "params_sent",
-            "train_s",
-            "sim_clock_s",
-        ]
-        .iter()
-        .map(|s| s.to_string()),
-    );
+    h.extend(AFTER_POINT.iter().map(|s| s.to_string()));
     h
 }
 

@@ -186,7 +186,7 @@ pub fn install_interrupt_handler() {
         let _ = ctrlc::set_handler(|| {
             // No evaluation of the user's program outlives fbo.
             crate::objective::command::kill_running();
-            let kept = crate::run::journal::kept();
+            let kept = crate::objective::journal::kept();
             let msg = match note().lock().ok().and_then(|n| {
                 n.as_ref().map(|n| {
                     // Evaluations are counted from the journal itself, not the bar (which
@@ -211,7 +211,7 @@ pub fn install_interrupt_handler() {
             let msg = if kept > 0 {
                 format!(
                     "{msg}\n{kept} finished evaluations are kept in the evaluations journal ({}); the rerun starts none of them again",
-                    crate::run::journal::JOURNAL
+                    crate::objective::journal::JOURNAL
                 )
             } else {
                 msg

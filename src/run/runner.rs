@@ -7,9 +7,9 @@
 
 use crate::algorithm::agent::SenderCache;
 use crate::error::{FboError, Result};
+use crate::objective::journal::{JOURNAL, Journal};
 use crate::objective::{self, Landscape};
 use crate::privacy::{self, Accountant, Mechanism};
-use crate::run::journal::{JOURNAL, Journal};
 use crate::run::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::run::output;
 pub use crate::run::unit::{RunOutput, run_one, run_one_shared};

@@ -699,11 +699,7 @@ fn command_params(c: &Check, o: &mut RawObjective) -> Result<Vec<Param>> {
                 ),
             ));
         }
-        if crate::run::output::trace_header(0, &[])
-            .iter()
-            .any(|t| t == &h.name)
-            || crate::run::output::is_unit_column(&h.name)
-        {
+        if crate::objective::columns::is_reserved(&h.name) {
             return Err(c.err(
                 &key("name"),
                 format!(
