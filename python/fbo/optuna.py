@@ -35,7 +35,7 @@ from optuna.trial import TrialState
 
 from . import ask, run, tell
 
-__all__ = ["Federation", "FboSampler", "optimize", "spec_from_search_space"]
+__all__ = ["Federation", "FboSampler", "optimize", "site_objective", "spec_from_search_space"]
 
 
 def spec_from_search_space(
@@ -355,3 +355,54 @@ def optimize(federation, studies, objectives, *, n_jobs=1, catch=()):
             raise RuntimeError(f"{federation.spec}: no site has a query and the run has not ended")
     return federation.out
 
+
+
+def site_objective(objective, *, study_name, storage, direction):
+    """A site's Optuna objective as the function its Flower SuperNode calls (node config
+    ``objective="module:name"``, docs/federation.md): each query fbo's algorithm chooses for
+    this site becomes one trial of the site's own study, named `study_name` in `storage`
+    (e.g. ``"sqlite:////site/optuna.db"``, so that it outlives each ClientApp process), with
+    fbo's values as its parameters; the trial's value goes back to the server. The site keeps
+    its study's history, dashboard and best trial as with any sampler.
+
+        # mysite.py, importable at the site
+        train = fbo.optuna.site_objective(objective, study_name="va", storage="sqlite:///va.db",
+                                          direction="maximize")
+
+    A parameter the objective suggests that fbo's space lacks, or a value outside its
+    distribution, is an error naming both (Optuna would sample it on its own); a trial that
+    raises or is pruned is recorded so (FAIL, PRUNED) and the site's failure reaches the
+    server, which notes it and goes on without this site's reply that round."""
+    import optuna
+
+    def evaluate(**params):
+        study = optuna.create_study(
+            study_name=study_name, storage=storage, direction=direction, load_if_exists=True
+        )
+        study.enqueue_trial(params, skip_if_exists=False)
+        trial = study.ask()
+        try:
+            value = objective(trial)
+        except optuna.TrialPruned:
+            study.tell(trial, state=TrialState.PRUNED)
+            raise
+        except Exception:
+            study.tell(trial, state=TrialState.FAIL)
+            raise
+        for name, v in trial.params.items():
+            if name not in params:
+                study.tell(trial, state=TrialState.FAIL)
+                raise ValueError(
+                    f"the objective suggests {name!r}, which the fbo spec's space does not "
+                    f"have (it has {sorted(params)})"
+                )
+            if v != params[name]:
+                study.tell(trial, state=TrialState.FAIL)
+                raise ValueError(
+                    f"fbo's value {params[name]!r} of {name!r} is outside the distribution the "
+                    f"objective suggests it with (the trial took {v!r})"
+                )
+        study.tell(trial, value)
+        return value
+
+    return evaluate

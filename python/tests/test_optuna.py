@@ -143,11 +143,8 @@ def test_mismatches_are_named(tmp_path):
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def test_studies_on_a_response_table_reproduce_fbo_run(tmp_path):
-    """29 landmine fields, each an Optuna study whose objective looks its AUC up in the table:
-    the federation writes fbo run's bytes (trace, summary, privacy)."""
-    import csv
-
+def landmine_spec(tmp_path):
+    """Three iterations of DP-FTS-DE on the landmine table (29 fields)."""
     table = ROOT / "data" / "landmine" / "table.toml"
     path = tmp_path / "spec.toml"
     path.write_text(
@@ -166,21 +163,35 @@ kind = "dp-fts-de"
 server = {{ subregions = 2, dp = true, q = 0.5, z = 1.0 }}
 """
     )
-    fbo.run(path, tmp_path / "reference", no_timing=True)
-    auc = {}
+    return path
+
+
+def landmine_objective_of(agent):
+    """Field `agent`'s Optuna objective: its AUC looked up in the table."""
+    import csv
+
+    auc = []
     with open(ROOT / "data" / "landmine" / "table.csv") as f:
         for r in csv.DictReader(f):
-            auc.setdefault(int(r["agent"]), []).append(
-                (float(r["C"]), float(r["gamma"]), float(r["metric"]))
-            )
+            if int(r["agent"]) == agent:
+                auc.append((float(r["C"]), float(r["gamma"]), float(r["metric"])))
 
-    def objective_of(agent):
-        def objective(trial):
-            c = trial.suggest_float("C", 1e-4, 10.0)
-            g = trial.suggest_float("gamma", 0.01, 10.0)
-            return min(auc[agent], key=lambda r: abs(r[0] - c) + abs(r[1] - g))[2]
+    def objective(trial):
+        c = trial.suggest_float("C", 1e-4, 10.0)
+        g = trial.suggest_float("gamma", 0.01, 10.0)
+        return min(auc, key=lambda r: abs(r[0] - c) + abs(r[1] - g))[2]
 
-        return objective
+    return objective
+
+
+def test_studies_on_a_response_table_reproduce_fbo_run(tmp_path):
+    """29 landmine fields, each an Optuna study whose objective looks its AUC up in the table:
+    the federation writes fbo run's bytes (trace, summary, privacy)."""
+    import csv
+
+    path = landmine_spec(tmp_path)
+    fbo.run(path, tmp_path / "reference", no_timing=True)
+    objective_of = landmine_objective_of
 
     fed = fbo.optuna.Federation(path, tmp_path / "optuna")
     assert fed.agents == 29 and fed.direction == "maximize"
@@ -204,3 +215,58 @@ server = {{ subregions = 2, dp = true, q = 0.5, z = 1.0 }}
     for a, b in zip(ours, reference):
         assert float(a.pop("train_s")) == 0.0 and float(b.pop("train_s")) > 0.0
         assert a == b
+
+
+def test_a_sites_study_across_machines_records_the_federations_trials(tmp_path):
+    """Across machines (the Flower SuperNode's objective hook, here called as the ClientApp
+    calls it) each site's own study, kept in its storage, gets one trial per fbo query: the
+    federation writes fbo run's summary, server and privacy bytes, and every site's study
+    holds exactly its trace rows' parameters and values."""
+    import csv
+
+    path = landmine_spec(tmp_path)
+    fbo.run(path, tmp_path / "reference", no_timing=True)
+    storage = f"sqlite:///{tmp_path / 'sites.db'}"
+    hooks = {
+        a: fbo.optuna.site_objective(
+            landmine_objective_of(a), study_name=f"field{a}", storage=storage, direction="maximize"
+        )
+        for a in range(29)
+    }
+    server = fbo.Server(path, tmp_path / "fed")
+    ints = fbo.integer_names(path)
+    for alg, run in server.units():
+        unit = server.unit(alg, run)
+        sites = {a: fbo.Agent(path, a, state=tmp_path / "state" / f"a{a}") for a in unit.agents}
+        while not unit.finished:
+            replies = []
+            for a in unit.agents:
+                ins = unit.instruction(a)
+                queries = sites[a].ask(ins)
+                values = [fbo.call_objective(hooks[a], q["params"], a, ints)[0] for q in queries]
+                replies.append(sites[a].tell(ins, values))
+            unit.receive(replies)
+        server.save(unit)
+    server.finish()
+    for name in ("summary.csv", "privacy.csv", "server.csv"):
+        assert (tmp_path / "fed" / name).read_bytes() == (
+            tmp_path / "reference" / name
+        ).read_bytes(), name
+    with open(tmp_path / "fed" / "trace.csv") as f:
+        trace = list(csv.DictReader(f))
+    for a in (0, 13, 28):
+        study = optuna.load_study(study_name=f"field{a}", storage=storage)
+        done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+        rows = [r for r in trace if int(r["agent"]) == a]
+        assert len(done) == len(rows) == 4
+        for t, r in zip(done, rows):
+            assert t.params == {"C": float(r["C"]), "gamma": float(r["gamma"])}
+            assert t.value == float(r["metric"])
+    # An objective suggesting a name fbo's space lacks is refused, naming it.
+    def extra(trial):
+        trial.suggest_float("C", 1e-4, 10.0)
+        return trial.suggest_float("momentum", 0.0, 1.0)
+
+    hook = fbo.optuna.site_objective(extra, study_name="x", storage=storage, direction="maximize")
+    with pytest.raises(ValueError, match="'momentum'"):
+        hook(C=1.0, gamma=0.5)

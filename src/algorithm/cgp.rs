@@ -411,22 +411,7 @@ impl Cgp {
             Some(k) => groups(n, k, &mut self.group_rng),
             None => vec![0; n],
         };
-        let to_each = (0..n)
-            .map(|k| Received {
-                point: None,
-                shared: messages
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != k && group_of[*j] == group_of[k])
-                    .filter_map(|(_, m)| m.as_ref())
-                    .flat_map(|m| m.iter().copied())
-                    .collect(),
-            })
-            .collect();
-        Broadcast {
-            all: Received::default(),
-            to_each,
-        }
+        Broadcast::others(messages, |k, j| group_of[j] == group_of[k])
     }
 }
 

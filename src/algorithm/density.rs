@@ -181,22 +181,7 @@ impl DesignDensity {
     /// The server's step: every agent receives the centres of the others' densities that
     /// arrived, in agent order, one after the other.
     fn relay(messages: &[Option<Array1<f64>>]) -> Broadcast {
-        let to_each = (0..messages.len())
-            .map(|k| Received {
-                point: None,
-                shared: messages
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != k)
-                    .filter_map(|(_, m)| m.as_ref())
-                    .flat_map(|m| m.iter().copied())
-                    .collect(),
-            })
-            .collect();
-        Broadcast {
-            all: Received::default(),
-            to_each,
-        }
+        Broadcast::others(messages, |_, _| true)
     }
 
     /// The others' densities in `shared`.

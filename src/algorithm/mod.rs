@@ -180,6 +180,31 @@ impl Broadcast {
         }
     }
 
+    /// Each agent its own: the messages that arrived from the other agents `with(k, j)`
+    /// admits for agent k, one after the other in agent order (design densities: every other;
+    /// CGP-UCB: those of k's sharing group).
+    pub fn others(
+        messages: &[Option<ndarray::Array1<f64>>],
+        with: impl Fn(usize, usize) -> bool,
+    ) -> Self {
+        let to_each = (0..messages.len())
+            .map(|k| Received {
+                point: None,
+                shared: messages
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != k && with(k, j))
+                    .filter_map(|(_, m)| m.as_ref())
+                    .flat_map(|m| m.iter().copied())
+                    .collect(),
+            })
+            .collect();
+        Broadcast {
+            all: Received::default(),
+            to_each,
+        }
+    }
+
     /// What agent `agent` receives (nothing if the server sends it nothing).
     pub fn for_agent(&self, agent: usize) -> Received {
         if self.to_each.is_empty() {
