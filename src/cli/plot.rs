@@ -197,30 +197,7 @@ fn order(opts: &PlotOptions, mut series: Vec<Series>) -> Vec<Series> {
 
 /// Builds the figure of `opts.kind` from its input files.
 pub fn figure(opts: &PlotOptions) -> Result<Figure> {
-    if opts.inputs.is_empty() {
-        return Err(FboError::Run(
-            "fbo plot needs at least one --input CSV".into(),
-        ));
-    }
-    if opts.quantity.is_some()
-        && matches!(
-            opts.kind,
-            Kind::Messages | Kind::Privacy | Kind::Scaling | Kind::Beliefs
-        )
-    {
-        return Err(FboError::spec(
-            "fbo plot",
-            "--y",
-            "applies to iterations, time, difference and ranks plots only",
-        ));
-    }
-    if opts.clock.is_some() && opts.kind != Kind::Time {
-        return Err(FboError::spec(
-            "fbo plot",
-            "--clock",
-            "applies to time plots only",
-        ));
-    }
+    check_options(opts)?;
     let label = metric_label(&opts.inputs[0]);
     let metric_name = label
         .as_ref()
@@ -271,236 +248,307 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
     match opts.kind {
         Kind::Iterations | Kind::Time => {
             let (mean_col, se_col, name) = metric(quantity);
-            let x_name = match (opts.kind, clock) {
-                (Kind::Iterations, _) => "iteration",
-                (_, Clock::Simulated) => "mean_sim_clock_s",
-                (_, Clock::Overhead) => "mean_elapsed_s",
-            };
-            fig.x_label = match (opts.kind, clock) {
-                (Kind::Iterations, _) => "iteration".into(),
-                (_, Clock::Simulated) => "simulated run time (s)".into(),
-                (_, Clock::Overhead) => "BO overhead (s)".into(),
-            };
-            fig.y_label = fit_y_label([format!("{name} (mean +/- s.e.)"), name]);
-            for (label, t, rows) in by_algorithm(&tables)? {
-                if !keep(opts, &label) {
-                    continue;
-                }
-                let (cx, cm, cs, ci) = (
-                    t.col(x_name)?,
-                    t.col(mean_col)?,
-                    t.col(se_col)?,
-                    t.col("iteration")?,
-                );
-                let mut points = Vec::new();
-                for r in rows {
-                    // From the state after the initial points on.
-                    if t.num(r, ci)?.is_some_and(|i| i < 0.0) {
-                        continue;
-                    }
-                    let Some(x) = t.num(r, cx)? else {
-                        return Err(FboError::Run(format!(
-                            "{}: `{x_name}` is empty; rerun with timing on (output.timing = true)",
-                            t.path.display()
-                        )));
-                    };
-                    let Some(y) = t.num(r, cm)? else {
-                        return Err(FboError::spec(
-                            &t.path,
-                            mean_col,
-                            "is empty: the objective's maximum is unknown (live models), so there is no regret; plot --y best-metric",
-                        ));
-                    };
-                    points.push(with_se(x, y, t.num(r, cs)?.unwrap_or(0.0)));
-                }
-                fig.series.push(Series {
-                    label,
-                    points,
-                    notes: Vec::new(),
-                    line: true,
-                });
-            }
+            curves(&mut fig, opts, &tables, clock, (mean_col, se_col, name))?;
         }
-        Kind::Messages => {
-            fig.x_label = "parameters sent per agent".into();
-            fig.y_label = final_label(&metric_name, better);
-            fig.log_x = true;
-            let mut families: BTreeMap<String, Series> = BTreeMap::new();
-            let mut family_order = Vec::new();
-            for (label, t, rows) in by_algorithm(&tables)? {
-                if !keep(opts, &label) {
-                    continue;
-                }
-                let (ci, cp, cm, cs) = (
-                    t.col("iteration")?,
-                    t.col("params_sent")?,
-                    t.col("mean_best_metric")?,
-                    t.col("se_best_metric")?,
-                );
-                let Some(last) = rows.iter().max_by(|a, b| {
-                    let n = |r: &[String]| r[ci].parse::<i64>().unwrap_or(i64::MIN);
-                    n(a).cmp(&n(b))
-                }) else {
-                    continue;
-                };
-                let params = t.num(last, cp)?.unwrap_or(0.0);
-                let y = t.num(last, cm)?.unwrap_or(f64::NAN);
-                let se = t.num(last, cs)?.unwrap_or(0.0);
-                if params <= 0.0 {
-                    fig.references.push((label, y));
-                    continue;
-                }
-                // "FTS M=100" and "FTS M=50" are one family drawn as one line.
-                let family = label.split(" M=").next().unwrap_or(&label).to_string();
-                if !families.contains_key(&family) {
-                    family_order.push(family.clone());
-                }
-                families
-                    .entry(family.clone())
-                    .or_insert_with(|| Series {
-                        label: family,
-                        points: Vec::new(),
-                        notes: Vec::new(),
-                        line: true,
-                    })
-                    .points
-                    .push(with_se(params, y, se));
-            }
-            for f in family_order {
-                let mut s = families.remove(&f).expect("listed");
-                s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
-                fig.series.push(s);
-            }
-        }
+        Kind::Messages => messages(&mut fig, opts, &tables, &metric_name, better)?,
         Kind::Difference | Kind::Ranks => unreachable!("drawn by paired_figure"),
         Kind::Beliefs => unreachable!("drawn by beliefs_figure"),
         Kind::Privacy | Kind::Scaling => {
-            let privacy = opts.kind == Kind::Privacy;
-            let eps_col = format!("epsilon_{}", opts.accountant.replace('-', "_"));
-            let (x_col, y_col, se_col) = if privacy {
-                (eps_col.as_str(), "mean_best_metric", Some("se_best_metric"))
-            } else {
-                ("agents", "mean_elapsed_s", None)
-            };
-            fig.x_label = if privacy {
-                format!("privacy loss epsilon ({})", opts.accountant)
-            } else {
-                "N (agents other than the target)".into()
-            };
-            fig.y_label = if privacy {
-                final_label(&metric_name, better)
-            } else {
-                "BO overhead over the run (s)".into()
-            };
-            if tables[0].col("point").is_err() {
-                return Err(FboError::spec(
-                    &tables[0].path,
-                    "--input",
-                    format!(
-                        "a {} plot reads a sweep.csv (written by `fbo sweep`) as its first --input; this file has no `point` column{}",
-                        if privacy { "privacy" } else { "scaling" },
-                        if privacy {
-                            " (a summary.csv may follow the sweep.csv, for reference lines)"
-                        } else {
-                            ""
-                        }
-                    ),
-                ));
-            }
-            let mut series: Vec<Series> = Vec::new();
-            for t in &tables {
-                // A summary.csv beside a sweep: its algorithms at the last iteration become
-                // reference lines (the non-private baselines of a privacy plot).
-                if privacy && t.col("iteration").is_ok() {
-                    fig.references.extend(last_iteration(t, opts)?);
-                    continue;
-                }
-                let (ca, cx, cy) = (t.col("algorithm")?, t.col(x_col)?, t.col(y_col)?);
-                let cs = se_col.map(|c| t.col(c)).transpose()?;
-                let cp = t.col("point")?;
-                // The swept keys sit between `point` and `algorithm`; their values name a point.
-                let keys: Vec<(usize, String)> = (cp + 1..ca)
-                    .map(|c| {
-                        let short = t.header[c].rsplit('.').next().unwrap_or_default();
-                        (c, short.to_string())
-                    })
-                    .collect();
-                // The k-th algorithm of every point is one series (its label changes with the
-                // swept values, e.g. "... q=0.35 z=1", so it is named by what all share).
-                let mut groups: Vec<SweepGroup> = Vec::new();
-                // Non-private algorithms of a privacy sweep: (label, value at each point).
-                let mut flat: Vec<(String, Vec<f64>)> = Vec::new();
-                let mut k = 0;
-                for (i, r) in t.rows.iter().enumerate() {
-                    k = if i > 0 && t.rows[i - 1][cp] == r[cp] {
-                        k + 1
-                    } else {
-                        0
-                    };
-                    if let (true, None, Some(y)) = (privacy, t.num(r, cx)?, t.num(r, cy)?) {
-                        match flat.iter_mut().find(|f| f.0 == r[ca]) {
-                            Some(f) => f.1.push(y),
-                            None => flat.push((r[ca].clone(), vec![y])),
-                        }
-                    }
-                    let (Some(mut x), Some(y)) = (t.num(r, cx)?, t.num(r, cy)?) else {
-                        continue; // not private, or no timing: nothing to place
-                    };
-                    if !privacy {
-                        x -= 1.0;
-                    }
-                    let se = match cs {
-                        Some(c) => t.num(r, c)?.unwrap_or(0.0),
-                        None => 0.0,
-                    };
-                    let note = keys
-                        .iter()
-                        .map(|(c, name)| {
-                            // 1.0 -> 1: shorter labels overlap less.
-                            let v = r[*c]
-                                .parse::<f64>()
-                                .map_or_else(|_| r[*c].clone(), |v| v.to_string());
-                            format!("{name}={v}")
-                        })
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    if groups.len() <= k {
-                        groups.resize_with(k + 1, Default::default);
-                    }
-                    groups[k].0.push(r[ca].clone());
-                    groups[k].1.push((with_se(x, y, se), note));
-                }
-                // A non-private algorithm the swept keys do not reach has one value at every
-                // point (fbo sweep runs it once): a reference line, as a summary.csv's would be.
-                for (label, ys) in flat {
-                    if ys.iter().all(|&y| y == ys[0])
-                        && !fig.references.iter().any(|r| r.0 == label)
-                    {
-                        fig.references.push((label, ys[0]));
-                    }
-                }
-                for (labels, mut points) in groups.into_iter().filter(|g| !g.0.is_empty()) {
-                    let label = common_words(&labels);
-                    if !privacy && !keep(opts, &label) {
-                        continue;
-                    }
-                    points.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
-                    series.push(Series {
-                        label,
-                        points: points.iter().map(|p| p.0).collect(),
-                        notes: if privacy {
-                            points.into_iter().map(|p| p.1).collect()
-                        } else {
-                            Vec::new()
-                        },
-                        line: !privacy,
-                    });
-                }
-            }
-            fig.series = series;
+            sweep_series(&mut fig, opts, &tables, &metric_name, better)?
         }
     }
     fig.series = order(opts, std::mem::take(&mut fig.series));
+    leave_out_non_finite(&mut fig, opts)?;
+    Ok(fig)
+}
+
+/// The options every plot kind checks first.
+fn check_options(opts: &PlotOptions) -> Result<()> {
+    if opts.inputs.is_empty() {
+        return Err(FboError::Run(
+            "fbo plot needs at least one --input CSV".into(),
+        ));
+    }
+    if opts.quantity.is_some()
+        && matches!(
+            opts.kind,
+            Kind::Messages | Kind::Privacy | Kind::Scaling | Kind::Beliefs
+        )
+    {
+        return Err(FboError::spec(
+            "fbo plot",
+            "--y",
+            "applies to iterations, time, difference and ranks plots only",
+        ));
+    }
+    if opts.clock.is_some() && opts.kind != Kind::Time {
+        return Err(FboError::spec(
+            "fbo plot",
+            "--clock",
+            "applies to time plots only",
+        ));
+    }
+    Ok(())
+}
+
+/// The curves of an iterations or time plot: per algorithm, the mean of `mean_col` with its
+/// s.e. against the iteration or the run time.
+fn curves(
+    fig: &mut Figure,
+    opts: &PlotOptions,
+    tables: &[Table],
+    clock: Clock,
+    (mean_col, se_col, name): (&str, &str, String),
+) -> Result<()> {
+    let x_name = match (opts.kind, clock) {
+        (Kind::Iterations, _) => "iteration",
+        (_, Clock::Simulated) => "mean_sim_clock_s",
+        (_, Clock::Overhead) => "mean_elapsed_s",
+    };
+    fig.x_label = match (opts.kind, clock) {
+        (Kind::Iterations, _) => "iteration".into(),
+        (_, Clock::Simulated) => "simulated run time (s)".into(),
+        (_, Clock::Overhead) => "BO overhead (s)".into(),
+    };
+    fig.y_label = fit_y_label([format!("{name} (mean +/- s.e.)"), name]);
+    for (label, t, rows) in by_algorithm(tables)? {
+        if !keep(opts, &label) {
+            continue;
+        }
+        let (cx, cm, cs, ci) = (
+            t.col(x_name)?,
+            t.col(mean_col)?,
+            t.col(se_col)?,
+            t.col("iteration")?,
+        );
+        let mut points = Vec::new();
+        for r in rows {
+            // From the state after the initial points on.
+            if t.num(r, ci)?.is_some_and(|i| i < 0.0) {
+                continue;
+            }
+            let Some(x) = t.num(r, cx)? else {
+                return Err(FboError::Run(format!(
+                    "{}: `{x_name}` is empty; rerun with timing on (output.timing = true)",
+                    t.path.display()
+                )));
+            };
+            let Some(y) = t.num(r, cm)? else {
+                return Err(FboError::spec(
+                    &t.path,
+                    mean_col,
+                    "is empty: the objective's maximum is unknown (live models), so there is no regret; plot --y best-metric",
+                ));
+            };
+            points.push(with_se(x, y, t.num(r, cs)?.unwrap_or(0.0)));
+        }
+        fig.series.push(Series {
+            label,
+            points,
+            notes: Vec::new(),
+            line: true,
+        });
+    }
+    Ok(())
+}
+
+/// A messages plot: per algorithm family, the final best metric against the parameters each
+/// agent sent; algorithms that send none are reference lines.
+fn messages(
+    fig: &mut Figure,
+    opts: &PlotOptions,
+    tables: &[Table],
+    metric_name: &str,
+    better: &str,
+) -> Result<()> {
+    fig.x_label = "parameters sent per agent".into();
+    fig.y_label = final_label(metric_name, better);
+    fig.log_x = true;
+    let mut families: BTreeMap<String, Series> = BTreeMap::new();
+    let mut family_order = Vec::new();
+    for (label, t, rows) in by_algorithm(tables)? {
+        if !keep(opts, &label) {
+            continue;
+        }
+        let (ci, cp, cm, cs) = (
+            t.col("iteration")?,
+            t.col("params_sent")?,
+            t.col("mean_best_metric")?,
+            t.col("se_best_metric")?,
+        );
+        let Some(last) = rows.iter().max_by(|a, b| {
+            let n = |r: &[String]| r[ci].parse::<i64>().unwrap_or(i64::MIN);
+            n(a).cmp(&n(b))
+        }) else {
+            continue;
+        };
+        let params = t.num(last, cp)?.unwrap_or(0.0);
+        let y = t.num(last, cm)?.unwrap_or(f64::NAN);
+        let se = t.num(last, cs)?.unwrap_or(0.0);
+        if params <= 0.0 {
+            fig.references.push((label, y));
+            continue;
+        }
+        // "FTS M=100" and "FTS M=50" are one family drawn as one line.
+        let family = label.split(" M=").next().unwrap_or(&label).to_string();
+        if !families.contains_key(&family) {
+            family_order.push(family.clone());
+        }
+        families
+            .entry(family.clone())
+            .or_insert_with(|| Series {
+                label: family,
+                points: Vec::new(),
+                notes: Vec::new(),
+                line: true,
+            })
+            .points
+            .push(with_se(params, y, se));
+    }
+    for f in family_order {
+        let mut s = families.remove(&f).expect("listed");
+        s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        fig.series.push(s);
+    }
+    Ok(())
+}
+
+/// A privacy or scaling plot from a sweep.csv: each algorithm's series over the sweep's
+/// points (epsilon or agents on x), a summary.csv beside it giving reference lines.
+fn sweep_series(
+    fig: &mut Figure,
+    opts: &PlotOptions,
+    tables: &[Table],
+    metric_name: &str,
+    better: &str,
+) -> Result<()> {
+    let privacy = opts.kind == Kind::Privacy;
+    let eps_col = format!("epsilon_{}", opts.accountant.replace('-', "_"));
+    let (x_col, y_col, se_col) = if privacy {
+        (eps_col.as_str(), "mean_best_metric", Some("se_best_metric"))
+    } else {
+        ("agents", "mean_elapsed_s", None)
+    };
+    fig.x_label = if privacy {
+        format!("privacy loss epsilon ({})", opts.accountant)
+    } else {
+        "N (agents other than the target)".into()
+    };
+    fig.y_label = if privacy {
+        final_label(metric_name, better)
+    } else {
+        "BO overhead over the run (s)".into()
+    };
+    if tables[0].col("point").is_err() {
+        return Err(FboError::spec(
+            &tables[0].path,
+            "--input",
+            format!(
+                "a {} plot reads a sweep.csv (written by `fbo sweep`) as its first --input; this file has no `point` column{}",
+                if privacy { "privacy" } else { "scaling" },
+                if privacy {
+                    " (a summary.csv may follow the sweep.csv, for reference lines)"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    let mut series: Vec<Series> = Vec::new();
+    for t in tables {
+        // A summary.csv beside a sweep: its algorithms at the last iteration become
+        // reference lines (the non-private baselines of a privacy plot).
+        if privacy && t.col("iteration").is_ok() {
+            fig.references.extend(last_iteration(t, opts)?);
+            continue;
+        }
+        let (ca, cx, cy) = (t.col("algorithm")?, t.col(x_col)?, t.col(y_col)?);
+        let cs = se_col.map(|c| t.col(c)).transpose()?;
+        let cp = t.col("point")?;
+        // The swept keys sit between `point` and `algorithm`; their values name a point.
+        let keys: Vec<(usize, String)> = (cp + 1..ca)
+            .map(|c| {
+                let short = t.header[c].rsplit('.').next().unwrap_or_default();
+                (c, short.to_string())
+            })
+            .collect();
+        // The k-th algorithm of every point is one series (its label changes with the
+        // swept values, e.g. "... q=0.35 z=1", so it is named by what all share).
+        let mut groups: Vec<SweepGroup> = Vec::new();
+        // Non-private algorithms of a privacy sweep: (label, value at each point).
+        let mut flat: Vec<(String, Vec<f64>)> = Vec::new();
+        let mut k = 0;
+        for (i, r) in t.rows.iter().enumerate() {
+            k = if i > 0 && t.rows[i - 1][cp] == r[cp] {
+                k + 1
+            } else {
+                0
+            };
+            if let (true, None, Some(y)) = (privacy, t.num(r, cx)?, t.num(r, cy)?) {
+                match flat.iter_mut().find(|f| f.0 == r[ca]) {
+                    Some(f) => f.1.push(y),
+                    None => flat.push((r[ca].clone(), vec![y])),
+                }
+            }
+            let (Some(mut x), Some(y)) = (t.num(r, cx)?, t.num(r, cy)?) else {
+                continue; // not private, or no timing: nothing to place
+            };
+            if !privacy {
+                x -= 1.0;
+            }
+            let se = match cs {
+                Some(c) => t.num(r, c)?.unwrap_or(0.0),
+                None => 0.0,
+            };
+            let note = keys
+                .iter()
+                .map(|(c, name)| {
+                    // 1.0 -> 1: shorter labels overlap less.
+                    let v = r[*c]
+                        .parse::<f64>()
+                        .map_or_else(|_| r[*c].clone(), |v| v.to_string());
+                    format!("{name}={v}")
+                })
+                .collect::<Vec<_>>()
+                .join(" ");
+            if groups.len() <= k {
+                groups.resize_with(k + 1, Default::default);
+            }
+            groups[k].0.push(r[ca].clone());
+            groups[k].1.push((with_se(x, y, se), note));
+        }
+        // A non-private algorithm the swept keys do not reach has one value at every
+        // point (fbo sweep runs it once): a reference line, as a summary.csv's would be.
+        for (label, ys) in flat {
+            if ys.iter().all(|&y| y == ys[0]) && !fig.references.iter().any(|r| r.0 == label) {
+                fig.references.push((label, ys[0]));
+            }
+        }
+        for (labels, mut points) in groups.into_iter().filter(|g| !g.0.is_empty()) {
+            let label = common_words(&labels);
+            if !privacy && !keep(opts, &label) {
+                continue;
+            }
+            points.sort_by(|a, b| a.0.0.total_cmp(&b.0.0));
+            series.push(Series {
+                label,
+                points: points.iter().map(|p| p.0).collect(),
+                notes: if privacy {
+                    points.into_iter().map(|p| p.1).collect()
+                } else {
+                    Vec::new()
+                },
+                line: !privacy,
+            });
+        }
+    }
+    fig.series = series;
+    Ok(())
+}
+
+/// Leaves out values that are not finite (the best metric of an agent whose every
+/// evaluation failed is -inf has no place on an axis), saying so; refuses a figure left empty.
+fn leave_out_non_finite(fig: &mut Figure, opts: &PlotOptions) -> Result<()> {
     // A value that is not finite (the best metric of an agent whose every evaluation failed
     // is -inf) has no place on an axis: left out, and said.
     let mut dropped = 0;
@@ -558,7 +606,7 @@ pub fn figure(opts: &PlotOptions) -> Result<Figure> {
             "note: {dropped} values that are not finite (an agent whose every evaluation failed has best_metric -inf) are left out of the figure"
         );
     }
-    Ok(fig)
+    Ok(())
 }
 
 /// The words every label shares, in the first label's order.
