@@ -278,248 +278,20 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
     crate::objective::journal::check_values(None, opts.cost_s).map_err(|m| cli("--cost", m))?;
     let (_dir, journal) = open_state(spec, &opts.state)?;
     let waiting = journal.outstanding();
-    // Queries told before: a results file told again (after a kill cut it short, say) is
-    // acknowledged line by line where the journal has the same value.
-    let answered = journal.answered();
-    let mut acknowledged = 0usize;
     let codec = spec.objective.space().codec();
-    let mut results: Vec<(Entry, f64, f64)> = Vec::new();
-    match (&opts.results, opts.agent, opts.value) {
+    let results: Vec<(Entry, f64, f64)> = match (&opts.results, opts.agent, opts.value) {
         (Some(file), None, None) => {
-            let mut rd = csv::Reader::from_path(file)
-                .map_err(|e| FboError::spec(file, "", format!("cannot read results: {e}")))?;
-            // A spreadsheet's byte-order mark and padding are not part of the column names.
-            let headers: csv::StringRecord = rd
-                .headers()
-                .map_err(|e| FboError::spec(file, "", e.to_string()))?
-                .iter()
-                .map(|h| h.trim_start_matches('\u{feff}').trim())
-                .collect();
-            let col = |name: &str| -> Result<usize> {
-                headers.iter().position(|h| h == name).ok_or_else(|| {
-                    FboError::spec(
-                        file,
-                        name,
-                        "missing column: results need scope, run, agent, iteration (as `fbo ask` prints them) and metric",
-                    )
-                })
-            };
-            let (cs, cr, ca, ci, cm) = (
-                col("scope")?,
-                col("run")?,
-                col("agent")?,
-                col("iteration")?,
-                col("metric")?,
-            );
-            let cc = headers.iter().position(|h| h == "cost_s");
-            // Which outstanding query each line answered, so one query told twice is seen.
-            let mut told: Vec<(usize, usize, f64)> = Vec::new();
-            for (n, rec) in rd.records().enumerate() {
-                let rec = rec.map_err(|e| FboError::spec(file, "", e.to_string()))?;
-                let line = n + 2;
-                let num = |i: usize, what: &str| -> Result<f64> {
-                    rec.get(i)
-                        .and_then(|v| v.trim().parse::<f64>().ok())
-                        .filter(|v| v.is_finite())
-                        .ok_or_else(|| {
-                            FboError::spec(
-                                file,
-                                what,
-                                format!("line {line}: not a finite number: {:?}", rec.get(i)),
-                            )
-                        })
-                };
-                // Counts are whole numbers: 0.7 or -1 is a mistake to report, not to round.
-                let int = |i: usize, what: &str, min: i64| -> Result<i64> {
-                    rec.get(i)
-                        .and_then(|v| v.trim().parse::<i64>().ok())
-                        .filter(|&v| v >= min)
-                        .ok_or_else(|| {
-                            FboError::spec(
-                                file,
-                                what,
-                                format!(
-                                    "line {line}: not a whole number >= {min}: {:?}",
-                                    rec.get(i).unwrap_or_default()
-                                ),
-                            )
-                        })
-                };
-                let req = Request::new(
-                    rec.get(cs).unwrap_or_default().trim(),
-                    int(cr, "run", 0)? as usize,
-                    int(ca, "agent", 0)? as usize,
-                    int(ci, "iteration", i64::MIN)?,
+            let (results, acknowledged) = results_from_file(file, &codec, &journal, &waiting)?;
+            if acknowledged > 0 {
+                eprintln!(
+                    "{acknowledged} result{} already recorded with the same value (an earlier tell) acknowledged and skipped",
+                    if acknowledged == 1 { "" } else { "s" }
                 );
-                // A value that is no value of its hyperparameter (a choice not listed, a
-                // word in a number's column) is said as such, not as a missing query.
-                for (k, n) in codec.names.iter().enumerate() {
-                    if let Some(v) = headers.iter().position(|h| h == n).and_then(|i| rec.get(i)) {
-                        codec
-                            .parse(k, v)
-                            .map_err(|m| FboError::spec(file, n, format!("line {line}: {m}")))?;
-                    }
-                }
-                // The hyperparameter columns, where given, must be the query's: to the
-                // 15 significant digits a spreadsheet keeps, at least.
-                let asked_at = |e: &Entry| codec.from_json(&e.params);
-                let same_point = |e: &Entry| {
-                    codec.names.iter().enumerate().all(|(k, n)| {
-                        match headers.iter().position(|h| h == n) {
-                            None => true,
-                            Some(i) => {
-                                let given = rec.get(i).and_then(|v| codec.parse(k, v).ok());
-                                let asked = asked_at(e).map(|raw| raw[k]);
-                                match (given, asked) {
-                                    (Some(g), Some(a)) => close(g, a),
-                                    _ => false,
-                                }
-                            }
-                        }
-                    })
-                };
-                let found: Vec<usize> = waiting
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, e)| e.request == req && same_point(e))
-                    .map(|(i, _)| i)
-                    .collect();
-                let idx = match found.as_slice() {
-                    [i] => *i,
-                    [] if let Some((_, before, jline)) = answered
-                        .iter()
-                        .find(|(e, _, _)| e.request == req && same_point(e)) =>
-                    {
-                        let metric = num(cm, "metric")?;
-                        if before.agrees(&Outcome::Done(metric, 0.0)) {
-                            acknowledged += 1;
-                            continue;
-                        }
-                        return Err(FboError::spec(
-                            file,
-                            "metric",
-                            format!(
-                                "line {line} reports {metric} for {} run {} agent {} iteration {}, which the journal {}{} already records as {}: one evaluation with two values (correct this line, or move the state folder away to start anew)",
-                                req.scope,
-                                req.run,
-                                req.agent,
-                                req.iteration,
-                                journal
-                                    .path()
-                                    .map_or(String::new(), |p| p.display().to_string()),
-                                if *jline > 0 {
-                                    format!(" (line {jline})")
-                                } else {
-                                    String::new()
-                                },
-                                before.describe()
-                            ),
-                        ));
-                    }
-                    [] => {
-                        return Err(FboError::spec(
-                            file,
-                            "",
-                            format!(
-                                "line {line}: no outstanding query for {} run {} agent {} iteration {}{} (see `fbo ask --all`)",
-                                req.scope,
-                                req.run,
-                                req.agent,
-                                req.iteration,
-                                if codec.names.iter().any(|n| headers.iter().any(|h| h == n)) {
-                                    " at these hyperparameter values"
-                                } else {
-                                    ""
-                                }
-                            ),
-                        ));
-                    }
-                    _ => {
-                        return Err(FboError::spec(
-                            file,
-                            "",
-                            format!(
-                                "line {line}: {} outstanding queries match {} run {} agent {} iteration {}; give the hyperparameter columns as `fbo ask` prints them",
-                                found.len(),
-                                req.scope,
-                                req.run,
-                                req.agent,
-                                req.iteration
-                            ),
-                        ));
-                    }
-                };
-                let cost = match cc {
-                    Some(i) if !rec.get(i).unwrap_or("").trim().is_empty() => num(i, "cost_s")?,
-                    _ => 0.0,
-                };
-                let metric = num(cm, "metric")?;
-                crate::objective::journal::check_values(Some(metric), cost)
-                    .map_err(|m| FboError::spec(file, "", format!("line {line}: {m}")))?;
-                if let Some(&(first, _, m)) = told.iter().find(|t| t.1 == idx) {
-                    if m.to_bits() != metric.to_bits() {
-                        return Err(FboError::spec(
-                            file,
-                            "",
-                            format!(
-                                "lines {first} and {line} report one query ({} run {} agent {} iteration {}) with two values, {m} and {metric}; keep one",
-                                req.scope, req.run, req.agent, req.iteration
-                            ),
-                        ));
-                    }
-                    continue;
-                }
-                told.push((line, idx, metric));
-                results.push((waiting[idx].clone(), metric, cost));
             }
+            results
         }
         (None, Some(agent), Some(value)) => {
-            let matching: Vec<&Entry> = waiting
-                .iter()
-                .filter(|e| e.request.agent == agent)
-                .filter(|e| opts.run.is_none_or(|r| e.request.run == r))
-                .filter(|e| opts.scope.as_ref().is_none_or(|s| e.request.scope == *s))
-                .filter(|e| opts.iteration.is_none_or(|i| e.request.iteration == i))
-                .collect();
-            match matching.as_slice() {
-                [e] => results.push(((*e).clone(), value, opts.cost_s)),
-                [] => {
-                    return Err(cli(
-                        "--agent",
-                        format!(
-                            "agent {agent} has no outstanding query{}; `fbo ask` hands out the next ones",
-                            if waiting.is_empty() {
-                                String::new()
-                            } else {
-                                format!(
-                                    " (waiting: agents {})",
-                                    waiting
-                                        .iter()
-                                        .map(|e| e.request.agent.to_string())
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                )
-                            }
-                        ),
-                    ));
-                }
-                many => {
-                    return Err(cli(
-                        "--agent",
-                        format!(
-                            "agent {agent} has {} outstanding queries ({}); choose one with --run, --scope and --iteration, or report them all with --results",
-                            many.len(),
-                            many.iter()
-                                .map(|e| format!(
-                                    "{} run {} iteration {}",
-                                    e.request.scope, e.request.run, e.request.iteration
-                                ))
-                                .collect::<Vec<_>>()
-                                .join("; ")
-                        ),
-                    ));
-                }
-            }
+            vec![result_from_flags(opts, &waiting, (agent, value), cli)?]
         }
         _ => {
             return Err(cli(
@@ -527,13 +299,7 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
                 "give either --agent and --value, or --results FILE.csv".into(),
             ));
         }
-    }
-    if acknowledged > 0 {
-        eprintln!(
-            "{acknowledged} result{} already recorded with the same value (an earlier tell) acknowledged and skipped",
-            if acknowledged == 1 { "" } else { "s" }
-        );
-    }
+    };
     for (e, metric, cost) in &results {
         let done = Entry {
             status: "ok".into(),
@@ -555,4 +321,286 @@ pub fn tell(spec: &Spec, opts: &TellOptions) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A told result: the query, its metric and its cost in seconds.
+type Told = (Entry, f64, f64);
+
+/// A query the journal holds a result of: the query, the result and its journal line.
+type Answered = (Entry, Outcome, usize);
+
+/// The results a CSV file reports (`fbo tell --results`): each line matched to the outstanding
+/// query it answers, and how many lines repeat a value the journal already holds
+/// (acknowledged and skipped).
+fn results_from_file(
+    file: &Path,
+    codec: &Codec,
+    journal: &Journal,
+    waiting: &[Entry],
+) -> Result<(Vec<Told>, usize)> {
+    // Queries told before: a results file told again (after a kill cut it short, say) is
+    // acknowledged line by line where the journal has the same value.
+    let answered = journal.answered();
+    let mut acknowledged = 0usize;
+    let mut results: Vec<(Entry, f64, f64)> = Vec::new();
+    let mut rd = csv::Reader::from_path(file)
+        .map_err(|e| FboError::spec(file, "", format!("cannot read results: {e}")))?;
+    // A spreadsheet's byte-order mark and padding are not part of the column names.
+    let headers: csv::StringRecord = rd
+        .headers()
+        .map_err(|e| FboError::spec(file, "", e.to_string()))?
+        .iter()
+        .map(|h| h.trim_start_matches('\u{feff}').trim())
+        .collect();
+    let col = |name: &str| -> Result<usize> {
+        headers.iter().position(|h| h == name).ok_or_else(|| {
+            FboError::spec(
+                file,
+                name,
+                "missing column: results need scope, run, agent, iteration (as `fbo ask` prints them) and metric",
+            )
+        })
+    };
+    let (cs, cr, ca, ci, cm) = (
+        col("scope")?,
+        col("run")?,
+        col("agent")?,
+        col("iteration")?,
+        col("metric")?,
+    );
+    let cc = headers.iter().position(|h| h == "cost_s");
+    // Which outstanding query each line answered, so one query told twice is seen.
+    let mut told: Vec<(usize, usize, f64)> = Vec::new();
+    for (n, rec) in rd.records().enumerate() {
+        let rec = rec.map_err(|e| FboError::spec(file, "", e.to_string()))?;
+        let line = n + 2;
+        let num = |i: usize, what: &str| -> Result<f64> {
+            rec.get(i)
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| {
+                    FboError::spec(
+                        file,
+                        what,
+                        format!("line {line}: not a finite number: {:?}", rec.get(i)),
+                    )
+                })
+        };
+        // Counts are whole numbers: 0.7 or -1 is a mistake to report, not to round.
+        let int = |i: usize, what: &str, min: i64| -> Result<i64> {
+            rec.get(i)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .filter(|&v| v >= min)
+                .ok_or_else(|| {
+                    FboError::spec(
+                        file,
+                        what,
+                        format!(
+                            "line {line}: not a whole number >= {min}: {:?}",
+                            rec.get(i).unwrap_or_default()
+                        ),
+                    )
+                })
+        };
+        let req = Request::new(
+            rec.get(cs).unwrap_or_default().trim(),
+            int(cr, "run", 0)? as usize,
+            int(ca, "agent", 0)? as usize,
+            int(ci, "iteration", i64::MIN)?,
+        );
+        // A value that is no value of its hyperparameter (a choice not listed, a
+        // word in a number's column) is said as such, not as a missing query.
+        for (k, n) in codec.names.iter().enumerate() {
+            if let Some(v) = headers.iter().position(|h| h == n).and_then(|i| rec.get(i)) {
+                codec
+                    .parse(k, v)
+                    .map_err(|m| FboError::spec(file, n, format!("line {line}: {m}")))?;
+            }
+        }
+        // The hyperparameter columns, where given, must be the query's: to the
+        // 15 significant digits a spreadsheet keeps, at least.
+        let asked_at = |e: &Entry| codec.from_json(&e.params);
+        let same_point =
+            |e: &Entry| {
+                codec.names.iter().enumerate().all(|(k, n)| {
+                    match headers.iter().position(|h| h == n) {
+                        None => true,
+                        Some(i) => {
+                            let given = rec.get(i).and_then(|v| codec.parse(k, v).ok());
+                            let asked = asked_at(e).map(|raw| raw[k]);
+                            match (given, asked) {
+                                (Some(g), Some(a)) => close(g, a),
+                                _ => false,
+                            }
+                        }
+                    }
+                })
+            };
+        let point_columns = codec.names.iter().any(|n| headers.iter().any(|h| h == n));
+        let Some(idx) = locate(
+            (file, line),
+            &req,
+            &same_point,
+            &|| num(cm, "metric"),
+            (journal, waiting, &answered),
+            point_columns,
+        )?
+        else {
+            acknowledged += 1;
+            continue;
+        };
+        let cost = match cc {
+            Some(i) if !rec.get(i).unwrap_or("").trim().is_empty() => num(i, "cost_s")?,
+            _ => 0.0,
+        };
+        let metric = num(cm, "metric")?;
+        crate::objective::journal::check_values(Some(metric), cost)
+            .map_err(|m| FboError::spec(file, "", format!("line {line}: {m}")))?;
+        if let Some(&(first, _, m)) = told.iter().find(|t| t.1 == idx) {
+            if m.to_bits() != metric.to_bits() {
+                return Err(FboError::spec(
+                    file,
+                    "",
+                    format!(
+                        "lines {first} and {line} report one query ({} run {} agent {} iteration {}) with two values, {m} and {metric}; keep one",
+                        req.scope, req.run, req.agent, req.iteration
+                    ),
+                ));
+            }
+            continue;
+        }
+        told.push((line, idx, metric));
+        results.push((waiting[idx].clone(), metric, cost));
+    }
+    Ok((results, acknowledged))
+}
+/// The outstanding query a results line answers (`req` at the point `same_point` checks):
+/// its index in `waiting`; None where the journal already holds the same value for it (a
+/// results file told again), an error where it holds another, or where no query or several match.
+fn locate(
+    (file, line): (&Path, usize),
+    req: &Request,
+    same_point: &dyn Fn(&Entry) -> bool,
+    metric: &dyn Fn() -> Result<f64>,
+    (journal, waiting, answered): (&Journal, &[Entry], &[Answered]),
+    point_columns: bool,
+) -> Result<Option<usize>> {
+    let found: Vec<usize> = waiting
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.request == *req && same_point(e))
+        .map(|(i, _)| i)
+        .collect();
+    match found.as_slice() {
+        [i] => Ok(Some(*i)),
+        [] if let Some((_, before, jline)) = answered
+            .iter()
+            .find(|(e, _, _)| e.request == *req && same_point(e)) =>
+        {
+            let metric = metric()?;
+            if before.agrees(&Outcome::Done(metric, 0.0)) {
+                return Ok(None);
+            }
+            Err(FboError::spec(
+                file,
+                "metric",
+                format!(
+                    "line {line} reports {metric} for {} run {} agent {} iteration {}, which the journal {}{} already records as {}: one evaluation with two values (correct this line, or move the state folder away to start anew)",
+                    req.scope,
+                    req.run,
+                    req.agent,
+                    req.iteration,
+                    journal
+                        .path()
+                        .map_or(String::new(), |p| p.display().to_string()),
+                    if *jline > 0 {
+                        format!(" (line {jline})")
+                    } else {
+                        String::new()
+                    },
+                    before.describe()
+                ),
+            ))
+        }
+        [] => Err(FboError::spec(
+            file,
+            "",
+            format!(
+                "line {line}: no outstanding query for {} run {} agent {} iteration {}{} (see `fbo ask --all`)",
+                req.scope,
+                req.run,
+                req.agent,
+                req.iteration,
+                if point_columns {
+                    " at these hyperparameter values"
+                } else {
+                    ""
+                }
+            ),
+        )),
+        _ => Err(FboError::spec(
+            file,
+            "",
+            format!(
+                "line {line}: {} outstanding queries match {} run {} agent {} iteration {}; give the hyperparameter columns as `fbo ask` prints them",
+                found.len(),
+                req.scope,
+                req.run,
+                req.agent,
+                req.iteration
+            ),
+        )),
+    }
+}
+
+/// The one result `fbo tell --agent A --value V` reports: the outstanding query of agent A
+/// (narrowed by --run, --scope, --iteration), refused when none or several match.
+fn result_from_flags(
+    opts: &TellOptions,
+    waiting: &[Entry],
+    (agent, value): (usize, f64),
+    cli: impl Fn(&str, String) -> FboError,
+) -> Result<(Entry, f64, f64)> {
+    let matching: Vec<&Entry> = waiting
+        .iter()
+        .filter(|e| e.request.agent == agent)
+        .filter(|e| opts.run.is_none_or(|r| e.request.run == r))
+        .filter(|e| opts.scope.as_ref().is_none_or(|s| e.request.scope == *s))
+        .filter(|e| opts.iteration.is_none_or(|i| e.request.iteration == i))
+        .collect();
+    match matching.as_slice() {
+        [e] => Ok(((*e).clone(), value, opts.cost_s)),
+        [] => Err(cli(
+            "--agent",
+            format!(
+                "agent {agent} has no outstanding query{}; `fbo ask` hands out the next ones",
+                if waiting.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " (waiting: agents {})",
+                        waiting
+                            .iter()
+                            .map(|e| e.request.agent.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            ),
+        )),
+        many => Err(cli(
+            "--agent",
+            format!(
+                "agent {agent} has {} outstanding queries ({}); choose one with --run, --scope and --iteration, or report them all with --results",
+                many.len(),
+                many.iter()
+                    .map(|e| format!(
+                        "{} run {} iteration {}",
+                        e.request.scope, e.request.run, e.request.iteration
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        )),
+    }
 }
