@@ -710,100 +710,11 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     // the other points copy its runs.
     let mut computed: HashMap<String, PathBuf> = HashMap::new();
     for point in &sweep.points {
-        let rel = format!("points/{}", point.name);
-        let marker_rel = format!("{rel}/point.csv");
-        let pdir = dir.create_dir(&rel)?;
-        let marker = pdir.join("point.csv");
-        let portable = crate::spec::portable::portable(&point.spec.source, path, &pdir);
-        let same_spec = fs::read_to_string(pdir.join("spec.toml")).is_ok_and(|s| s == portable);
-        // A point finished by an fbo with other sweep.csv columns is run again.
-        let same_format = fs::read(&marker).is_ok_and(|b| {
-            csv::ReaderBuilder::new()
-                .has_headers(false)
-                .from_reader(b.as_slice())
-                .records()
-                .all(|r| r.is_ok_and(|r| r.len() == header_fields(&sweep)))
-        });
-        let keys: Vec<String> = (0..point.spec.algorithms.len())
-            .map(|a| reach(&point.spec, a))
-            .collect();
-        if dir.owns(&marker_rel) && marker.exists() && same_spec && same_format {
-            // Not a source to copy from: an earlier invocation may have run it with other
-            // options (--no-timing) than this one's; except in a merge, whose shards and
-            // earlier merges all had this one's options (parts made otherwise are refused).
-            if merge_only {
-                for k in keys {
-                    computed.entry(k).or_insert_with(|| pdir.clone());
-                }
-            }
-            dir.keep(&marker_rel);
-            skipped += 1;
-            points_bar.inc(1);
-            continue;
-        }
-        let reuse: Vec<Option<Reuse>> = keys
-            .iter()
-            .map(|k| {
-                computed
-                    .get(k)
-                    .filter(|d| d.join("trace.csv").is_file())
-                    .map(|d| Reuse::From(d.clone()))
-            })
-            .collect();
-        if dir.owns(&marker_rel) {
-            let _ = fs::remove_file(&marker);
-        }
-        // Merging a sharded sweep: each point's runs must all be there.
-        let st = merge_only
-            .then(|| crate::run::runner::status_of(&point.spec, &pdir, (0, usize::MAX), &reuse));
-        if let Some(st) = st.filter(|st| !st.missing.is_empty()) {
-            failures.push(format!(
-                "{}: {} of {} units missing ({}{})",
-                point.name,
-                st.missing.len() + st.running.len(),
-                st.done.len() + st.missing.len() + st.running.len() + st.at_merge.len(),
-                st.missing
-                    .iter()
-                    .chain(&st.running)
-                    .take(5)
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if st.missing.len() + st.running.len() > 5 {
-                    ", ..."
-                } else {
-                    ""
-                }
-            ));
-            points_bar.inc(1);
-            continue;
-        }
-        let started = Instant::now();
-        let res = run_spec(
-            &point.spec,
-            &RunOptions {
-                out: pdir.clone(),
-                threads: opts.threads,
-                quiet: true,
-                nested: true,
-                progress: Some(runs_bar.clone()),
-                overwrite: opts.overwrite,
-                work: if merge_only { Work::Merge } else { Work::All },
-                reuse,
-            },
-        )
-        .and_then(|_| {
-            let wall = (!opts.no_timing).then(|| started.elapsed().as_secs_f64());
-            point_rows(point, &pdir, wall)
-        })
-        .and_then(|rows| dir.write(&marker_rel, rows.as_bytes()));
-        match res {
-            Err(e) => failures.push(format!("{}: {e}", point.name)),
-            Ok(()) => {
-                for k in keys {
-                    computed.entry(k).or_insert_with(|| pdir.clone());
-                }
-            }
+        let (context, bar) = ((&sweep, path), &runs_bar);
+        match sweep_point(point, context, &dir, opts, merge_only, bar, &mut computed)? {
+            PointDone::Skipped => skipped += 1,
+            PointDone::Failed(why) => failures.push(why),
+            PointDone::Ran => {}
         }
         points_bar.inc(1);
     }
@@ -816,8 +727,137 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             out.display()
         );
     }
+    finish_sweep(&sweep, &dir, opts, merge_only, &failures)
+}
+
+/// What became of one point in this invocation.
+enum PointDone {
+    /// Finished by an earlier invocation with this spec and columns.
+    Skipped,
+    /// Its runs failed, or (merging) some of its units are missing: why.
+    Failed(String),
+    Ran,
+}
+
+/// One point of the sweep: skipped where an earlier invocation finished it, its runs copied
+/// from the point that ran an algorithm the swept keys do not reach (`computed`), else run
+/// (or merged) into points/NAME with its point.csv rows.
+fn sweep_point(
+    point: &Point,
+    (sweep, path): (&Sweep, &Path),
+    dir: &OutDir,
+    opts: &SweepOptions,
+    merge_only: bool,
+    runs_bar: &indicatif::ProgressBar,
+    computed: &mut HashMap<String, PathBuf>,
+) -> Result<PointDone> {
+    let rel = format!("points/{}", point.name);
+    let marker_rel = format!("{rel}/point.csv");
+    let pdir = dir.create_dir(&rel)?;
+    let marker = pdir.join("point.csv");
+    let portable = crate::spec::portable::portable(&point.spec.source, path, &pdir);
+    let same_spec = fs::read_to_string(pdir.join("spec.toml")).is_ok_and(|s| s == portable);
+    // A point finished by an fbo with other sweep.csv columns is run again.
+    let same_format = fs::read(&marker).is_ok_and(|b| {
+        csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(b.as_slice())
+            .records()
+            .all(|r| r.is_ok_and(|r| r.len() == header_fields(sweep)))
+    });
+    let keys: Vec<String> = (0..point.spec.algorithms.len())
+        .map(|a| reach(&point.spec, a))
+        .collect();
+    if dir.owns(&marker_rel) && marker.exists() && same_spec && same_format {
+        // Not a source to copy from: an earlier invocation may have run it with other
+        // options (--no-timing) than this one's; except in a merge, whose shards and
+        // earlier merges all had this one's options (parts made otherwise are refused).
+        if merge_only {
+            for k in keys {
+                computed.entry(k).or_insert_with(|| pdir.clone());
+            }
+        }
+        dir.keep(&marker_rel);
+        return Ok(PointDone::Skipped);
+    }
+    let reuse: Vec<Option<Reuse>> = keys
+        .iter()
+        .map(|k| {
+            computed
+                .get(k)
+                .filter(|d| d.join("trace.csv").is_file())
+                .map(|d| Reuse::From(d.clone()))
+        })
+        .collect();
+    if dir.owns(&marker_rel) {
+        let _ = fs::remove_file(&marker);
+    }
+    // Merging a sharded sweep: each point's runs must all be there.
+    let st = merge_only
+        .then(|| crate::run::runner::status_of(&point.spec, &pdir, (0, usize::MAX), &reuse));
+    if let Some(st) = st.filter(|st| !st.missing.is_empty()) {
+        return Ok(PointDone::Failed(format!(
+            "{}: {} of {} units missing ({}{})",
+            point.name,
+            st.missing.len() + st.running.len(),
+            st.done.len() + st.missing.len() + st.running.len() + st.at_merge.len(),
+            st.missing
+                .iter()
+                .chain(&st.running)
+                .take(5)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
+            if st.missing.len() + st.running.len() > 5 {
+                ", ..."
+            } else {
+                ""
+            }
+        )));
+    }
+    let started = Instant::now();
+    let res = run_spec(
+        &point.spec,
+        &RunOptions {
+            out: pdir.clone(),
+            threads: opts.threads,
+            quiet: true,
+            nested: true,
+            progress: Some(runs_bar.clone()),
+            overwrite: opts.overwrite,
+            work: if merge_only { Work::Merge } else { Work::All },
+            reuse,
+        },
+    )
+    .and_then(|_| {
+        let wall = (!opts.no_timing).then(|| started.elapsed().as_secs_f64());
+        point_rows(point, &pdir, wall)
+    })
+    .and_then(|rows| dir.write(&marker_rel, rows.as_bytes()));
+    match res {
+        Err(e) => Ok(PointDone::Failed(format!("{}: {e}", point.name))),
+        Ok(()) => {
+            for k in keys {
+                computed.entry(k).or_insert_with(|| pdir.clone());
+            }
+            Ok(PointDone::Ran)
+        }
+    }
+}
+
+/// The end of a sweep: sweep.csv from every finished point in point order, the selection's
+/// cost where the sweep selects, and the failures said (a merge refused while points miss
+/// units); stale files pruned when every point finished.
+fn finish_sweep(
+    sweep: &Sweep,
+    dir: &OutDir,
+    opts: &SweepOptions,
+    merge_only: bool,
+    failures: &[String],
+) -> Result<()> {
+    let out = &opts.out;
     // sweep.csv from every finished point, in point order.
-    let header = sweep_header(&sweep);
+    let header = sweep_header(sweep);
     let mut csv = header.join(",") + "\n";
     for point in &sweep.points {
         let marker = out.join("points").join(&point.name).join("point.csv");
@@ -836,10 +876,10 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
     dir.write("sweep.csv", csv.as_bytes())?;
     // The selection's cost depends on the points' settings only, not on their runs.
     if let Some(select) = sweep.select {
-        let rows = selection_rows(&sweep, select).map_err(FboError::Run)?;
+        let rows = selection_rows(sweep, select).map_err(FboError::Run)?;
         dir.write(
             "selection.csv",
-            selection_csv(&sweep, select, &rows).as_bytes(),
+            selection_csv(sweep, select, &rows).as_bytes(),
         )?;
         if !opts.quiet {
             for r in &rows {
