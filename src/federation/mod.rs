@@ -803,11 +803,13 @@ impl ServerNode {
     /// in transit, or a round the site missed): the instruction asks for them again, and a
     /// site whose journal has them re-sends them.
     fn unanswered(&self) -> Vec<(usize, Vec<usize>)> {
+        let held: std::collections::HashSet<(usize, usize)> =
+            self.rows.iter().map(|(r, a, _)| (*r, *a)).collect();
         self.agents
             .iter()
             .filter_map(|&a| {
                 let rounds: Vec<usize> = (0..self.round)
-                    .filter(|&t| !self.rows.iter().any(|(r, x, _)| *r == t && *x == a))
+                    .filter(|&t| !held.contains(&(t, a)))
                     .collect();
                 (!rounds.is_empty()).then_some((a, rounds))
             })
