@@ -728,81 +728,9 @@ where
     // off, and leaves the plot the figure's whole width.
     let (plot_area, legend_area) = root.split_vertically(PLOT_HEIGHT);
     let mut legend: Vec<(String, RGBColor, Marker)> = Vec::new();
-    // Plotted (scaled) points: the centre and the band's ends.
-    let scaled: Vec<Vec<(f64, f64, f64, f64)>> = fig
-        .series
-        .iter()
-        .map(|s| {
-            s.points
-                .iter()
-                .filter_map(|&(x, y, lo, hi)| {
-                    let x = scale(x, fig.log_x)?;
-                    let yc = scale(y, fig.log_y)?;
-                    let lo = scale(lo, fig.log_y).unwrap_or(yc);
-                    let hi = scale(hi, fig.log_y).unwrap_or(yc);
-                    Some((x, yc, lo, hi))
-                })
-                .collect()
-        })
-        .collect();
-    let refs: Vec<(String, f64)> = fig
-        .references
-        .iter()
-        .filter_map(|(l, y)| scale(*y, fig.log_y).map(|v| (l.clone(), v)))
-        .collect();
-    let xs = scaled.iter().flatten().map(|p| p.0);
-    let ys = scaled
-        .iter()
-        .flatten()
-        .flat_map(|p| [p.2, p.3])
-        .chain(refs.iter().map(|r| r.1));
-    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-        (a.min(v), b.max(v))
-    });
-    let (mut y0, mut y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-        (a.min(v), b.max(v))
-    });
-    if !x0.is_finite() {
-        (x0, x1) = (0.0, 1.0);
-    }
-    if !y0.is_finite() {
-        (y0, y1) = (0.0, 1.0);
-    }
-    let pad = |a: f64, b: f64| {
-        let w = if b > a { b - a } else { a.abs().max(1.0) };
-        (a - 0.05 * w, b + 0.05 * w)
-    };
-    let (x0, x1) = pad(x0, x1);
-    let (y0, mut y1) = pad(y0, y1);
-    // Point labels centred above their bars, in as many rows as keep them apart (points a
-    // few pixels apart otherwise print over each other), with room above the bars for them.
-    let plot_px = (WIDTH as i32 - 104 - 2 * 18) as f64;
-    let to_px = |x: f64| (x - x0) / (x1 - x0) * plot_px;
-    // (row, shift in pixels keeping the label inside the plot) of every label.
-    let note_places: Vec<Vec<(usize, i32)>> = fig
-        .series
-        .iter()
-        .zip(&scaled)
-        .map(|(s, pts)| {
-            let (spans, shifts): (Vec<(f64, f64)>, Vec<i32>) = pts
-                .iter()
-                .zip(&s.notes)
-                .map(|(p, n)| {
-                    let half = n.chars().count() as f64 * NOTE_CHAR_PX / 2.0;
-                    let centre = to_px(p.0);
-                    let inside = centre.clamp(half, (plot_px - half).max(half));
-                    ((inside - half, inside + half), (inside - centre) as i32)
-                })
-                .unzip();
-            label_rows(&spans, NOTE_CHAR_PX)
-                .into_iter()
-                .zip(shifts)
-                .collect()
-        })
-        .collect();
-    if let Some(rows) = note_places.iter().flatten().map(|p| p.0).max() {
-        y1 += (y1 - y0) * (40.0 + NOTE_ROW_PX * rows as f64) / 420.0;
-    }
+    let (scaled, refs) = scaled_points(fig);
+    let [(x0, x1), (y0, y1)] = axis_ranges(&scaled, &refs);
+    let (note_places, y1) = note_places(fig, &scaled, (x0, x1), (y0, y1));
     let mut chart = ChartBuilder::on(&plot_area)
         .caption(&fig.title, ("sans-serif", 30))
         .margin(18)
@@ -948,6 +876,107 @@ where
     }
     root.present().map_err(e)?;
     Ok(())
+}
+/// Per series each point's centre and its band's ends, and the reference lines' values.
+type Scaled = (Vec<Vec<(f64, f64, f64, f64)>>, Vec<(String, f64)>);
+
+/// The figure's points on the plot's scales (log where the axis is).
+fn scaled_points(fig: &Figure) -> Scaled {
+    // Plotted (scaled) points: the centre and the band's ends.
+    let scaled: Vec<Vec<(f64, f64, f64, f64)>> = fig
+        .series
+        .iter()
+        .map(|s| {
+            s.points
+                .iter()
+                .filter_map(|&(x, y, lo, hi)| {
+                    let x = scale(x, fig.log_x)?;
+                    let yc = scale(y, fig.log_y)?;
+                    let lo = scale(lo, fig.log_y).unwrap_or(yc);
+                    let hi = scale(hi, fig.log_y).unwrap_or(yc);
+                    Some((x, yc, lo, hi))
+                })
+                .collect()
+        })
+        .collect();
+    let refs: Vec<(String, f64)> = fig
+        .references
+        .iter()
+        .filter_map(|(l, y)| scale(*y, fig.log_y).map(|v| (l.clone(), v)))
+        .collect();
+    (scaled, refs)
+}
+
+/// The axes' ranges: every point, band and reference line inside, padded by 5% (a unit range
+/// where there is nothing to place).
+fn axis_ranges(scaled: &[Vec<(f64, f64, f64, f64)>], refs: &[(String, f64)]) -> [(f64, f64); 2] {
+    let xs = scaled.iter().flatten().map(|p| p.0);
+    let ys = scaled
+        .iter()
+        .flatten()
+        .flat_map(|p| [p.2, p.3])
+        .chain(refs.iter().map(|r| r.1));
+    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    let (mut y0, mut y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    if !x0.is_finite() {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if !y0.is_finite() {
+        (y0, y1) = (0.0, 1.0);
+    }
+    let pad = |a: f64, b: f64| {
+        let w = if b > a { b - a } else { a.abs().max(1.0) };
+        (a - 0.05 * w, b + 0.05 * w)
+    };
+    let (x0, x1) = pad(x0, x1);
+    let (y0, y1) = pad(y0, y1);
+    [(x0, x1), (y0, y1)]
+}
+
+/// Where every point label goes: (row, shift in pixels keeping it inside the plot), rows
+/// stacked so that labels a few pixels apart do not print over each other; and the top of the
+/// y range raised to leave room for the rows above the bars.
+fn note_places(
+    fig: &Figure,
+    scaled: &[Vec<(f64, f64, f64, f64)>],
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> (Vec<Vec<(usize, i32)>>, f64) {
+    let mut y1 = y1;
+    // Point labels centred above their bars, in as many rows as keep them apart (points a
+    // few pixels apart otherwise print over each other), with room above the bars for them.
+    let plot_px = (WIDTH as i32 - 104 - 2 * 18) as f64;
+    let to_px = |x: f64| (x - x0) / (x1 - x0) * plot_px;
+    // (row, shift in pixels keeping the label inside the plot) of every label.
+    let note_places: Vec<Vec<(usize, i32)>> = fig
+        .series
+        .iter()
+        .zip(scaled)
+        .map(|(s, pts)| {
+            let (spans, shifts): (Vec<(f64, f64)>, Vec<i32>) = pts
+                .iter()
+                .zip(&s.notes)
+                .map(|(p, n)| {
+                    let half = n.chars().count() as f64 * NOTE_CHAR_PX / 2.0;
+                    let centre = to_px(p.0);
+                    let inside = centre.clamp(half, (plot_px - half).max(half));
+                    ((inside - half, inside + half), (inside - centre) as i32)
+                })
+                .unzip();
+            label_rows(&spans, NOTE_CHAR_PX)
+                .into_iter()
+                .zip(shifts)
+                .collect()
+        })
+        .collect();
+    if let Some(rows) = note_places.iter().flatten().map(|p| p.0).max() {
+        y1 += (y1 - y0) * (40.0 + NOTE_ROW_PX * rows as f64) / 420.0;
+    }
+    (note_places, y1)
 }
 
 /// Figures are drawn 880 pixels wide and shown about half that (440 in docs/figures.md): every
