@@ -183,11 +183,7 @@ impl Consensus {
     /// candidate, which it never needed to send.
     fn combine(&self, t: usize, messages: &[Option<Array1<f64>>]) -> Broadcast {
         let dim = self.space.dim();
-        let senders: Vec<(usize, &Array1<f64>)> = messages
-            .iter()
-            .enumerate()
-            .filter_map(|(a, m)| m.as_ref().map(|m| (a, m)))
-            .collect();
+        let senders = super::senders(messages);
         let k = senders.len();
         let mut to_each = vec![Received::default(); messages.len()];
         if k == 0 {
@@ -294,7 +290,7 @@ impl Algorithm for Consensus {
         }
         let broadcast = self.combine(t, &messages);
         (0..self.agents.len())
-            .map(|a| self.query(a, t, &broadcast.for_agent(a)))
+            .map(|a| self.query(a, t, broadcast.for_agent(a)))
             .collect()
     }
 
@@ -428,7 +424,11 @@ mod tests {
         let b = c.combine(0, &messages);
         assert!(b.all.point.is_none() && b.to_each.len() == 4);
         for a in [0, 1, 3] {
-            let p = b.for_agent(a).point.expect("a sender gets a point");
+            let p = b
+                .for_agent(a)
+                .point
+                .as_ref()
+                .expect("a sender gets a point");
             assert!(
                 (p.x[0] - 0.3).abs() < 1e-15 && (p.x[1] - 0.4).abs() < 1e-15,
                 "{p:?}"

@@ -398,10 +398,10 @@ impl Federated for DpFtsDe {
             return Ok(Broadcast::none());
         }
         let m = self.shared.features.len();
-        // With an agreement, each message's fit (after omega_n) goes to the agreement.
-        let omegas: Vec<Option<Array1<f64>>> = match self.agreement.as_mut() {
-            None => messages.to_vec(),
-            Some(ag) => messages
+        // With an agreement, each message's fit (after omega_n) goes to the agreement and its
+        // omega_n to the server; without, the messages are the omegas as they are.
+        let split: Option<Vec<Option<Array1<f64>>>> = self.agreement.as_mut().map(|ag| {
+            messages
                 .iter()
                 .enumerate()
                 .map(|(a, msg)| {
@@ -410,8 +410,9 @@ impl Federated for DpFtsDe {
                         msg.iter().take(m).copied().collect()
                     })
                 })
-                .collect(),
-        };
+                .collect()
+        });
+        let omegas = split.as_deref().unwrap_or(messages);
         let arrived: Vec<Option<&Array1<f64>>> = omegas.iter().map(Option::as_ref).collect();
         let (vectors, record) = self
             .server

@@ -187,11 +187,7 @@ impl Fmtbo {
     /// averaged length scales (D numbers) go back to it alone.
     fn relay(&self, messages: &[Option<Array1<f64>>]) -> Broadcast {
         let dim = self.shared.ncols();
-        let senders: Vec<(usize, &Array1<f64>)> = messages
-            .iter()
-            .enumerate()
-            .filter_map(|(a, m)| m.as_ref().map(|m| (a, m)))
-            .collect();
+        let senders = super::senders(messages);
         let k = senders.len();
         let take = ((k as f64) * self.fraction).floor() as usize;
         let ranking = |i: usize| senders[i].1.slice(ndarray::s![dim..]).to_vec();
@@ -281,7 +277,7 @@ impl Algorithm for Fmtbo {
             .enumerate()
             .map(|(k, (a, (local, _)))| {
                 let global = GpHyper {
-                    length_scales: broadcast.for_agent(k).shared,
+                    length_scales: broadcast.for_agent(k).shared.clone(),
                     ..local.clone()
                 };
                 choose_one(a, &local, global, gamma, refit)

@@ -143,6 +143,15 @@ pub trait Pending {
     fn propose_pending(&mut self, agent: usize, t: usize, pending: &[Point]) -> Result<Query>;
 }
 
+/// The messages that arrived, each with its sender, in agent order.
+pub fn senders(messages: &[Option<ndarray::Array1<f64>>]) -> Vec<(usize, &ndarray::Array1<f64>)> {
+    messages
+        .iter()
+        .enumerate()
+        .filter_map(|(a, m)| m.as_ref().map(|m| (a, m)))
+        .collect()
+}
+
 /// What one agent receives from the server before iteration t.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Received {
@@ -206,11 +215,15 @@ impl Broadcast {
     }
 
     /// What agent `agent` receives (nothing if the server sends it nothing).
-    pub fn for_agent(&self, agent: usize) -> Received {
+    pub fn for_agent(&self, agent: usize) -> &Received {
+        static NOTHING: Received = Received {
+            point: None,
+            shared: Vec::new(),
+        };
         if self.to_each.is_empty() {
-            self.all.clone()
+            &self.all
         } else {
-            self.to_each.get(agent).cloned().unwrap_or_default()
+            self.to_each.get(agent).unwrap_or(&NOTHING)
         }
     }
 }

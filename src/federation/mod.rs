@@ -761,7 +761,7 @@ impl ServerNode {
         let mut ins = self.instruction()?;
         let own = self.broadcast.for_agent(agent);
         ins.point = own.point.as_ref().map(wire_point);
-        ins.shared = own.shared;
+        ins.shared = own.shared.clone();
         ins.unanswered.retain(|(a, _)| *a == agent);
         Ok(ins)
     }
@@ -972,14 +972,7 @@ impl ServerNode {
         }
         let label = &self.spec.algorithms[self.alg_index].label;
         for line in lines {
-            let mut rd = csv::ReaderBuilder::new()
-                .has_headers(false)
-                .from_reader(line.as_bytes());
-            let rec = rd
-                .records()
-                .next()
-                .and_then(|x| x.ok())
-                .ok_or("a trace row that is not CSV")?;
+            let rec = csv_row(line).ok_or("a trace row that is not CSV")?;
             let iteration: Option<i64> = rec.get(3).and_then(|v| v.parse().ok());
             let good_iteration = match iteration {
                 Some(i) if ins.round == 0 => i <= 0,
@@ -1313,6 +1306,16 @@ pub fn run_in_process(spec_path: &Path, out: &Path, state: &Path, overwrite: boo
     fed.finish()
 }
 
+/// One trace line read as CSV (a label may hold a comma, and then is quoted).
+fn csv_row(line: &str) -> Option<csv::StringRecord> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(line.as_bytes())
+        .records()
+        .next()
+        .and_then(|r| r.ok())
+}
+
 /// Joins the traces the sites kept (`output.site_traces`, each `Site::trace`) into the
 /// trace.csv and summary.csv `fbo run` would write, in `out` beside the server's files, for the
 /// sites that chose to share theirs: rows in fbo run's order ((algorithm, run), then round and
@@ -1340,14 +1343,7 @@ pub fn merge_site_traces(spec_path: &Path, out: &Path, traces: &[PathBuf]) -> Re
         for (i, line) in lines.enumerate() {
             let bad =
                 |why: &str| FboError::Run(format!("{} line {}: {why}", path.display(), i + 2));
-            // A label may hold a comma (then quoted): the line is read as CSV.
-            let rec = csv::ReaderBuilder::new()
-                .has_headers(false)
-                .from_reader(line.as_bytes())
-                .records()
-                .next()
-                .and_then(|r| r.ok())
-                .ok_or_else(|| bad("not a CSV row"))?;
+            let rec = csv_row(line).ok_or_else(|| bad("not a CSV row"))?;
             let alg = labels
                 .iter()
                 .position(|l| rec.get(0) == Some(l))
@@ -1374,9 +1370,7 @@ pub fn merge_site_traces(spec_path: &Path, out: &Path, traces: &[PathBuf]) -> Re
     rows.sort_by_key(|(k, _)| *k);
     let mut trace = format!("{header}\n");
     trace.extend(rows.into_iter().map(|(_, r)| r));
-    let summary_rows = output::read_summary_input(trace.as_bytes(), &out.join("trace.csv"))?;
-    let order: Vec<String> = labels.iter().map(|l| l.to_string()).collect();
-    let summary = output::summary_csv(&summary_rows, &order)?;
+    let summary = runner::summary_of(&spec, trace.as_bytes(), &out.join("trace.csv"))?;
     crate::run::outdir::write_beside(out, "trace.csv", trace.as_bytes())?;
     crate::run::outdir::write_beside(out, "summary.csv", &summary)
 }

@@ -128,7 +128,7 @@ pub(crate) fn run_asynchronous(
         let query = u.alg.federated().expect("dp-fts-de is federated").choose(
             agent,
             t,
-            &broadcast.for_agent(agent),
+            broadcast.for_agent(agent),
         )?;
         let request = Request::new(u.label.to_string(), run, agent, t as i64);
         let (f, y, cost) = u.evaluator.evaluate(&[(&query, request)], &mut u.noise)?[0];

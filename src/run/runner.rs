@@ -1281,6 +1281,14 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<PrivacyCurve>> {
     Ok(out)
 }
 
+/// summary.csv's bytes for the trace.csv text `trace` (`path` names it in errors), its
+/// algorithms in the spec's order.
+pub(crate) fn summary_of(spec: &Spec, trace: &[u8], path: &Path) -> Result<Vec<u8>> {
+    let rows = output::read_summary_input(trace, path)?;
+    let order: Vec<String> = spec.algorithms.iter().map(|a| a.label.clone()).collect();
+    output::summary_csv(&rows, &order)
+}
+
 /// trace.csv and summary.csv from every part present, in (algorithm, run) order (with
 /// `values`); server.csv and privacy.csv where the spec has a server or private algorithms.
 fn merge(
@@ -1318,10 +1326,9 @@ fn merge(
         }
     }
     if values {
-        let summary_rows = output::read_summary_input(&trace, &dir.path("trace.csv"))?;
+        let summary = summary_of(spec, &trace, &dir.path("trace.csv"))?;
         dir.write("trace.csv", &trace)?;
-        let order: Vec<String> = spec.algorithms.iter().map(|a| a.label.clone()).collect();
-        dir.write("summary.csv", &output::summary_csv(&summary_rows, &order)?)?;
+        dir.write("summary.csv", &summary)?;
     }
     if spec.algorithms.iter().any(|a| a.server.is_some()) {
         dir.write("server.csv", &server)?;
