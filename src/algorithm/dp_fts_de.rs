@@ -265,7 +265,8 @@ impl DpFtsDe {
             .with_secure_streams(
                 secure_streams(server_spec, seed, ctx.run, n, Purpose::SecureAggregation),
                 secure_streams(server_spec, seed, ctx.run, n, Purpose::AgentPrivacy),
-            ),
+            )
+            .keeping_views(spec.output.server_view),
             schedule: alg.p_t.clone(),
             records: Vec::new(),
             budget_rounds: server_spec

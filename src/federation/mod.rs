@@ -1138,7 +1138,7 @@ impl Federation {
             node.alg_index,
             node.run,
             &node.server_rows(),
-            None,
+            &[],
             format!("{header}\n{}", node.trace_rows()).as_bytes(),
         )?;
         self.todo.retain(|&u| u != (node.alg_index, node.run));

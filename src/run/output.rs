@@ -272,6 +272,64 @@ pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<
     out.into_bytes()
 }
 
+/// server_view.csv's header (`output.server_view`): one row per message the server received
+/// in a secure round (step `advertise`: a member's public key; `masked`: its masked input;
+/// `reveal-seed` / `reveal-key`: a survivor's share of member `about`'s self-mask seed or
+/// secret key) and per sum it recovered (`sum`), the payload in hex.
+pub const SERVER_VIEW_HEADER: &str = "algorithm,run,round,step,agent,about,payload\n";
+
+/// 64-bit words as hex, 16 digits each, most significant first.
+fn words_hex(words: &[u64]) -> String {
+    words.iter().map(|w| format!("{w:016x}")).collect()
+}
+
+/// server_view.csv rows (no header) of one run: what the server saw in each secure round, in
+/// the protocol's order (adverts, masked inputs, reveals, the sum).
+pub fn server_view_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<u8> {
+    let mut out = String::new();
+    for r in records {
+        let Some(v) = &r.view else { continue };
+        let mut row = |step: &str, agent: String, about: String, payload: String| {
+            out += &format!(
+                "{label},{run},{},{step},{agent},{about},{payload}\n",
+                r.round
+            );
+        };
+        for a in &v.adverts {
+            let key: String = a.public.iter().map(|b| format!("{b:02x}")).collect();
+            row("advertise", a.id.to_string(), String::new(), key);
+        }
+        for (agent, y) in &v.masked {
+            row("masked", agent.to_string(), String::new(), words_hex(y));
+        }
+        for rev in &v.reveals {
+            let share = |s: &crate::server::secagg::shamir::Share| {
+                format!("{:016x}:{}", s.x, words_hex(&s.y))
+            };
+            for (about, s) in &rev.self_seeds {
+                row(
+                    "reveal-seed",
+                    rev.from.to_string(),
+                    about.to_string(),
+                    share(s),
+                );
+            }
+            for (about, s) in &rev.secrets {
+                row(
+                    "reveal-key",
+                    rev.from.to_string(),
+                    about.to_string(),
+                    share(s),
+                );
+            }
+        }
+        if let Some(sum) = &v.sum {
+            row("sum", String::new(), String::new(), words_hex(sum));
+        }
+    }
+    out.into_bytes()
+}
+
 /// privacy.csv: one row per private algorithm, completed run, iteration, accountant and whom
 /// the epsilon holds against (`against`: "outsiders" see only the released aggregates; "server"
 /// is the server itself, which sees every message).

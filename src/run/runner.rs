@@ -461,20 +461,22 @@ fn check_part(
             if early { "at most " } else { "" },
         ));
     }
-    if spec.output.beliefs {
-        check_beliefs_part(&out.join(beliefs_part_name(a, r)), label, r)?;
+    for side in Side::wanted(spec) {
+        check_side_part(side, &out.join(side.part_name(a, r)), label, r)?;
     }
     Ok(())
 }
 
-/// Whether a beliefs part holds only complete rows of `label` run `r`, all of one width. (How
-/// many depends on how many queries a model chose, so it is not counted.)
-fn check_beliefs_part(
+/// Whether a side part holds only complete rows of `label` run `r`, all of one width. (How
+/// many depends on how many queries a model chose or rounds were secure, so it is not
+/// counted.)
+fn check_side_part(
+    side: Side,
     path: &std::path::Path,
     label: &str,
     r: usize,
 ) -> std::result::Result<(), String> {
-    let bad = |why: String| format!("its beliefs part {} {why}", path.display());
+    let bad = |why: String| format!("its {} part {} {why}", side.what(), path.display());
     let text = fs::read(path).map_err(|e| bad(format!("cannot be read ({e})")))?;
     if !text.is_empty() && text.last() != Some(&b'\n') {
         return Err(bad("ends in the middle of a line".into()));
@@ -522,11 +524,11 @@ fn set_aside(dir: &OutDir, a: usize, r: usize) -> Result<Vec<PathBuf>> {
     let folder = dir.path(DAMAGED);
     fs::create_dir_all(&folder).map_err(|e| FboError::io(&folder, e))?;
     let mut moved = Vec::new();
-    for rel in [
-        part_name(a, r),
-        server_part_name(a, r),
-        beliefs_part_name(a, r),
-    ] {
+    let sides = Side::ALL.iter().map(|s| s.part_name(a, r));
+    for rel in [part_name(a, r), server_part_name(a, r)]
+        .into_iter()
+        .chain(sides)
+    {
         let from = dir.path(&rel);
         if !from.exists() {
             continue;
@@ -554,19 +556,73 @@ fn server_part_name(alg_index: usize, run: usize) -> String {
     format!("parts/a{alg_index:03}-r{run:05}.server")
 }
 
-/// The models' beliefs of a run (`output.beliefs`); written, like the server part, before the
-/// trace part.
-fn beliefs_part_name(alg_index: usize, run: usize) -> String {
-    format!("parts/a{alg_index:03}-r{run:05}.beliefs")
+/// An output of a run that the spec may ask for beside the trace and the server's rounds:
+/// written, like the server part, before the trace part, and merged into its own CSV.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// The models' beliefs (`output.beliefs`): beliefs.csv.
+    Beliefs,
+    /// What the server saw under secure aggregation (`output.server_view`): server_view.csv.
+    ServerView,
 }
 
-/// The parts a unit writes before its trace part: the server's rounds, and the beliefs where
-/// the spec asks for them.
+impl Side {
+    const ALL: [Side; 2] = [Side::Beliefs, Side::ServerView];
+
+    /// The side outputs `spec` asks for, in a fixed order.
+    pub(crate) fn wanted(spec: &Spec) -> Vec<Side> {
+        Self::ALL
+            .into_iter()
+            .filter(|s| match s {
+                Side::Beliefs => spec.output.beliefs,
+                Side::ServerView => spec.output.server_view,
+            })
+            .collect()
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Side::Beliefs => "beliefs",
+            Side::ServerView => "server view",
+        }
+    }
+
+    fn part_name(self, alg_index: usize, run: usize) -> String {
+        let ext = match self {
+            Side::Beliefs => "beliefs",
+            Side::ServerView => "view",
+        };
+        format!("parts/a{alg_index:03}-r{run:05}.{ext}")
+    }
+
+    pub(crate) fn file(self) -> &'static str {
+        match self {
+            Side::Beliefs => "beliefs.csv",
+            Side::ServerView => "server_view.csv",
+        }
+    }
+
+    fn header(self, dim: usize) -> String {
+        match self {
+            Side::Beliefs => output::beliefs_header(dim),
+            Side::ServerView => output::SERVER_VIEW_HEADER.to_string(),
+        }
+    }
+
+    /// This side's rows (no header) of one finished run.
+    fn body(self, label: &str, run: usize, out: &RunOutput, dim: usize) -> Result<Vec<u8>> {
+        match self {
+            Side::Beliefs => output::beliefs_csv_body(label, run, &out.beliefs, dim),
+            Side::ServerView => Ok(output::server_view_csv_body(label, run, &out.server)),
+        }
+    }
+}
+
+/// The parts a unit writes before its trace part: the server's rounds, and the side outputs
+/// the spec asks for.
 fn side_part_names(spec: &Spec, a: usize, r: usize) -> Vec<String> {
     let mut names = vec![server_part_name(a, r)];
-    if spec.output.beliefs {
-        names.push(beliefs_part_name(a, r));
-    }
+    names.extend(Side::wanted(spec).iter().map(|s| s.part_name(a, r)));
     names
 }
 
@@ -875,9 +931,7 @@ pub(crate) fn planned_files(spec: &Spec, jobs: &[(usize, usize)], measured: bool
     if private {
         planned.push("privacy.csv".into());
     }
-    if spec.output.beliefs {
-        planned.push("beliefs.csv".into());
-    }
+    planned.extend(Side::wanted(spec).iter().map(|s| s.file().to_string()));
     if measured {
         planned.push(JOURNAL.into());
     }
@@ -1082,14 +1136,14 @@ fn copy_unit(
         .map(|l| format!("{l}\n"))
         .collect();
     dir.write(&server_part_name(a, r), server.as_bytes())?;
-    if spec.output.beliefs {
-        let path = src.join("beliefs.csv");
+    for side in Side::wanted(spec) {
+        let path = src.join(side.file());
         let mut b = csv::Writer::from_writer(Vec::new());
         copy_unit_rows(&path, label, &run, &mut b)?;
         let bytes = b
             .into_inner()
             .map_err(|e| FboError::spec(&path, "", e.to_string()))?;
-        dir.write(&beliefs_part_name(a, r), &bytes)?;
+        dir.write(&side.part_name(a, r), &bytes)?;
     }
     let bytes = w.into_inner().map_err(|e| bad(e.to_string()))?;
     dir.write(&part_name(a, r), &bytes)
@@ -1139,17 +1193,16 @@ fn compute(
             let land = landscapes[r % landscapes.len()].clone();
             let res = run_one_shared(spec, a, r, land, Some(senders)).and_then(|out| {
                 let label = &spec.algorithms[a].label;
-                let beliefs = spec
-                    .output
-                    .beliefs
-                    .then(|| output::beliefs_csv_body(label, r, &out.beliefs, dim))
-                    .transpose()?;
+                let sides = Side::wanted(spec)
+                    .into_iter()
+                    .map(|s| Ok((s, s.body(label, r, &out, dim)?)))
+                    .collect::<Result<Vec<_>>>()?;
                 save_unit(
                     dir,
                     a,
                     r,
                     &output::server_csv_body(label, r, &out.server),
-                    beliefs.as_deref(),
+                    &sides,
                     &output::trace_csv(&out.rows, dim, &codec)?,
                 )
             });
@@ -1159,19 +1212,19 @@ fn compute(
         .collect()
 }
 
-/// Saves a finished unit: its server part and its beliefs (where asked for) first, then its
-/// trace part, whose presence marks the unit complete.
+/// Saves a finished unit: its server part and its side outputs (where asked for) first,
+/// then its trace part, whose presence marks the unit complete.
 pub(crate) fn save_unit(
     dir: &OutDir,
     a: usize,
     r: usize,
     server: &[u8],
-    beliefs: Option<&[u8]>,
+    sides: &[(Side, Vec<u8>)],
     trace: &[u8],
 ) -> Result<()> {
     dir.write(&server_part_name(a, r), server)?;
-    if let Some(b) = beliefs {
-        dir.write(&beliefs_part_name(a, r), b)?;
+    for (side, bytes) in sides {
+        dir.write(&side.part_name(a, r), bytes)?;
     }
     dir.write(&part_name(a, r), trace)
 }
@@ -1304,7 +1357,8 @@ fn merge(
     trace.extend_from_slice(header.as_bytes());
     trace.push(b'\n');
     let mut server = output::SERVER_HEADER.as_bytes().to_vec();
-    let mut beliefs = output::beliefs_header(dim).into_bytes();
+    let sides = Side::wanted(spec);
+    let mut side_files: Vec<Vec<u8>> = sides.iter().map(|s| s.header(dim).into_bytes()).collect();
     let mut done = Vec::new();
     for &(a, r) in jobs {
         let p = dir.path(&part_name(a, r));
@@ -1320,9 +1374,9 @@ fn merge(
         trace.extend_from_slice(&text[body_start..]);
         let sp = dir.path(&server_part_name(a, r));
         server.extend(fs::read(&sp).map_err(|e| FboError::io(&sp, e))?);
-        if spec.output.beliefs {
-            let bp = dir.path(&beliefs_part_name(a, r));
-            beliefs.extend(fs::read(&bp).map_err(|e| FboError::io(&bp, e))?);
+        for (side, file) in sides.iter().zip(side_files.iter_mut()) {
+            let bp = dir.path(&side.part_name(a, r));
+            file.extend(fs::read(&bp).map_err(|e| FboError::io(&bp, e))?);
         }
     }
     if values {
@@ -1333,8 +1387,8 @@ fn merge(
     if spec.algorithms.iter().any(|a| a.server.is_some()) {
         dir.write("server.csv", &server)?;
     }
-    if spec.output.beliefs {
-        dir.write("beliefs.csv", &beliefs)?;
+    for (side, file) in sides.iter().zip(&side_files) {
+        dir.write(side.file(), file)?;
     }
     let curves = privacy_curves(spec)?;
     if !curves.is_empty() {

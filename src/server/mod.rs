@@ -116,6 +116,9 @@ pub struct RoundRecord {
     pub selected_agents: Option<Vec<usize>>,
     /// Selected agents whose messages did not arrive.
     pub missing_agents: Vec<usize>,
+    /// Under secure aggregation with `output.server_view`: what the server received this
+    /// round and the sum it recovered (None otherwise).
+    pub view: Option<secagg::ServerView>,
 }
 
 pub struct Server {
@@ -132,6 +135,8 @@ pub struct Server {
     /// Under secure aggregation, each agent's stream for its own privacy draws: its
     /// self-sampling coin and its distributed-noise shares.
     agent_rngs: Vec<Rng>,
+    /// Keep each secure round's `ServerView` in its record (`output.server_view`).
+    keep_views: bool,
 }
 
 impl Server {
@@ -144,7 +149,15 @@ impl Server {
             arrivals,
             secure_rngs: Vec::new(),
             agent_rngs: Vec::new(),
+            keep_views: false,
         }
+    }
+
+    /// Keeps what the server sees in each secure round in the round's record (a debug
+    /// output: it changes no draw and no result).
+    pub fn keeping_views(mut self, keep: bool) -> Self {
+        self.keep_views = keep;
+        self
     }
 
     /// The agents' secure-aggregation streams, one per agent in order (used only with
@@ -238,6 +251,7 @@ impl Server {
             let RoundSum {
                 sums: out,
                 missing: missing_agents,
+                view,
                 ..
             } = self.sum(m, &cohort, None)?;
             let rec = RoundRecord {
@@ -250,6 +264,7 @@ impl Server {
                 arrived: n - missing_agents.len(),
                 selected_agents: None,
                 missing_agents,
+                view,
             };
             return Ok((out, rec));
         };
@@ -282,6 +297,7 @@ impl Server {
             sums: mut out,
             missing,
             noised,
+            view,
         } = self.sum(m, &cohort, shares)?;
         // An empty subset still releases noise (algorithms.md section 4); so does a
         // distributed round that yielded no sum, from the server, its output then independent
@@ -303,6 +319,7 @@ impl Server {
             arrived: selected.len() - missing_agents.len(),
             selected_agents: Some(selected),
             missing_agents,
+            view,
         };
         Ok((out, rec))
     }
@@ -367,6 +384,7 @@ impl Server {
                 sums: out,
                 missing: missing(cohort),
                 noised: false,
+                view: None,
             });
         };
         let k = cohort.len();
@@ -395,12 +413,14 @@ impl Server {
             .filter(|(a, _)| cohort.iter().any(|c| c.agent == *a))
             .collect();
         assert_eq!(members.len(), k, "one secure-aggregation stream per agent");
-        let (total, _) = crate::server::secagg::round(&mut members, &inputs, p * m, threshold);
+        let (total, view) = crate::server::secagg::round(&mut members, &inputs, p * m, threshold);
+        let view = self.keep_views.then_some(view);
         let Some(total) = total else {
             return Ok(RoundSum {
                 sums: out,
                 missing: cohort.iter().map(|c| c.agent).collect(),
                 noised: false,
+                view,
             });
         };
         for (i, o) in out.iter_mut().enumerate() {
@@ -412,6 +432,7 @@ impl Server {
             sums: out,
             missing: missing(cohort),
             noised: shares.is_some() && k > 0,
+            view,
         })
     }
 }
@@ -466,6 +487,8 @@ struct RoundSum {
     sums: Vec<Array1<f64>>,
     missing: Vec<usize>,
     noised: bool,
+    /// What the server saw, kept with `keep_views` under secure aggregation.
+    view: Option<secagg::ServerView>,
 }
 
 /// One cohort member's share of a round: its vector (None: did not arrive) and the factor it

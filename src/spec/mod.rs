@@ -146,6 +146,11 @@ pub struct OutputSpec {
     /// that choose to share their traces merge them afterwards. In one process (`fbo run`) it
     /// changes nothing: there are no sites.
     pub site_traces: bool,
+    /// Write server_view.csv: under secure aggregation (`server.secure`), every message the
+    /// server received in each round (public keys, masked inputs, revealed shares) and the
+    /// sum it recovered, for inspecting what the server learns. A debug output: the masked
+    /// inputs are P M words per member and round.
+    pub server_view: bool,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -191,6 +196,7 @@ struct RawOutput {
     timing: Option<bool>,
     beliefs: Option<bool>,
     site_traces: Option<bool>,
+    server_view: Option<bool>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -456,7 +462,7 @@ impl Spec {
             total_agents,
             counts.iterations,
         )?;
-        let output = check_output(raw.output);
+        let output = check_output(&c, raw.output, &algorithms)?;
         let clock = clock::check_clock(&c, raw.clock)?;
         if clock.is_none()
             && let Some(i) = algorithms.iter().position(|a| a.pace == Pace::Asynchronous)
@@ -671,13 +677,26 @@ fn check_rounds(
     Ok(())
 }
 
-fn check_output(raw: Option<RawOutput>) -> OutputSpec {
+fn check_output(
+    c: &Check,
+    raw: Option<RawOutput>,
+    algorithms: &[AlgorithmSpec],
+) -> Result<OutputSpec> {
     let ro = raw.unwrap_or_default();
-    OutputSpec {
+    let server_view = ro.server_view.unwrap_or(false);
+    let secure = |a: &AlgorithmSpec| a.server.as_ref().is_some_and(|s| s.secure.is_some());
+    if server_view && !algorithms.iter().any(secure) {
+        return Err(c.err(
+            "output.server_view",
+            "shows what a server sees under secure aggregation, and no algorithm has one: set server.secure = true on a dp-fts-de algorithm, or leave server_view out",
+        ));
+    }
+    Ok(OutputSpec {
         timing: ro.timing.unwrap_or(true),
         beliefs: ro.beliefs.unwrap_or(false),
         site_traces: ro.site_traces.unwrap_or(false),
-    }
+        server_view,
+    })
 }
 
 /// Greatest common divisor (Euclid).

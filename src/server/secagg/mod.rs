@@ -257,13 +257,15 @@ impl SecureSizes {
     }
 }
 
-/// What the server saw in one round, for inspection and tests.
-#[derive(Clone, Debug, Default)]
+/// What the server saw in one round, for inspection and tests (`output.server_view`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerView {
     pub adverts: Vec<Advert>,
     /// (member, masked input) of every survivor.
     pub masked: Vec<(usize, Vec<u64>)>,
     pub reveals: Vec<Reveal>,
+    /// The survivors' sum it recovered (fixed point), None when the round yielded none.
+    pub sum: Option<Vec<u64>>,
 }
 
 /// One round among `cohort` (ids with their streams), where `inputs[k]` is member k's
@@ -329,6 +331,7 @@ pub fn round<R: RngCore>(
         threshold,
     )
     .expect("honest members' shares reconstruct");
+    view.sum = Some(sum.clone());
     (Some(sum), view)
 }
 
