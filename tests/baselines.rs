@@ -69,7 +69,7 @@ fn random_search_on_a_grid_draws_without_replacement() {
 #[test]
 fn ei_and_ucb_optimise_where_random_search_does_not() {
     let s = spec(BRANIN);
-    let lands = fbo::objective::landscapes(&s).unwrap();
+    let lands = s.landscapes().unwrap();
     let mut finals = vec![Vec::new(); 4];
     for run in 0..10 {
         for (a, f) in finals.iter_mut().enumerate() {
@@ -155,7 +155,7 @@ fn batches_of_evaluations_per_round() {
     let text = BRANIN.replace("iterations = 30", "iterations = 4\nbatch = 3");
     let s = spec(&text);
     assert_eq!((s.batch, s.evaluations()), (3, 12));
-    let land = fbo::objective::landscapes(&s).unwrap()[0].clone();
+    let land = s.landscapes().unwrap()[0].clone();
     for a in 0..s.algorithms.len() {
         let out = run_one(&s, a, 0, land.clone()).unwrap();
         let its: Vec<i64> = out.rows.iter().map(|r| r.iteration).collect();

@@ -73,7 +73,7 @@ fn finish_times(rows: &[TraceRow]) -> BTreeMap<(usize, i64), f64> {
 #[test]
 fn rounds_wait_for_the_slowest_site_and_agents_alone_or_asynchronous_never_wait() {
     let s = spec(CLOCKED);
-    let land = fbo::objective::landscapes(&s).unwrap()[0].clone();
+    let land = s.landscapes().unwrap()[0].clone();
     let run = |a: usize| finish_times(&run_one(&s, a, 1, land.clone()).unwrap().rows);
     let (rounds, own, alone) = (run(0), run(1), run(2));
     let (n, t_max) = (6, 10i64);
@@ -161,7 +161,7 @@ fn asynchronous_runs_are_byte_identical_across_threads_and_release_at_most_itera
 fn a_wall_clock_budget_stops_every_agent_at_the_horizon_and_resumes() {
     let text = CLOCKED.replace("spread = 0.5\n", "spread = 0.5\nhorizon_s = 150\n");
     let s = spec(&text);
-    let land = fbo::objective::landscapes(&s).unwrap()[0].clone();
+    let land = s.landscapes().unwrap()[0].clone();
     let mut evaluated = Vec::new();
     for a in 0..3 {
         let rows = run_one(&s, a, 0, land.clone()).unwrap().rows;

@@ -5,7 +5,6 @@
 mod common;
 
 use common::write;
-use fbo::objective::landscapes;
 use fbo::run::runner::run_one;
 use fbo::spec::Spec;
 
@@ -96,7 +95,7 @@ fn load(text: &str) -> (tempfile::TempDir, Spec) {
 fn every_algorithm_stays_in_the_box_and_traces_raw_values() {
     for text in [BRANIN_FTS, BRANIN_DP] {
         let (_dir, spec) = load(text);
-        let land = landscapes(&spec).unwrap().remove(0);
+        let land = spec.landscapes().unwrap().remove(0);
         assert!(land.grid().is_none());
         for a in 0..spec.algorithms.len() {
             for run in 0..spec.runs {
@@ -138,7 +137,7 @@ fn every_algorithm_stays_in_the_box_and_traces_raw_values() {
 #[test]
 fn dp_initial_points_lie_in_each_agents_subregion() {
     let (_dir, spec) = load(BRANIN_DP);
-    let land = landscapes(&spec).unwrap().remove(0);
+    let land = spec.landscapes().unwrap().remove(0);
     let rows = run_one(&spec, 0, 0, land).unwrap().rows;
     for r in rows.iter().filter(|r| r.iteration <= 0) {
         // Quadrant r.agent % 4: (x1 low, x2 low), (low, high), (high, low), (high, high).
@@ -191,7 +190,7 @@ kind = "ts"
     let mut finals = Vec::new();
     for grid in ["", "grid = 2001"] {
         let (_dir, spec) = load(&base.replace("GRID", grid));
-        let land = landscapes(&spec).unwrap().remove(0);
+        let land = spec.landscapes().unwrap().remove(0);
         for run in 0..spec.runs {
             let rows = run_one(&spec, 0, run, land.clone()).unwrap().rows;
             let last = rows.last().unwrap();
@@ -266,7 +265,7 @@ fn a_live_model_on_the_table_grid_equals_the_table() {
         data.display()
     );
     let (_dir, spec) = load(&text);
-    let live = landscapes(&spec).unwrap().remove(0);
+    let live = spec.landscapes().unwrap().remove(0);
     let table = std::fs::read_to_string(root.join("data/landmine/table.csv")).unwrap();
     let mut checked = 0;
     for line in table.lines().skip(1) {

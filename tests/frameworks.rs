@@ -53,7 +53,7 @@ fn every_framework_runs_every_agent_on_boxes_and_grids() {
     );
     for text in [branin(0.3, 1, 6), grid] {
         let s = spec(&text);
-        let lands = fbo::objective::landscapes(&s).unwrap();
+        let lands = s.landscapes().unwrap();
         for a in 1..s.algorithms.len() {
             let rows = run_one(&s, a, 0, lands[0].clone()).unwrap().rows;
             assert_eq!(rows.len(), 3 * (s.initial_points + 6));
@@ -85,7 +85,7 @@ fn every_framework_runs_every_agent_on_boxes_and_grids() {
 #[test]
 fn linear_consensus_ends_on_each_agents_own_candidate() {
     let s = spec(&branin(0.3, 2, 6));
-    let lands = fbo::objective::landscapes(&s).unwrap();
+    let lands = s.landscapes().unwrap();
     for run in 0..2 {
         let rows = run_one(&s, 1, run, lands[run % lands.len()].clone())
             .unwrap()
@@ -105,7 +105,7 @@ fn linear_consensus_ends_on_each_agents_own_candidate() {
 #[test]
 fn frameworks_beat_random_search_on_identical_agents() {
     let s = spec(&branin(0.0, 3, 20));
-    let lands = fbo::objective::landscapes(&s).unwrap();
+    let lands = s.landscapes().unwrap();
     let mean_final = |a: usize| {
         let mut v = Vec::new();
         for run in 0..3 {

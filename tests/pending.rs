@@ -49,7 +49,7 @@ fn spec(text: &str) -> Spec {
 }
 
 fn rows(s: &Spec, alg: usize) -> Vec<TraceRow> {
-    let land = fbo::objective::landscapes(s).unwrap()[0].clone();
+    let land = s.landscapes().unwrap()[0].clone();
     run_one(s, alg, 0, land).unwrap().rows
 }
 

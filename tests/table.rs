@@ -263,7 +263,7 @@ fn a_platt_table_equals_the_live_model_on_its_grid() {
         ),
     );
     let spec = fbo::spec::Spec::load(&spec).unwrap();
-    let live = fbo::objective::landscapes(&spec).unwrap().remove(0);
+    let live = spec.landscapes().unwrap().remove(0);
     let grid = live.grid().unwrap();
     let table = fs::read_to_string(out.join("table.csv")).unwrap();
     let mut checked = 0;

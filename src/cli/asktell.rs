@@ -70,7 +70,7 @@ fn open_state(spec: &Spec, state: &Path) -> Result<(OutDir, Arc<Journal>)> {
         },
         other => other,
     })?;
-    let origin = crate::objective::journal_origin(spec).expect("a measured objective");
+    let origin = spec.journal_origin().expect("a measured objective");
     let journal = Arc::new(Journal::open(&dir.append_file(JOURNAL)?, &origin)?);
     Ok((dir, journal))
 }
@@ -81,7 +81,7 @@ fn frontier(spec: &Spec, journal: &Arc<Journal>) -> Result<(Vec<(Request, Point)
     prepare(spec, 1)?;
     // Results come from the journal alone: a command spec's queries are handed out, not run
     // (`fbo run` runs the command for those nobody reported).
-    let landscapes = vec![crate::objective::measured_landscape(spec, false)];
+    let landscapes = vec![spec.measured_landscape(false)];
     for l in &landscapes {
         l.attach_journal(journal.clone());
     }

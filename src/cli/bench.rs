@@ -207,7 +207,7 @@ fn fit_quality(path: &std::path::Path) -> Result<()> {
     };
     let mut spec = Spec::load(path)?;
     spec.output.timing = false;
-    let lands = crate::objective::landscapes(&spec)?;
+    let lands = spec.landscapes()?;
     let own = spec.surrogate.own.clone();
     let Some(every) = own.refit_every else {
         println!("{},no refits", path.display());

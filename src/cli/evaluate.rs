@@ -20,7 +20,7 @@ fn evaluable(spec: &Spec, spec_path: &Path) -> Result<(Vec<Arc<Landscape>>, Vec<
             "fbo evaluates tables, functions and live models at given points; a command objective is the user's own program, run it directly",
         ));
     }
-    let landscapes = crate::objective::landscapes(spec)?;
+    let landscapes = spec.landscapes()?;
     let names = landscapes[0].space.names();
     if names.is_empty() {
         return Err(FboError::spec(

@@ -474,7 +474,7 @@ fn best_of_run(run: &Path, csv: bool) -> Result<String> {
         ));
     }
     let spec = Spec::load(&run.join("spec.toml"))?;
-    let land = crate::objective::landscapes(&spec)?.swap_remove(0);
+    let land = spec.landscapes()?.swap_remove(0);
     let (best, failed) = crate::cli::best::best(&spec, &land, &run.join("trace.csv"))?;
     for (alg, agent, n) in failed {
         eprintln!(

@@ -15,7 +15,7 @@ pub mod wire;
 use crate::algorithm::{self, Algorithm, Broadcast, Query, Received, RunContext};
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream};
-use crate::objective::{self, Landscape, Point, Request, Space};
+use crate::objective::{Landscape, Point, Request, Space};
 use crate::run::outdir::{Claim, OutDir};
 use crate::run::output;
 use crate::run::runner;
@@ -1180,7 +1180,7 @@ impl Site {
     /// Agent `agent` of the experiment of `spec_path`, journaling into the folder `state`.
     pub fn open(spec_path: &Path, agent: usize, state: Option<&Path>) -> Result<Self> {
         let spec = load_spec(spec_path)?;
-        let landscapes = objective::landscapes(&spec)?;
+        let landscapes = spec.landscapes()?;
         let n = landscapes[0].agents();
         if agent >= n {
             return Err(FboError::Run(format!(
@@ -1323,7 +1323,7 @@ fn csv_row(line: &str) -> Option<csv::StringRecord> {
 /// agent's rows in two files.
 pub fn merge_site_traces(spec_path: &Path, out: &Path, traces: &[PathBuf]) -> Result<()> {
     let spec = load_spec(spec_path)?;
-    let landscapes = objective::landscapes(&spec)?;
+    let landscapes = spec.landscapes()?;
     let land = &landscapes[0];
     let header = output::trace_header(land.dim(), &land.space.names()).join(",");
     let labels: Vec<&str> = spec.algorithms.iter().map(|a| a.label.as_str()).collect();

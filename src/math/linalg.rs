@@ -353,6 +353,25 @@ pub fn argmax(values: ArrayView1<f64>) -> usize {
     best
 }
 
+/// Pairwise squared Euclidean distances between the rows of `x`.
+pub fn sq_dists(x: ArrayView2<f64>) -> Array2<f64> {
+    let n = x.nrows();
+    let mut d = Array2::zeros((n, n));
+    for i in 0..n {
+        for j in 0..i {
+            let v: f64 = x
+                .row(i)
+                .iter()
+                .zip(x.row(j))
+                .map(|(a, b)| (a - b) * (a - b))
+                .sum();
+            d[[i, j]] = v;
+            d[[j, i]] = v;
+        }
+    }
+    d
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -5,7 +5,7 @@
 use super::space::{Domain, Param};
 use super::{Evaluate, Landscape, Point, Request, Space};
 use crate::error::Result;
-use crate::spec::ObjectiveSpec;
+use crate::objective::ObjectiveSpec;
 use ndarray::Array1;
 use std::f64::consts::PI;
 use std::sync::Arc;

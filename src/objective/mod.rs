@@ -9,6 +9,7 @@ pub mod command;
 pub mod function;
 pub mod journal;
 pub mod model;
+pub mod settings;
 pub mod space;
 pub mod synthetic;
 pub mod table;
@@ -18,11 +19,11 @@ pub use space::{Codec, Domain, Param, Point, Region, Scale, Space};
 use crate::error::{FboError, Result};
 pub use crate::objective::journal::Request;
 use crate::objective::journal::{Entry, Journal, Outcome};
-use crate::spec::{ObjectiveKind, Spec};
 use command::{CommandRunner, OnFailure};
 use ndarray::Array1;
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
+pub use settings::{ObjectiveKind, ObjectiveSpec};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -418,8 +419,8 @@ impl Landscape {
 }
 
 /// The objective a command or external spec's journal belongs to (None for the others).
-pub fn journal_origin(spec: &Spec) -> Option<crate::objective::journal::Origin> {
-    let ObjectiveKind::Command(settings) = &spec.objective.kind else {
+pub fn journal_origin(objective: &ObjectiveSpec) -> Option<crate::objective::journal::Origin> {
+    let ObjectiveKind::Command(settings) = &objective.kind else {
         return None;
     };
     Some(crate::objective::journal::Origin {
@@ -431,33 +432,27 @@ pub fn journal_origin(spec: &Spec) -> Option<crate::objective::journal::Origin> 
             "minimize"
         }
         .into(),
-        params: spec
-            .objective
-            .params
-            .iter()
-            .map(|p| p.name.clone())
-            .collect(),
+        params: objective.params.iter().map(|p| p.name.clone()).collect(),
         // Only where some are categorical: numeric journals keep the header they had.
-        choices: if spec.objective.params.iter().any(Param::is_categorical) {
-            spec.objective
-                .params
-                .iter()
-                .map(|p| p.choices.clone())
-                .collect()
+        choices: if objective.params.iter().any(Param::is_categorical) {
+            objective.params.iter().map(|p| p.choices.clone()).collect()
         } else {
             Vec::new()
         },
     })
 }
 
-/// The landscapes of a spec; run r uses `landscapes[r % len]`.
-pub fn landscapes(spec: &Spec) -> Result<Vec<Arc<Landscape>>> {
-    match &spec.objective.kind {
-        ObjectiveKind::Table { meta, agents } => Ok(vec![table::landscape(
-            meta,
-            agents,
-            spec.objective.noise_var,
-        )?]),
+/// The landscapes of an objective for `total_agents` agents (functions and synthetic draws
+/// seeded by the spec's `seed`); run r uses `landscapes[r % len]`.
+pub fn landscapes(
+    objective: &ObjectiveSpec,
+    seed: u64,
+    total_agents: usize,
+) -> Result<Vec<Arc<Landscape>>> {
+    match &objective.kind {
+        ObjectiveKind::Table { meta, agents } => {
+            Ok(vec![table::landscape(meta, agents, objective.noise_var)?])
+        }
         ObjectiveKind::Function {
             function: f,
             heterogeneity,
@@ -466,33 +461,36 @@ pub fn landscapes(spec: &Spec) -> Result<Vec<Arc<Landscape>>> {
             *f,
             *heterogeneity,
             *inert,
-            spec.seed,
-            &spec.objective,
-            spec.total_agents(),
+            seed,
+            objective,
+            total_agents,
         )?]),
         ObjectiveKind::Model { settings, agents } => {
-            Ok(vec![model::landscape(settings, agents, &spec.objective)?])
+            Ok(vec![model::landscape(settings, agents, objective)?])
         }
-        ObjectiveKind::Command(_) => Ok(vec![measured_landscape(spec, true)]),
-        _ => synthetic::landscapes(&spec.objective, spec.total_agents(), spec.seed),
+        ObjectiveKind::Command(_) => Ok(vec![measured_landscape(objective, total_agents, true)]),
+        _ => synthetic::landscapes(objective, total_agents, seed),
     }
 }
 
 /// The landscape of a command or external spec whose values come from its journal alone
 /// (`fbo ask`: a query without a result is pending, never run), or, with `run_command`,
 /// from the command where the journal has none.
-pub fn measured_landscape(spec: &Spec, run_command: bool) -> Arc<Landscape> {
-    match &spec.objective.kind {
+pub fn measured_landscape(
+    objective: &ObjectiveSpec,
+    total_agents: usize,
+    run_command: bool,
+) -> Arc<Landscape> {
+    match &objective.kind {
         ObjectiveKind::Command(settings) => {
-            let o = &spec.objective;
-            let space = o.space();
+            let space = objective.space();
             let codec = space.codec();
             let runner = (run_command && settings.argv.is_some())
                 .then(|| CommandRunner::new(settings.clone(), codec.clone()));
             Arc::new(
                 Landscape::measured(
                     Arc::new(space),
-                    spec.total_agents(),
+                    total_agents,
                     runner,
                     codec,
                     settings.on_failure,

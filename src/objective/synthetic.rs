@@ -5,7 +5,7 @@ use super::{Domain, Landscape, Space};
 use crate::error::{FboError, Result};
 use crate::math::linalg::cholesky_jittered;
 use crate::math::rng::{Purpose, SHARED, stream};
-use crate::spec::{ObjectiveKind, ObjectiveSpec};
+use crate::objective::{ObjectiveKind, ObjectiveSpec};
 use ndarray::{Array1, Array2};
 use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
@@ -19,7 +19,7 @@ pub struct GpSampler {
 
 impl GpSampler {
     pub fn new(domain: &Domain, length_scale: f64) -> Result<Self> {
-        let d2 = crate::surrogate::gp::sq_dists(domain.points());
+        let d2 = crate::math::linalg::sq_dists(domain.points());
         let k = d2.mapv(|r2| libm::exp(-r2 / (2.0 * length_scale * length_scale)));
         // A dense grid makes K numerically singular; the jitter only smooths below 1e-5.
         let (chol, _) = cholesky_jittered(&k).ok_or_else(|| {

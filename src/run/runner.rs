@@ -7,8 +7,8 @@
 
 use crate::algorithm::agent::SenderCache;
 use crate::error::{FboError, Result};
+use crate::objective::Landscape;
 use crate::objective::journal::{JOURNAL, Journal};
-use crate::objective::{self, Landscape};
 use crate::privacy::{self, Accountant, Mechanism};
 use crate::run::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::run::output;
@@ -153,7 +153,7 @@ fn open_journal(
     quiet: bool,
     shard: Option<(usize, usize)>,
 ) -> Result<Arc<Journal>> {
-    let origin = objective::journal_origin(spec).expect("a measured objective");
+    let origin = spec.journal_origin().expect("a measured objective");
     let files = journal_files(dir);
     for name in &files {
         let path = dir.path(name);
@@ -665,7 +665,7 @@ pub fn prepare(
     threads: usize,
 ) -> Result<(crate::run::budget::Estimate, Vec<Arc<Landscape>>)> {
     let estimate = crate::run::budget::check(spec, threads)?;
-    let landscapes = objective::landscapes(spec)?;
+    let landscapes = spec.landscapes()?;
     crate::algorithm::check(spec, &landscapes[0].space)?;
     Ok((estimate, landscapes))
 }

@@ -24,8 +24,7 @@ use crate::error::{FboError, Result};
 use crate::objective::command::{CommandSettings, OnFailure};
 use crate::objective::function::Function;
 use crate::objective::model::{Dataset, ModelSettings, SvmMetric};
-use crate::objective::space::{Domain, Param, Scale, Space};
-use crate::objective::table::TableMeta;
+use crate::objective::space::{Param, Scale};
 use crate::privacy::{Accountant, Sampling};
 use crate::surrogate::gp::{
     Ard, FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel, MeanFn,
@@ -493,6 +492,25 @@ impl Spec {
             acquisition,
             has_sweep: raw.sweep.is_some(),
         })
+    }
+
+    /// The landscapes of this spec's objective for its agents; run r uses
+    /// `landscapes[r % len]` (`crate::objective::landscapes`).
+    pub fn landscapes(&self) -> Result<Vec<std::sync::Arc<crate::objective::Landscape>>> {
+        crate::objective::landscapes(&self.objective, self.seed, self.total_agents())
+    }
+
+    /// The landscape of a command or external spec (`crate::objective::measured_landscape`).
+    pub fn measured_landscape(
+        &self,
+        run_command: bool,
+    ) -> std::sync::Arc<crate::objective::Landscape> {
+        crate::objective::measured_landscape(&self.objective, self.total_agents(), run_command)
+    }
+
+    /// The objective a command or external spec's journal belongs to (None for the others).
+    pub fn journal_origin(&self) -> Option<crate::objective::journal::Origin> {
+        crate::objective::journal_origin(&self.objective)
     }
 
     /// Evaluations per acting agent after its initial points: the trace's last iteration.

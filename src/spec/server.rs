@@ -534,7 +534,7 @@ fn check_noise(
     if !distributed {
         return Ok(crate::privacy::Noise::Gaussian);
     }
-    let bits = crate::server::secagg::FRACTION_BITS;
+    let bits = crate::math::fixed::FRACTION_BITS;
     let d = crate::privacy::discrete::Distributed::bound(agents, dim, clip, z, bits)
         .map_err(|e| c.err(&k("noise"), e))?;
     Ok(crate::privacy::Noise::Distributed(d))

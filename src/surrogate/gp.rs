@@ -7,6 +7,7 @@
 pub use super::kernel::Kernel;
 use super::kernel::{for_axis, half_r2};
 use crate::math::fastmath::fast_exp;
+pub use crate::math::linalg::sq_dists;
 use crate::math::optim::{LbfgsOptions, lbfgs};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
@@ -286,25 +287,6 @@ pub struct HyperModel {
     pub bounds: HyperBounds,
     pub prior: HyperPrior,
     pub mean: MeanFn,
-}
-
-/// Pairwise squared Euclidean distances between the rows of `x`.
-pub fn sq_dists(x: ArrayView2<f64>) -> Array2<f64> {
-    let n = x.nrows();
-    let mut d = Array2::zeros((n, n));
-    for i in 0..n {
-        for j in 0..i {
-            let v: f64 = x
-                .row(i)
-                .iter()
-                .zip(x.row(j))
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum();
-            d[[i, j]] = v;
-            d[[j, i]] = v;
-        }
-    }
-    d
 }
 
 /// The training inputs' squared differences, grouped as the length scales are: all axes

@@ -27,21 +27,7 @@ use sha2::{Digest, Sha256};
 use shamir::Share;
 use x25519_dalek::{PublicKey, StaticSecret};
 
-/// Fraction bits of the fixed-point encoding.
-pub const FRACTION_BITS: i32 = 32;
-
-/// `v` in fixed point, two's complement mod 2^64, or None when `cohort` such values could
-/// overflow the sum (|v| 2^32 must stay below 2^63 / cohort).
-pub fn encode(v: f64, cohort: usize) -> Option<u64> {
-    let scaled = (v * 2f64.powi(FRACTION_BITS)).round();
-    let limit = 2f64.powi(63) / cohort.max(1) as f64;
-    (scaled.is_finite() && scaled.abs() < limit).then_some(scaled as i64 as u64)
-}
-
-/// The value of a fixed-point sum.
-pub fn decode(v: u64) -> f64 {
-    v as i64 as f64 / 2f64.powi(FRACTION_BITS)
-}
+pub use crate::math::fixed::{FRACTION_BITS, decode, encode};
 
 /// A member's private material for one round.
 pub struct Member {
