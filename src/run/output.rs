@@ -244,10 +244,13 @@ pub fn beliefs_csv_body(
 pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<u8> {
     let mut out = String::new();
     for r in records {
-        let frac = if r.selected > 0 {
-            r.clipped as f64 / r.selected as f64
-        } else {
-            0.0
+        // Blank where the server cannot know (secure aggregation: each agent clips its own).
+        let (clipped, frac) = match r.clipped {
+            Some(c) if r.selected > 0 => {
+                (c.to_string(), (c as f64 / r.selected as f64).to_string())
+            }
+            Some(c) => (c.to_string(), 0.0.to_string()),
+            None => (String::new(), String::new()),
         };
         // Agent lists are ';'-separated; "all" when the server took every agent.
         let list = |v: &[usize]| {
@@ -258,10 +261,9 @@ pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<
         };
         let selected = r.selected_agents.as_deref().map_or("all".to_string(), list);
         out += &format!(
-            "{label},{run},{},{},{},{frac},{},{},{},{},{selected},{}\n",
+            "{label},{run},{},{},{clipped},{frac},{},{},{},{},{selected},{}\n",
             r.round,
             r.selected,
-            r.clipped,
             r.a_t,
             r.phi_max,
             r.noise_sd,

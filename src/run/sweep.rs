@@ -538,7 +538,12 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
                         c + r[4].parse::<usize>().unwrap_or(0),
                     )
                 });
-        let clipped = if a.server.as_ref().is_some_and(|s| s.dp.is_some()) && sel > 0 {
+        // Under secure aggregation the server never learns who clipped: left blank.
+        let known = a
+            .server
+            .as_ref()
+            .is_some_and(|s| s.dp.is_some() && s.secure.is_none());
+        let clipped = if known && sel > 0 {
             (clip as f64 / sel as f64).to_string()
         } else {
             String::new()
