@@ -130,11 +130,80 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
     }
 }
 
-/// Secure aggregation's steps are not yet Flower messages: refused across machines by key.
+/// DP-FTS-DE under secure aggregation (central noise) and FTS's server form without DP
+/// under it, beside the plain DP-FTS-DE: what `fbo run` writes.
+fn secure_spec() -> String {
+    SMALL_DP.replace(
+        "[[algorithm]]\nkind = \"dp-fts-de\"",
+        "[[algorithm]]\nkind = \"dp-fts-de\"\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure\"\nserver = { secure = true }\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure FTS\"\nserver = { subregions = 1, dp = false, secure = true }",
+    )
+}
+
+/// Secure aggregation across machines: the four steps as instructions and replies through
+/// JSON, the federation's four files equal to `fbo run --no-timing`'s, and no reply of a
+/// secure unit carries a vector: the server's journal holds only keys, sealed shares, masked
+/// inputs and revealed shares (read back here before the merge removes it).
 #[test]
-fn secure_aggregation_is_refused_across_machines_by_name() {
+fn secure_aggregation_runs_across_machines_with_the_simulations_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let text = SMALL_DP.replace("clip = 3.0", "clip = 3.0\nsecure = true");
+    let spec = write(dir.path(), "secure.toml", &secure_spec());
+    let sim = dir.path().join("sim");
+    fbo_ok("run", &spec, &sim, &["--no-timing"]);
+    let (fed, state) = (dir.path().join("fed"), dir.path().join("state"));
+    // Every unit through its first rounds, then a look at what the server received.
+    assert!(!drive(&spec, &fed, &state, 70));
+    let journals: Vec<_> = fs::read_dir(fed.join("federation"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
+        .collect();
+    let mut steps = std::collections::BTreeMap::new();
+    for j in &journals {
+        for line in fs::read_to_string(j).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let secure_unit = v["replies"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r.get("secure").is_some());
+            if !secure_unit {
+                continue;
+            }
+            for r in v["replies"].as_array().unwrap() {
+                assert!(
+                    r.get("message").is_none_or(|m| m.is_null()),
+                    "a vector in the clear: {r}"
+                );
+                let step = r["secure"]["step"].as_str().unwrap().to_string();
+                *steps.entry(step).or_insert(0) += 1;
+            }
+        }
+    }
+    for step in ["ready", "advertise", "share", "mask", "reveal"] {
+        assert!(
+            steps.get(step).is_some_and(|&n| n > 0),
+            "no {step} answers: {steps:?}"
+        );
+    }
+    while !drive(&spec, &fed, &state, 1000) {}
+    assert_same_files(&sim, &fed);
+}
+
+/// Killed every few exchanges, in the middle of the masking steps too, and resumed from the
+/// journals: the same bytes (a site draws a round's keys again from its stream).
+#[test]
+fn secure_aggregation_killed_every_few_steps_resumes_to_the_same_bytes() {
+    killed_every_few_rounds(&secure_spec());
+}
+
+/// The forms whose agents draw privacy noise of their own are refused across machines by key.
+#[test]
+fn distributed_noise_is_refused_across_machines_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP.replace(
+        "clip = 3.0",
+        "clip = 3.0\nsecure = true\nnoise = \"distributed\"",
+    );
     let spec = write(dir.path(), "secure.toml", &text);
     let err = federation::run_in_process(
         &spec,
@@ -145,7 +214,7 @@ fn secure_aggregation_is_refused_across_machines_by_name() {
     .unwrap_err()
     .to_string();
     assert!(
-        err.contains("server.secure") && err.contains("set secure = false across machines"),
+        err.contains("server.noise") && err.contains("noise = \"central\""),
         "{err}"
     );
 }

@@ -17,7 +17,7 @@ use crate::math::linalg::argmax;
 use crate::math::rng::{Purpose, Rng, SHARED, stream};
 use crate::objective::space::Domain;
 use crate::objective::{Point, Region, Space};
-use crate::server::{Partition, RoundRecord, Server};
+use crate::server::{Partition, RoundPlan, RoundRecord, RoundSum, Server};
 use crate::spec::schedule::Schedule;
 use crate::spec::{AgreementDp, AlgorithmSpec, InitRegion, ServerSpec, SharedModel, Spec};
 use crate::surrogate::agreement::{SharedHyper, median, private_mean};
@@ -441,6 +441,39 @@ impl Federated for DpFtsDe {
 
     fn message_len(&self) -> usize {
         self.shared.features.len() + self.agreement_len()
+    }
+
+    fn secure_plan(&mut self, t: usize, present: &[bool]) -> Option<(RoundPlan, usize)> {
+        let secure = self.server.spec().secure?;
+        if t as u64 > self.budget_rounds {
+            return None;
+        }
+        let plan = self.server.plan(t - 1, present);
+        let k = plan.members.len();
+        // As `secagg::round` clamps it in one process.
+        Some((plan, secure.threshold(k).clamp(1, k.max(1))))
+    }
+
+    fn secure_release(
+        &mut self,
+        _t: usize,
+        plan: &RoundPlan,
+        sum: Option<&[u64]>,
+        missing: Vec<usize>,
+    ) -> Result<Broadcast> {
+        let m = self.shared.features.len();
+        let p = self.server.spec().subregions;
+        let sums = match sum {
+            Some(total) => crate::server::decode_sums(total, p, m),
+            None => vec![Array1::zeros(m); p],
+        };
+        let (vectors, record) = self
+            .server
+            .release(plan, RoundSum::secure(sums, missing), None);
+        let point = self.server_best(&vectors)?;
+        self.agree(&record);
+        self.records.push(record);
+        Ok(Broadcast::to_all(point))
     }
 }
 

@@ -251,6 +251,32 @@ pub trait Federated: Send {
 
     /// The length of every message (validated by the server before it aggregates).
     fn message_len(&self) -> usize;
+
+    /// Under secure aggregation (`server.secure`), the plan of the server round before
+    /// iteration t from which agents' messages are present, and the round's threshold; None
+    /// for an algorithm without it (its messages travel in the clear, to `broadcast`).
+    fn secure_plan(
+        &mut self,
+        _t: usize,
+        _present: &[bool],
+    ) -> Option<(crate::server::RoundPlan, usize)> {
+        None
+    }
+
+    /// Iteration t's broadcast from the secure round `plan` planned: the survivors' sum in
+    /// fixed point (None: the round yielded none) and the cohort members whose vector is not
+    /// in it.
+    fn secure_release(
+        &mut self,
+        _t: usize,
+        _plan: &crate::server::RoundPlan,
+        _sum: Option<&[u64]>,
+        _missing: Vec<usize>,
+    ) -> Result<Broadcast> {
+        Err(crate::error::FboError::Run(
+            "this algorithm has no secure aggregation".into(),
+        ))
+    }
 }
 
 /// What `build` would refuse for this objective, found before anything runs or is written

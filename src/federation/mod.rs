@@ -10,6 +10,7 @@
 //! purpose) streams (`Algorithm::propose` of a federated algorithm is the same three steps in
 //! one process), so `Federation::finish` writes the bytes `fbo run --no-timing` writes.
 
+pub mod secure;
 pub mod wire;
 
 use crate::algorithm::{self, Algorithm, Broadcast, Query, Received, RunContext};
@@ -29,7 +30,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-pub use wire::{Instruction, Reply, WirePoint};
+pub use wire::{Instruction, Reply, SecureAsk, SecureReply, WirePoint};
 
 /// A spec as every node of a federation loads it: timing columns off (they measure one
 /// process's clock), so that agents and server agree with `fbo run --no-timing`.
@@ -84,14 +85,7 @@ fn federated_algorithm(
         landscape: landscape.clone(),
         senders: None,
     };
-    // The masking protocol's four steps are not yet messages of the Flower app.
-    if alg_spec.server.as_ref().is_some_and(|s| s.secure.is_some()) {
-        return Err(FboError::spec(
-            &spec.path,
-            "server.secure",
-            "runs only in one process for now (the masking protocol's steps do not yet travel as Flower messages); set secure = false across machines",
-        ));
-    }
+    refuse_secure_forms(spec, alg_index)?;
     if spec.batch > 1 {
         return Err(FboError::spec(
             &spec.path,
@@ -137,6 +131,52 @@ fn federated_algorithm(
     Ok(alg)
 }
 
+/// Secure aggregation runs across machines with central noise and the server's sample
+/// (`secure.rs`); the forms whose agents draw privacy noise or coins of their own, or whose
+/// messages carry an agreement's fits, are refused by name for now.
+fn refuse_secure_forms(spec: &Spec, alg_index: usize) -> Result<()> {
+    let Some(server) = spec.algorithms[alg_index].server.as_ref() else {
+        return Ok(());
+    };
+    if server.secure.is_none() {
+        return Ok(());
+    }
+    let why = if server.dp.is_some_and(|d| d.self_sampling) {
+        Some((
+            "server.self_sampling",
+            "each agent's coin would be drawn at its site and journaled there; not built yet across machines (it runs in one process)",
+        ))
+    } else if server
+        .dp
+        .is_some_and(|d| !matches!(d.noise, crate::privacy::Noise::Gaussian))
+    {
+        Some((
+            "server.noise",
+            "distributed noise draws each site's shares from its own stream, which its journal does not yet replay; across machines use noise = \"central\" (it runs in one process)",
+        ))
+    } else if spec.algorithms[alg_index].shared == crate::spec::SharedModel::Agreed {
+        Some((
+            "surrogate.shared",
+            "an agreement's fits travel beside the vector, which secure aggregation would have to hide too; not built yet across machines",
+        ))
+    } else if spec.output.server_view {
+        Some((
+            "output.server_view",
+            "runs only in one process (across machines the server's log is its journal)",
+        ))
+    } else {
+        None
+    };
+    match why {
+        Some((key, why)) => Err(FboError::spec(
+            &spec.path,
+            key,
+            format!("with server.secure: {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// One line of a node's journal: a finished round and what it received.
 #[derive(Serialize, Deserialize)]
 struct AgentEntry {
@@ -155,6 +195,10 @@ struct AgentEntry {
 struct ServerEntry {
     round: usize,
     replies: Vec<Reply>,
+    /// The step of secure aggregation these replies answer (1-4; `secure.rs`); absent for
+    /// an evaluation round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step: Option<usize>,
 }
 
 /// Appends one JSON line and makes it durable before the caller acts on it.
@@ -252,6 +296,9 @@ pub struct AgentNode {
     /// The queries of a round asked and not yet told.
     pending: Option<(usize, Vec<(Query, Request)>)>,
     journal: Option<PathBuf>,
+    /// Under secure aggregation: the agent's base stream for its key material, and its
+    /// message of each round, held at the site (it leaves only masked).
+    secure: Option<(Rng, BTreeMap<usize, Array1<f64>>)>,
 }
 
 impl AgentNode {
@@ -289,6 +336,19 @@ impl AgentNode {
             replies: BTreeMap::new(),
             pending: None,
             journal: None,
+            secure: spec.algorithms[alg_index]
+                .server
+                .as_ref()
+                .and_then(|s| s.secure)
+                .map(|_| {
+                    let base = stream(
+                        spec.seed,
+                        run as u64,
+                        agent as u64,
+                        Purpose::SecureAggregation,
+                    );
+                    (base, BTreeMap::new())
+                }),
             spec: spec.clone(),
         };
         if let Some(path) = &journal {
@@ -328,6 +388,7 @@ impl AgentNode {
             point,
             shared,
             unanswered: Vec::new(),
+            secure: None,
         }
     }
 
@@ -366,6 +427,9 @@ impl AgentNode {
     /// observed, traced, and its message for the next round. A round already answered is
     /// answered again from memory (a resent instruction costs no evaluation).
     pub fn step(&mut self, ins: &Instruction) -> Result<Reply> {
+        if ins.secure.is_some() {
+            return self.secure_step(ins);
+        }
         if let Some(r) = self.replies.get(&ins.round) {
             return Ok(self.with_late(ins, r.clone()));
         }
@@ -382,7 +446,7 @@ impl AgentNode {
     /// The queries of round `ins.round` (none if it is answered already), for an objective
     /// the caller evaluates; asked again before `tell`, the same queries.
     pub fn queries(&mut self, ins: &Instruction) -> Result<Vec<(Query, Request)>> {
-        if self.replies.contains_key(&ins.round) {
+        if self.replies.contains_key(&ins.round) || ins.secure.is_some() {
             return Ok(Vec::new());
         }
         if let Some((round, q)) = &self.pending
@@ -454,6 +518,9 @@ impl AgentNode {
         queries: &[(Query, Request)],
         values: Vec<(f64, f64)>,
     ) -> Result<Reply> {
+        if ins.secure.is_some() && values.is_empty() {
+            return self.secure_step(ins);
+        }
         if let Some(r) = self.replies.get(&ins.round) {
             return Ok(self.with_late(ins, r.clone()));
         }
@@ -499,10 +566,18 @@ impl AgentNode {
             self.alg.observe(std::slice::from_ref(q), &[*y]);
         }
         let fed = self.alg.federated().expect("a federated algorithm");
-        let message = (t < self.spec.iterations)
+        let mut message = (t < self.spec.iterations)
             .then(|| fed.message(self.agent, t + 1))
             .flatten()
             .map(|m| m.to_vec());
+        // Under secure aggregation the message stays here; the reply says it is held.
+        let mut secure = None;
+        if let Some((_, held)) = &mut self.secure
+            && let Some(m) = message.take()
+        {
+            held.insert(t, Array1::from(m));
+            secure = Some(SecureReply::Ready);
+        }
         let codec = self.landscape.space.codec();
         let csv = output::trace_csv(&self.tracer.rows, self.landscape.dim(), &codec)?;
         self.tracer.rows.clear();
@@ -519,9 +594,52 @@ impl AgentNode {
             rows: String::from_utf8(body).expect("CSV is UTF-8"),
             message,
             late: Vec::new(),
+            secure,
         };
         self.replies.insert(t, reply.clone());
         Ok(self.with_late(ins, reply))
+    }
+}
+
+impl AgentNode {
+    /// The answer to a step of secure aggregation (`secure::answer`): nothing evaluated,
+    /// nothing journaled (the keys are drawn again from the round's stream, the message is
+    /// rebuilt by replaying the evaluations).
+    fn secure_step(&mut self, ins: &Instruction) -> Result<Reply> {
+        if ins.spec != self.print || ins.algorithm != self.alg_index || ins.run != self.run {
+            return Err(FboError::Run(format!(
+                "a secure-aggregation step for spec {} algorithm {} run {} reached agent {} of spec {} algorithm {} run {}",
+                ins.spec, ins.algorithm, ins.run, self.agent, self.print, self.alg_index, self.run
+            )));
+        }
+        let ask = ins.secure.as_ref().expect("a secure step");
+        let Some((base, held)) = &self.secure else {
+            return Err(FboError::Run(format!(
+                "agent {}: a secure-aggregation step for an algorithm without server.secure",
+                self.agent
+            )));
+        };
+        let round = match ask {
+            SecureAsk::Idle { round }
+            | SecureAsk::Advertise { round }
+            | SecureAsk::Share { round, .. }
+            | SecureAsk::Mask { round, .. }
+            | SecureAsk::Reveal { round, .. } => *round,
+        };
+        let answer = secure::answer(ask, self.agent, base, held.get(&round)).map_err(|e| {
+            FboError::Run(format!("agent {}: secure round {round}: {e}", self.agent))
+        })?;
+        Ok(Reply {
+            spec: self.print.clone(),
+            algorithm: self.alg_index,
+            run: self.run,
+            round: ins.round,
+            agent: self.agent,
+            rows: String::new(),
+            message: None,
+            late: Vec::new(),
+            secure: Some(answer),
+        })
     }
 }
 
@@ -554,6 +672,11 @@ pub struct ServerNode {
     broadcast: Broadcast,
     /// This algorithm's privacy curves, computed when the operator first asks for progress.
     curves: Option<Vec<runner::PrivacyCurve>>,
+    /// Under secure aggregation: the round being summed, which agents hold a message of the
+    /// last evaluation round, and the broadcast its sum gave.
+    phase: Option<secure::SecurePhase>,
+    ready: Vec<bool>,
+    released: Option<Broadcast>,
 }
 
 /// What a federation unit's operator sees after each round (the Flower log and `fbo run
@@ -654,20 +777,25 @@ impl ServerNode {
             answered: Vec::new(),
             broadcast: Broadcast::none(),
             curves: None,
+            phase: None,
+            ready: vec![false; landscape.agents()],
+            released: None,
             spec: spec.clone(),
         };
         if let Some(path) = &journal {
             for e in read_lines::<ServerEntry>(path)? {
                 let ins = node.instruction()?;
-                if e.round != ins.round {
+                let step = node.phase.as_ref().and_then(|p| p.step_number());
+                if e.round != ins.round || e.step != step {
                     return Err(FboError::Run(format!(
-                        "{}: holds round {} where round {} comes next",
+                        "{}: holds round {} (secure step {:?}) where round {} (secure step {step:?}) comes next",
                         path.display(),
                         e.round,
+                        e.step,
                         ins.round
                     )));
                 }
-                node.keep(e.replies);
+                node.apply(e)?;
             }
         }
         node.journal = journal;
@@ -759,6 +887,10 @@ impl ServerNode {
     /// the algorithm sends each agent its own (consensus), and only its own unanswered rounds.
     pub fn instruction_for(&mut self, agent: usize) -> Result<Instruction> {
         let mut ins = self.instruction()?;
+        if let Some(phase) = &self.phase {
+            ins.secure = Some(phase.ask(agent));
+            return Ok(ins);
+        }
         let own = self.broadcast.for_agent(agent);
         ins.point = own.point.as_ref().map(wire_point);
         ins.shared = own.shared.clone();
@@ -770,6 +902,21 @@ impl ServerNode {
     /// rounds in it (the server's round on the last round's messages happens here, once).
     /// What crosses the network to each agent is `instruction_for`.
     pub fn instruction(&mut self) -> Result<Instruction> {
+        if let Some(phase) = &self.phase {
+            // A step of secure aggregation: what each agent is asked is `instruction_for`.
+            return Ok(Instruction {
+                spec: self.print.clone(),
+                algorithm: self.alg_index,
+                run: self.run,
+                round: self.round,
+                point: None,
+                shared: Vec::new(),
+                unanswered: Vec::new(),
+                secure: Some(SecureAsk::Idle {
+                    round: phase.round(),
+                }),
+            });
+        }
         if let Some(ins) = &self.current {
             return Ok(ins.clone());
         }
@@ -781,6 +928,9 @@ impl ServerNode {
         }
         self.broadcast = if self.round == 0 {
             Broadcast::none()
+        } else if let Some(b) = self.released.take() {
+            // The secure round already summed the messages and released this.
+            b
         } else {
             let fed = self.alg.federated().expect("a federated algorithm");
             fed.broadcast(self.round, &self.messages)?
@@ -794,6 +944,7 @@ impl ServerNode {
             point: self.broadcast.all.point.as_ref().map(wire_point),
             shared: self.broadcast.all.shared.clone(),
             unanswered: self.unanswered(),
+            secure: None,
         };
         self.current = Some(ins.clone());
         Ok(ins)
@@ -859,6 +1010,7 @@ impl ServerNode {
     /// rejected (their message left out) and noted; nothing here stops the federation.
     pub fn receive(&mut self, replies: Vec<Reply>) -> Result<()> {
         let ins = self.instruction()?;
+        let step = self.phase.as_ref().and_then(|p| p.step_number());
         let noted = self.notes.len();
         let mut kept: Vec<Reply> = Vec::new();
         for mut r in replies {
@@ -869,12 +1021,82 @@ impl ServerNode {
                 ));
                 continue;
             }
-            let m = self
-                .alg
-                .federated()
-                .expect("a federated algorithm")
-                .message_len();
-            let wants = m > 0 && ins.round < self.spec.iterations;
+            if step.is_none() {
+                self.check_message(&ins, &mut r);
+                self.check_late(&ins, &mut r);
+            }
+            kept.push(r);
+        }
+        for &a in &self.agents {
+            if kept.iter().any(|r| r.agent == a) {
+                self.failed_in_a_row[a] = 0;
+            } else if !self.failed_now.contains(&a) {
+                self.notes.push(format!(
+                    "round {}: agent {a}'s reply did not arrive{}",
+                    ins.round,
+                    step.map_or(String::new(), |s| format!(
+                        " (secure aggregation, step {s})"
+                    ))
+                ));
+            }
+        }
+        self.failed_now.clear();
+        kept.sort_by_key(|r| r.agent);
+        let entry = ServerEntry {
+            round: ins.round,
+            replies: kept,
+            step,
+        };
+        if let Some(path) = &self.journal {
+            append_line(path, &entry)?;
+        }
+        self.apply(entry)?;
+        if let Some(path) = &self.notes_file {
+            let label = &self.spec.algorithms[self.alg_index].label;
+            let text: String = self.notes[noted..]
+                .iter()
+                .map(|n| format!("{label} run {}: {n}\n", self.run))
+                .collect();
+            append_text(path, &text)?;
+        }
+        Ok(())
+    }
+
+    /// Whether this unit's messages travel only masked (`server.secure`).
+    fn is_secure(&self) -> bool {
+        self.spec.algorithms[self.alg_index]
+            .server
+            .as_ref()
+            .is_some_and(|s| s.secure.is_some())
+    }
+
+    /// Checks an evaluation reply's message: of the algorithm's length and finite, or (under
+    /// secure aggregation) held at the site and said so, never in the clear. What fails is
+    /// left out and noted.
+    fn check_message(&mut self, ins: &Instruction, r: &mut Reply) {
+        let m = self
+            .alg
+            .federated()
+            .expect("a federated algorithm")
+            .message_len();
+        let wants = m > 0 && ins.round < self.spec.iterations;
+        if self.is_secure() {
+            if r.message.take().is_some() {
+                self.notes.push(format!(
+                    "round {}: agent {} sent its vector in the clear under secure aggregation: left out",
+                    ins.round, r.agent
+                ));
+                r.secure = None;
+            }
+            if wants && r.secure != Some(SecureReply::Ready) {
+                self.notes.push(format!(
+                    "round {}: agent {} holds no message",
+                    ins.round, r.agent
+                ));
+            }
+            return;
+        }
+        {
             match (&r.message, wants) {
                 (Some(msg), true) => {
                     if let Some(why) = wire::message_fault(msg, m) {
@@ -892,39 +1114,67 @@ impl ServerNode {
                 (Some(_), false) => r.message = None,
                 (None, false) => {}
             }
-            self.check_late(&ins, &mut r);
-            kept.push(r);
         }
-        for &a in &self.agents {
-            if kept.iter().any(|r| r.agent == a) {
-                self.failed_in_a_row[a] = 0;
-            } else if !self.failed_now.contains(&a) {
-                self.notes.push(format!(
-                    "round {}: agent {a}'s reply did not arrive",
-                    ins.round
-                ));
+    }
+
+    /// Applies a journaled entry: a step of secure aggregation (and, at its end, the
+    /// release of its sum), or an evaluation round's replies kept (and, under secure
+    /// aggregation, the next sum planned).
+    fn apply(&mut self, e: ServerEntry) -> Result<()> {
+        if e.step.is_some() {
+            let phase = self
+                .phase
+                .as_mut()
+                .expect("a secure step is applied in its phase");
+            let answers: Vec<(usize, SecureReply)> = e
+                .replies
+                .into_iter()
+                .filter_map(|r| r.secure.map(|s| (r.agent, s)))
+                .collect();
+            phase.take(&answers);
+            self.notes.append(&mut phase.notes);
+            return self.finish_phase();
+        }
+        let secure = self.is_secure();
+        let kept_round = self.round;
+        self.ready = vec![false; self.n];
+        for r in &e.replies {
+            if secure && r.secure == Some(SecureReply::Ready) {
+                self.ready[r.agent] = true;
             }
         }
-        self.failed_now.clear();
-        kept.sort_by_key(|r| r.agent);
-        if let Some(path) = &self.notes_file {
-            let label = &self.spec.algorithms[self.alg_index].label;
-            let text: String = self.notes[noted..]
-                .iter()
-                .map(|n| format!("{label} run {}: {n}\n", self.run))
-                .collect();
-            append_text(path, &text)?;
+        self.keep(e.replies);
+        if secure && kept_round < self.spec.iterations {
+            let m = self.alg.federated().expect("federated").message_len();
+            let p = self.spec.algorithms[self.alg_index]
+                .server
+                .as_ref()
+                .map_or(1, |s| s.subregions);
+            let round = self.round;
+            let fed = self.alg.federated().expect("a federated algorithm");
+            if let Some((plan, threshold)) = fed.secure_plan(round, &self.ready) {
+                self.phase = Some(secure::SecurePhase::new(
+                    plan,
+                    threshold,
+                    p * m,
+                    &self.ready,
+                ));
+                self.finish_phase()?;
+            }
         }
-        if let Some(path) = &self.journal {
-            append_line(
-                path,
-                &ServerEntry {
-                    round: ins.round,
-                    replies: kept.clone(),
-                },
-            )?;
-        }
-        self.keep(kept);
+        Ok(())
+    }
+
+    /// Releases a secure round whose sum is known (or that yielded none).
+    fn finish_phase(&mut self) -> Result<()> {
+        let Some((sum, missing)) = self.phase.as_ref().and_then(|p| p.outcome()) else {
+            return Ok(());
+        };
+        let sum = sum.map(<[u64]>::to_vec);
+        let phase = self.phase.take().expect("a phase");
+        let fed = self.alg.federated().expect("a federated algorithm");
+        self.released =
+            Some(fed.secure_release(self.round, phase.plan(), sum.as_deref(), missing)?);
         Ok(())
     }
 
@@ -948,6 +1198,13 @@ impl ServerNode {
         }
         if kept.iter().any(|k| k.agent == r.agent) {
             return Err("a second reply this round".into());
+        }
+        if ins.secure.is_some() {
+            // A step of secure aggregation: an answer, no trace rows, no message.
+            return match (&r.secure, r.rows.is_empty() && r.message.is_none()) {
+                (Some(_), true) => Ok(()),
+                _ => Err("not an answer to the step of secure aggregation".into()),
+            };
         }
         if self.spec.output.site_traces {
             // The site keeps its values: a reply carries none, and the server keeps none.

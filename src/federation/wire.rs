@@ -31,6 +31,10 @@ pub struct Instruction {
     /// (`Reply::late`). Empty without faults, and then not written: the wire is as before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unanswered: Vec<(usize, Vec<usize>)>,
+    /// Under secure aggregation, a step of the masking protocol on the messages of the round
+    /// before (`SecureAsk`) instead of an evaluation; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure: Option<SecureAsk>,
 }
 
 impl Instruction {
@@ -63,6 +67,88 @@ pub struct Reply {
     /// kept, their messages are not aggregated (those rounds' aggregates have gone out).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub late: Vec<Reply>,
+    /// Under secure aggregation: `Ready` beside an evaluation whose message the agent holds
+    /// (it travels only masked), or the agent's answer to a protocol step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub secure: Option<SecureReply>,
+}
+
+/// A member's public keys (hex): for its masks and for the shares sealed to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireAdvert {
+    pub agent: usize,
+    pub public: String,
+    pub cipher: String,
+}
+
+/// What a member needs to compute its contribution (`crate::server::MemberPart`): its
+/// weight per sub-region, under DP (sampling rate, clip bound), whether it was selected, and
+/// the cohort's size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WirePart {
+    pub weights: Vec<f64>,
+    pub dp: Option<(f64, f64)>,
+    pub selected: bool,
+    pub cohort: usize,
+}
+
+/// The server's ask in a step of secure aggregation (docs/algorithms.md "Secure aggregation
+/// across machines"), for the messages of server round `round`. Bytes travel as hex.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+pub enum SecureAsk {
+    /// Nothing of this agent this step (not in the cohort, or out of the protocol).
+    Idle { round: usize },
+    /// Step 1: send your public keys.
+    Advertise { round: usize },
+    /// Step 2: the advertisers' keys; deal Shamir shares (threshold) of your self-mask seed
+    /// and mask key to each of them, sealed to each.
+    Share {
+        round: usize,
+        adverts: Vec<WireAdvert>,
+        threshold: usize,
+    },
+    /// Step 3: the members whose shares were dealt (mask with them alone) and your part of
+    /// the plan; send your masked input.
+    Mask {
+        round: usize,
+        participants: Vec<WireAdvert>,
+        part: WirePart,
+    },
+    /// Step 4: the shares sealed to you, and who survived and who dropped after masking;
+    /// reveal your shares of the survivors' seeds and the dropped members' keys.
+    Reveal {
+        round: usize,
+        participants: Vec<WireAdvert>,
+        inbox: Vec<(usize, String)>,
+        survivors: Vec<usize>,
+        dropped: Vec<usize>,
+    },
+}
+
+/// An agent's answer to a `SecureAsk` (or `Ready` beside an evaluation).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+pub enum SecureReply {
+    Ready,
+    Idle,
+    Advertise {
+        public: String,
+        cipher: String,
+    },
+    /// Per recipient, the sealed pair of shares.
+    Share {
+        sealed: Vec<(usize, String)>,
+    },
+    /// The masked input: P M words of 16 hex digits.
+    Mask {
+        masked: String,
+    },
+    /// Per member asked about, the share revealed (x and five limbs, hex).
+    Reveal {
+        seeds: Vec<(usize, String)>,
+        keys: Vec<(usize, String)>,
+    },
 }
 
 fn nulls_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<f64>>, D::Error> {
@@ -115,6 +201,7 @@ mod tests {
             rows: "DP,2,4,3,,0.1\n".into(),
             message: Some(vec![0.1 + 0.2, -1e-300, 123456.789]),
             late: Vec::new(),
+            secure: None,
         };
         let back: Reply = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
@@ -140,9 +227,13 @@ mod tests {
             point: None,
             shared: Vec::new(),
             unanswered: Vec::new(),
+            secure: None,
         };
         let text = serde_json::to_string(&ins).unwrap();
-        assert!(!text.contains("unanswered"), "{text}");
+        assert!(
+            !text.contains("unanswered") && !text.contains("secure"),
+            "{text}"
+        );
         let asked = Instruction {
             unanswered: vec![(2, vec![1, 3])],
             ..ins
@@ -161,6 +252,7 @@ mod tests {
             rows: "TS,1,2,3\n".into(),
             message: None,
             late: Vec::new(),
+            secure: None,
         };
         assert!(!serde_json::to_string(&late).unwrap().contains("late"));
         let r = Reply {
@@ -170,5 +262,36 @@ mod tests {
         };
         let back: Reply = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
+    }
+
+    /// The steps of secure aggregation cross JSON tagged by step, bytes as hex strings.
+    #[test]
+    fn secure_steps_cross_json_tagged_by_step() {
+        let ask = SecureAsk::Mask {
+            round: 3,
+            participants: vec![WireAdvert {
+                agent: 1,
+                public: "ab".repeat(32),
+                cipher: "cd".repeat(32),
+            }],
+            part: WirePart {
+                weights: vec![0.25, 0.75],
+                dp: Some((0.5, 2.0)),
+                selected: true,
+                cohort: 4,
+            },
+        };
+        let text = serde_json::to_string(&ask).unwrap();
+        assert!(text.starts_with("{\"step\":\"mask\",\"round\":3"), "{text}");
+        assert_eq!(serde_json::from_str::<SecureAsk>(&text).unwrap(), ask);
+        let ready = serde_json::to_string(&SecureReply::Ready).unwrap();
+        assert_eq!(ready, "{\"step\":\"ready\"}");
+        let reveal = SecureReply::Reveal {
+            seeds: vec![(2, "00".repeat(48))],
+            keys: Vec::new(),
+        };
+        let back: SecureReply =
+            serde_json::from_str(&serde_json::to_string(&reveal).unwrap()).unwrap();
+        assert_eq!(back, reveal);
     }
 }

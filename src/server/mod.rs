@@ -155,6 +155,11 @@ impl Server {
         }
     }
 
+    /// The settings this server runs with.
+    pub fn spec(&self) -> &ServerSpec {
+        &self.spec
+    }
+
     /// Keeps what the server sees in each secure round in the round's record (a debug
     /// output: it changes no draw and no result).
     pub fn keeping_views(mut self, keep: bool) -> Self {
@@ -436,14 +441,18 @@ impl Server {
                 .transpose()?;
             inputs.push(input);
         }
-        // Each member's key material from its own stream (cohorts are in agent order).
-        let mut members: Vec<(usize, &mut Rng)> = self
-            .secure_rngs
-            .iter_mut()
-            .enumerate()
-            .filter(|(a, _)| cohort.iter().any(|c| c.agent == *a))
+        // Each member's key material from its own stream, the round's part of it (so that a
+        // site can draw it again after a restart; cohorts are in agent order).
+        let mut members: Vec<(usize, Rng)> = cohort
+            .iter()
+            .map(|c| {
+                let base = &self.secure_rngs[c.agent];
+                (
+                    c.agent,
+                    crate::server::secagg::round_stream(base, plan.round),
+                )
+            })
             .collect();
-        assert_eq!(members.len(), k, "one secure-aggregation stream per agent");
         let (total, view) = crate::server::secagg::round(&mut members, &inputs, p * m, threshold);
         let view = self.keep_views.then_some(view);
         let Some(total) = total else {
@@ -602,6 +611,19 @@ pub struct RoundSum {
     noised: bool,
     /// What the server saw, kept with `keep_views` under secure aggregation.
     view: Option<secagg::ServerView>,
+}
+
+impl RoundSum {
+    /// A secure round's sums as the server decoded them (zeros when the round yielded
+    /// none, with every member `missing`), with no noise shares in them (central noise).
+    pub fn secure(sums: Vec<Array1<f64>>, missing: Vec<usize>) -> Self {
+        RoundSum {
+            sums,
+            missing,
+            noised: false,
+            view: None,
+        }
+    }
 }
 
 /// One cohort member's share of a round: its vector (None: did not arrive), the factor it

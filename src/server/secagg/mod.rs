@@ -29,18 +29,21 @@ use x25519_dalek::{PublicKey, StaticSecret};
 
 pub use crate::math::fixed::{FRACTION_BITS, decode, encode};
 
-/// A member's private material for one round.
+/// A member's private material for one round: its mask key, its self-mask seed, and the key
+/// the shares dealt to it are sealed with (across machines; `seal`).
 pub struct Member {
     pub id: usize,
     secret: StaticSecret,
     self_seed: [u8; 32],
+    cipher: StaticSecret,
 }
 
-/// Step 1's message.
+/// Step 1's message: the member's two public keys (masks; sealing shares).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Advert {
     pub id: usize,
     pub public: [u8; 32],
+    pub cipher: [u8; 32],
 }
 
 /// Step 2's message from `from` to one other member: its shares of the sender's self-mask
@@ -66,16 +69,120 @@ pub fn advertise<R: RngCore + ?Sized>(id: usize, rng: &mut R) -> (Member, Advert
     rng.fill_bytes(&mut key);
     let mut self_seed = [0u8; 32];
     rng.fill_bytes(&mut self_seed);
+    let mut cipher_key = [0u8; 32];
+    rng.fill_bytes(&mut cipher_key);
     let secret = StaticSecret::from(key);
     let public = PublicKey::from(&secret).to_bytes();
+    let cipher = StaticSecret::from(cipher_key);
+    let cipher_public = PublicKey::from(&cipher).to_bytes();
     (
         Member {
             id,
             secret,
             self_seed,
+            cipher,
         },
-        Advert { id, public },
+        Advert {
+            id,
+            public,
+            cipher: cipher_public,
+        },
     )
+}
+
+/// A member's stream for secure round `round`: its base stream on the round's own ChaCha
+/// stream id, so that a site can draw a round's key material again after a restart (the same
+/// keys, without replaying earlier rounds). In a deployment the base comes from the operating
+/// system's generator; here it is seeded per (run, agent) so that runs reproduce.
+pub fn round_stream(base: &crate::math::rng::Rng, round: usize) -> crate::math::rng::Rng {
+    let mut r = base.clone();
+    r.set_stream(round as u64);
+    r.set_word_pos(0);
+    r
+}
+
+/// Bytes of a sealed `Dealt`: two shares of 48 bytes each.
+pub const SEALED_LEN: usize = 2 * 48;
+
+/// The one-time key sealing what `from` deals to `to` in round `round`: SHA-256 of their
+/// X25519 agreement on the sealing keys, the round and both ids (a fresh key per round and
+/// ordered pair, so the stream below is never reused).
+fn seal_key(
+    mine: &StaticSecret,
+    theirs: &[u8; 32],
+    from: usize,
+    to: usize,
+    round: usize,
+) -> [u8; 32] {
+    let dh = mine.diffie_hellman(&PublicKey::from(*theirs));
+    let mut h = Sha256::new();
+    h.update(b"fbo secure aggregation share seal v1");
+    h.update(dh.as_bytes());
+    h.update((round as u64).to_le_bytes());
+    h.update((from as u64).to_le_bytes());
+    h.update((to as u64).to_le_bytes());
+    h.finalize().into()
+}
+
+fn xor_stream(key: [u8; 32], bytes: &mut [u8]) {
+    let mut rng = ChaCha20Rng::from_seed(key);
+    let mut pad = vec![0u8; bytes.len()];
+    rng.fill_bytes(&mut pad);
+    for (b, p) in bytes.iter_mut().zip(pad) {
+        *b ^= p;
+    }
+}
+
+fn share_bytes(s: &Share, out: &mut Vec<u8>) {
+    out.extend(s.x.to_le_bytes());
+    for y in s.y {
+        out.extend(y.to_le_bytes());
+    }
+}
+
+fn share_of(b: &[u8]) -> Share {
+    let word = |k: usize| u64::from_le_bytes(b[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+    Share {
+        x: word(0),
+        y: std::array::from_fn(|k| word(k + 1)),
+    }
+}
+
+/// Across machines, step 2's shares travel through the server sealed to their recipient:
+/// `d` (dealt by `m`) as only member `to` can open it, by the ChaCha20 stream of a key from
+/// the X25519 agreement of `m`'s and `to`'s sealing keys. Confidential against an
+/// honest-but-curious server, not authenticated (a server that alters it is outside the
+/// threat model).
+pub fn seal(m: &Member, to: &Advert, round: usize, d: &Dealt) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(SEALED_LEN);
+    share_bytes(&d.self_seed, &mut bytes);
+    share_bytes(&d.secret, &mut bytes);
+    xor_stream(
+        seal_key(&m.cipher, &to.cipher, m.id, to.id, round),
+        &mut bytes,
+    );
+    bytes
+}
+
+/// What member `from` sealed to `m` in round `round` (`seal`).
+pub fn open(m: &Member, from: &Advert, round: usize, sealed: &[u8]) -> Result<Dealt, String> {
+    if sealed.len() != SEALED_LEN {
+        return Err(format!(
+            "a sealed share from member {} of {} bytes, not {SEALED_LEN}",
+            from.id,
+            sealed.len()
+        ));
+    }
+    let mut bytes = sealed.to_vec();
+    xor_stream(
+        seal_key(&m.cipher, &from.cipher, from.id, m.id, round),
+        &mut bytes,
+    );
+    Ok(Dealt {
+        from: from.id,
+        self_seed: share_of(&bytes[..48]),
+        secret: share_of(&bytes[48..]),
+    })
 }
 
 /// Step 2: the shares `m` deals, one per member of `adverts` (itself included, in the
@@ -212,7 +319,7 @@ pub fn unmask(
 }
 
 /// Bytes each step puts on the wire in one round among `n` members (`dropped` of them after
-/// step 2), vectors of `len` words: an advert is an id and a 32-byte key; a dealt pair of
+/// step 2), vectors of `len` words: an advert is an id and two 32-byte keys; a dealt pair of
 /// shares two (x, five limbs); a reveal one share per member asked about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SecureSizes {
@@ -230,7 +337,7 @@ impl SecureSizes {
         let survivors = n - dropped;
         SecureSizes {
             // Up to the server and its broadcast back down to every member.
-            advertise: n * (Self::ID + 32) * (1 + n),
+            advertise: n * (Self::ID + 64) * (1 + n),
             // Every ordered pair, relayed through the server (up and down).
             shares: 2 * n * (n - 1) * (Self::ID + 2 * Self::SHARE),
             masked: survivors * len * 8,
