@@ -671,28 +671,9 @@ pub fn prepare(
 }
 
 pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
-    if spec.has_sweep {
-        return Err(FboError::spec(
-            &spec.path,
-            "sweep",
-            "this spec has a [sweep] table: run it with `fbo sweep`, or remove the table to run the base point",
-        ));
-    }
     let started = Instant::now();
     // Everything that can refuse the input comes before the folder is touched.
-    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
-    let (estimate, landscapes) = prepare(spec, threads)?;
-    if !opts.nested {
-        for note in spec.budget_notes() {
-            eprintln!("{note}");
-        }
-    }
-    if !opts.nested
-        && opts.progress.is_none()
-        && let Some(note) = crate::run::budget::long_run_note(spec, &estimate, threads)
-    {
-        eprintln!("{note}");
-    }
+    let landscapes = checked_landscapes(spec, opts)?;
     let jobs: Vec<(usize, usize)> = (0..spec.algorithms.len())
         .flat_map(|a| (0..spec.runs).map(move |r| (a, r)))
         .collect();
@@ -700,35 +681,8 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     // The units (in (run, algorithm) order, so a shard holds whole seeds where it can and
     // a seed's algorithms share the senders' simulations) this invocation computes.
     let shard = shard_of(spec, opts)?;
-    let mut planned = planned_files(spec, &jobs, measured);
-    if let (true, Some(units)) = (measured, shard) {
-        planned.push(shard_journal(units));
-    }
     let out = &opts.out;
-    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
-    let dir = OutDir::claim(
-        out,
-        Claim {
-            identity: run_identity(spec),
-            planned: &planned,
-            overwrite: opts.overwrite,
-            shared: shard.is_some(),
-        },
-    )?;
-    let print = parts_fingerprint(spec, &canonical);
-    // Parts made with other settings are replaced by a plain run; a shard or a merge must
-    // not throw away what other shards computed.
-    if (shard.is_some() || opts.work == Work::Merge) && dir.parts_made_otherwise(&print) {
-        return Err(FboError::spec(
-            out,
-            if shard.is_some() {
-                "--shard"
-            } else {
-                "--merge"
-            },
-            "parts/ here were made with other settings (the spec, --runs or --no-timing differ); every shard and the merge of one experiment need the same options",
-        ));
-    }
+    let (dir, print) = claim_output(spec, opts, &jobs, measured, shard)?;
     // Every evaluation lands in the journal before the algorithm sees it; a rerun replays
     // them. It is opened (and a journal of another objective refused) before parts/ is
     // touched.
@@ -744,46 +698,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     )?;
 
     if let Some(journal) = &journal {
-        if !journal.is_empty() && !opts.quiet {
-            eprintln!(
-                "replaying {} finished evaluations from the {} in {}",
-                journal.len(),
-                journals(&dir),
-                out.display()
-            );
-        }
-        for land in &landscapes {
-            land.attach_journal(journal.clone());
-        }
+        replay_from(journal, &landscapes, &dir, opts);
     }
     let dim = landscapes[0].dim();
     let names = landscapes[0].space.names();
     let header = output::trace_header(dim, &names).join(",");
-    let (mut todo, damaged) = pending(spec, &dir, opts, &jobs, shard, reusable, &header)?;
-    // A sweep's shard leaves the units another point's shard computes to the merge.
-    todo.retain(|&(a, _)| !at_merge(&opts.reuse, a));
-    if opts.work != Work::Merge {
-        for note in &damaged {
-            eprintln!("damaged part: {note}");
-        }
-    }
-    let mine = match shard {
-        Some(b) => jobs
-            .iter()
-            .filter(|&&(a, r)| in_shard(spec, a, r, b) && !at_merge(&opts.reuse, a))
-            .count(),
-        None => jobs.len(),
-    };
+    let (todo, mine) = units_to_compute(spec, opts, &dir, &jobs, shard, reusable, &header, &parts)?;
     let resumed = mine - todo.len();
-    // A merge computes nothing; it only copies the units a sweep's earlier point holds.
-    let missing: Vec<Unit> = todo
-        .iter()
-        .copied()
-        .filter(|&(a, _)| !matches!(opts.reuse.get(a), Some(Some(Reuse::From(_)))))
-        .collect();
-    if opts.work == Work::Merge && !missing.is_empty() {
-        return Err(merge_refusal(spec, &missing, jobs.len(), &parts, &damaged));
-    }
     // A shard works on a unit only while it holds the unit's claim, so two shards (or a
     // shard and its rerun) never compute one unit at once; the lock dies with its process.
     let (todo, claims) = match shard {
@@ -798,15 +719,7 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
     }
     // A command objective's progress is its evaluations, except in a merge, which makes none.
     let by_evaluations = journal.is_some() && opts.work != Work::Merge;
-    let pb = match &opts.progress {
-        Some(bar) => {
-            bar.set_length(mine as u64);
-            bar.clone()
-        }
-        None if by_evaluations => ProgressBar::hidden(),
-        None => progress_bar(mine as u64, opts.quiet),
-    };
-    pb.set_position(resumed as u64);
+    let pb = units_bar(opts, mine, resumed, by_evaluations);
     // A sweep reports for its points itself. A command objective's progress is counted in
     // evaluations, what its user waits for (a run of them can take hours), and an
     // interrupt says how many are kept.
@@ -828,25 +741,13 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         pb.finish_and_clear();
     }
 
-    // Stopped on request: the finished units' parts stay for the rerun; nothing is merged.
-    if results
-        .iter()
-        .any(|(_, _, res)| matches!(res, Err(FboError::Interrupted)))
-    {
-        return Err(FboError::Interrupted);
-    }
-    let failures: Vec<String> = results
-        .into_iter()
-        .filter_map(|(a, r, res)| {
-            res.err()
-                .map(|e| format!("{} run {r}: {e}", spec.algorithms[a].label))
-        })
-        .collect();
-    let saved = jobs
-        .iter()
-        .filter(|&&(a, r)| dir.path(&part_name(a, r)).exists())
-        .count();
-
+    let failures = unit_failures(spec, results)?;
+    let report = RunReport {
+        runs_total: jobs.len(),
+        runs_resumed: resumed,
+        wall_s: started.elapsed().as_secs_f64(),
+        evaluations: journal.as_deref().map(evaluations_made),
+    };
     if shard.is_some() {
         if !failures.is_empty() {
             return Err(FboError::Run(format!(
@@ -855,15 +756,122 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
                 failures.join("\n  ")
             )));
         }
-        return Ok(RunReport {
-            runs_total: jobs.len(),
-            runs_resumed: resumed,
-            wall_s: started.elapsed().as_secs_f64(),
-            evaluations: journal.as_deref().map(evaluations_made),
-        });
+        return Ok(report);
     }
+    merge_run(spec, opts, &dir, &jobs, (dim, &names), &failures, &parts)?;
+    // Skipped failures finish a run quietly otherwise: say so even with --quiet, as a run
+    // of nothing but failures would be all NaN.
+    if let Some(j) = &journal
+        && j.failures() > 0
+    {
+        eprintln!(
+            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and each error is kept in the evaluations {} in {}",
+            j.failures(),
+            j.len(),
+            out.join("trace.csv").display(),
+            journals(&dir),
+            out.display()
+        );
+    }
+    Ok(RunReport {
+        wall_s: started.elapsed().as_secs_f64(),
+        evaluations: journal.as_deref().map(evaluations_made),
+        ..report
+    })
+}
+
+/// The units of `jobs` this invocation computes (not complete in `dir`, not left to a
+/// sweep's merge; damaged parts reported), and how many units are this invocation's in all
+/// (its shard's). A merge that would have to compute one refuses.
+#[allow(clippy::too_many_arguments)]
+fn units_to_compute(
+    spec: &Spec,
+    opts: &RunOptions,
+    dir: &OutDir,
+    jobs: &[Unit],
+    shard: Option<(usize, usize)>,
+    reusable: bool,
+    header: &str,
+    parts: &Path,
+) -> Result<(Vec<Unit>, usize)> {
+    let (mut todo, damaged) = pending(spec, dir, opts, jobs, shard, reusable, header)?;
+    // A sweep's shard leaves the units another point's shard computes to the merge.
+    todo.retain(|&(a, _)| !at_merge(&opts.reuse, a));
+    if opts.work != Work::Merge {
+        for note in &damaged {
+            eprintln!("damaged part: {note}");
+        }
+    }
+    let mine = match shard {
+        Some(b) => jobs
+            .iter()
+            .filter(|&&(a, r)| in_shard(spec, a, r, b) && !at_merge(&opts.reuse, a))
+            .count(),
+        None => jobs.len(),
+    };
+    // A merge computes nothing; it only copies the units a sweep's earlier point holds.
+    let missing: Vec<Unit> = todo
+        .iter()
+        .copied()
+        .filter(|&(a, _)| !matches!(opts.reuse.get(a), Some(Some(Reuse::From(_)))))
+        .collect();
+    if opts.work == Work::Merge && !missing.is_empty() {
+        return Err(merge_refusal(spec, &missing, jobs.len(), parts, &damaged));
+    }
+    Ok((todo, mine))
+}
+
+/// The bar counting a run's units (`mine` in all, `resumed` done): the caller's (a sweep's),
+/// hidden where a command objective's evaluations are counted instead, or a new one.
+fn units_bar(opts: &RunOptions, mine: usize, resumed: usize, by_evaluations: bool) -> ProgressBar {
+    let pb = match &opts.progress {
+        Some(bar) => {
+            bar.set_length(mine as u64);
+            bar.clone()
+        }
+        None if by_evaluations => ProgressBar::hidden(),
+        None => progress_bar(mine as u64, opts.quiet),
+    };
+    pb.set_position(resumed as u64);
+    pb
+}
+
+/// The units that failed, named by label and run; Err(Interrupted) when the run was stopped
+/// on request (the finished units' parts stay for the rerun; nothing is merged).
+fn unit_failures(spec: &Spec, results: Vec<(usize, usize, Result<()>)>) -> Result<Vec<String>> {
+    if results
+        .iter()
+        .any(|(_, _, res)| matches!(res, Err(FboError::Interrupted)))
+    {
+        return Err(FboError::Interrupted);
+    }
+    Ok(results
+        .into_iter()
+        .filter_map(|(a, r, res)| {
+            res.err()
+                .map(|e| format!("{} run {r}: {e}", spec.algorithms[a].label))
+        })
+        .collect())
+}
+
+/// The run's CSVs from its parts, then the parts removed; an error that says what is saved
+/// where when the merge fails or some units failed (their parts stay for a rerun).
+fn merge_run(
+    spec: &Spec,
+    opts: &RunOptions,
+    dir: &OutDir,
+    jobs: &[Unit],
+    (dim, names): (usize, &[String]),
+    failures: &[String],
+    parts: &Path,
+) -> Result<()> {
+    let out = &opts.out;
+    let saved = jobs
+        .iter()
+        .filter(|&&(a, r)| dir.path(&part_name(a, r)).exists())
+        .count();
     // The privacy curves are computed in parallel too: on the same pool, so --threads holds.
-    if let Err(e) = with_threads(opts.threads, || merge(spec, &dir, &jobs, dim, &names, true))? {
+    if let Err(e) = with_threads(opts.threads, || merge(spec, dir, jobs, dim, names, true))? {
         let mut msg = format!(
             "{e}\nthe results could not be merged; {saved} of {} units (seed, algorithm) are saved in {} (rerun the same command to merge them and run the rest)",
             jobs.len(),
@@ -888,27 +896,94 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         )));
     }
     dir.remove_under("parts/")?;
-    dir.prune()?;
-    // Skipped failures finish a run quietly otherwise: say so even with --quiet, as a run
-    // of nothing but failures would be all NaN.
-    if let Some(j) = &journal
-        && j.failures() > 0
+    dir.prune()
+}
+
+/// The spec's landscapes once everything that can refuse it has (a sweep's table, the
+/// checks and estimates of `prepare`), with its budget notes and a long run's note said.
+fn checked_landscapes(spec: &Spec, opts: &RunOptions) -> Result<Vec<Arc<Landscape>>> {
+    if spec.has_sweep {
+        return Err(FboError::spec(
+            &spec.path,
+            "sweep",
+            "this spec has a [sweep] table: run it with `fbo sweep`, or remove the table to run the base point",
+        ));
+    }
+    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
+    let (estimate, landscapes) = prepare(spec, threads)?;
+    if !opts.nested {
+        for note in spec.budget_notes() {
+            eprintln!("{note}");
+        }
+    }
+    if !opts.nested
+        && opts.progress.is_none()
+        && let Some(note) = crate::run::budget::long_run_note(spec, &estimate, threads)
     {
+        eprintln!("{note}");
+    }
+    Ok(landscapes)
+}
+
+/// Every landscape reads finished evaluations from `journal` (and writes new ones to it);
+/// said unless quiet.
+fn replay_from(
+    journal: &Arc<Journal>,
+    landscapes: &[Arc<Landscape>],
+    dir: &OutDir,
+    opts: &RunOptions,
+) {
+    if !journal.is_empty() && !opts.quiet {
         eprintln!(
-            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and each error is kept in the evaluations {} in {}",
-            j.failures(),
-            j.len(),
-            out.join("trace.csv").display(),
-            journals(&dir),
-            out.display()
+            "replaying {} finished evaluations from the {} in {}",
+            journal.len(),
+            journals(dir),
+            opts.out.display()
         );
     }
-    Ok(RunReport {
-        runs_total: jobs.len(),
-        runs_resumed: resumed,
-        wall_s: started.elapsed().as_secs_f64(),
-        evaluations: journal.as_deref().map(evaluations_made),
-    })
+    for land in landscapes {
+        land.attach_journal(journal.clone());
+    }
+}
+
+/// The output folder claimed for the files a run of `jobs` may write, and the fingerprint
+/// its parts are made with. Parts made with other settings are replaced by a plain run; a
+/// shard or a merge must not throw away what other shards computed, so it refuses them.
+fn claim_output(
+    spec: &Spec,
+    opts: &RunOptions,
+    jobs: &[Unit],
+    measured: bool,
+    shard: Option<(usize, usize)>,
+) -> Result<(OutDir, String)> {
+    let mut planned = planned_files(spec, jobs, measured);
+    if let (true, Some(units)) = (measured, shard) {
+        planned.push(shard_journal(units));
+    }
+    let out = &opts.out;
+    let canonical = crate::spec::portable::canonical(&spec.source, &spec.path);
+    let dir = OutDir::claim(
+        out,
+        Claim {
+            identity: run_identity(spec),
+            planned: &planned,
+            overwrite: opts.overwrite,
+            shared: shard.is_some(),
+        },
+    )?;
+    let print = parts_fingerprint(spec, &canonical);
+    if (shard.is_some() || opts.work == Work::Merge) && dir.parts_made_otherwise(&print) {
+        return Err(FboError::spec(
+            out,
+            if shard.is_some() {
+                "--shard"
+            } else {
+                "--merge"
+            },
+            "parts/ here were made with other settings (the spec, --runs or --no-timing differ); every shard and the merge of one experiment need the same options",
+        ));
+    }
+    Ok((dir, print))
 }
 
 /// One unit of work: (algorithm index, run).
