@@ -324,189 +324,247 @@ pub(super) fn parse(
             format!("applies only to kind = {}", takers.join(" or ")),
         ));
     }
-    let real = |k: &str, v: Option<f64>, default: f64, lo: f64, hi: f64, open_lo: bool| {
-        let x = v.unwrap_or(default);
-        let ok = x.is_finite() && (if open_lo { x > lo } else { x >= lo }) && x <= hi;
-        if ok {
-            Ok(x)
-        } else {
-            Err(c.err(
-                &key(k),
-                format!(
-                    "must be in {}{lo}, {hi}], got {x}",
-                    if open_lo { "(" } else { "[" }
-                ),
-            ))
-        }
-    };
     let beta = match raw.beta {
         Some(b) if !(b.is_finite() && b > 0.0 && b <= 1e6) => {
             return Err(c.err(&key("beta"), format!("must be in (0, 1e6], got {b}")));
         }
         b => b,
     };
-    // `default`: the acquisition when unwritten (consensus: TS, the survey's; FedGP: EI,
-    // measured better: docs/results.md, "FedGP's solver").
-    let decide = |default: Decide| -> Result<Decide> {
-        let d = match raw.acquisition.as_deref() {
+    let k = Keys { c, raw, key, beta };
+    match kind {
+        "consensus" => consensus(&k),
+        "cgp" => cgp(&k),
+        "design-density" => design_density(&k),
+        "fedgp" => fedgp(&k),
+        "fmtbo" => fmtbo(&k),
+        _ => Ok(Framework::None),
+    }
+}
+
+/// A framework's table as written, with what checks its keys.
+struct Keys<'a> {
+    c: &'a Check<'a>,
+    raw: &'a RawFramework,
+    key: &'a dyn Fn(&str) -> String,
+    /// `beta`, checked.
+    beta: Option<f64>,
+}
+
+impl Keys<'_> {
+    fn err(&self, k: &str, why: impl Into<String>) -> crate::error::FboError {
+        self.c.err(&(self.key)(k), why.into())
+    }
+
+    /// Key `k`'s value `v` (or `default`) in [lo, hi], or (lo, hi] with `open_lo`.
+    fn real(
+        &self,
+        k: &str,
+        v: Option<f64>,
+        default: f64,
+        lo: f64,
+        hi: f64,
+        open_lo: bool,
+    ) -> Result<f64> {
+        let x = v.unwrap_or(default);
+        let ok = x.is_finite() && (if open_lo { x > lo } else { x >= lo }) && x <= hi;
+        if ok {
+            Ok(x)
+        } else {
+            Err(self.err(
+                k,
+                format!(
+                    "must be in {}{lo}, {hi}], got {x}",
+                    if open_lo { "(" } else { "[" }
+                ),
+            ))
+        }
+    }
+
+    fn int(&self, k: &str, v: Option<i64>, default: i64, lo: i64, hi: i64) -> Result<usize> {
+        self.c.int(&(self.key)(k), v, default, lo, hi)
+    }
+
+    /// The acquisition, `default` when unwritten (consensus: TS, the survey's; FedGP: EI,
+    /// measured better: docs/results.md, "FedGP's solver").
+    fn decide(&self, default: Decide) -> Result<Decide> {
+        let d = match self.raw.acquisition.as_deref() {
             None => default,
             Some("ts") => Decide::Ts,
-            Some("ei") => Decide::Ei(raw.ei.unwrap_or(EiForm::DEFAULT)),
-            Some("ucb") => Decide::Ucb { beta },
+            Some("ei") => Decide::Ei(self.raw.ei.unwrap_or(EiForm::DEFAULT)),
+            Some("ucb") => Decide::Ucb { beta: self.beta },
             Some(o) => {
-                return Err(c.err(
-                    &key("acquisition"),
+                return Err(self.err(
+                    "acquisition",
                     format!("unknown acquisition \"{o}\"; allowed: \"ts\", \"ei\", \"ucb\""),
                 ));
             }
         };
-        if beta.is_some() && !matches!(d, Decide::Ucb { .. }) {
-            return Err(c.err(&key("beta"), "applies only with acquisition = \"ucb\""));
+        if self.beta.is_some() && !matches!(d, Decide::Ucb { .. }) {
+            return Err(self.err("beta", "applies only with acquisition = \"ucb\""));
         }
-        if raw.ei.is_some() && !matches!(d, Decide::Ei(_)) {
-            return Err(c.err(&key("ei"), "applies only with acquisition = \"ei\""));
+        if self.raw.ei.is_some() && !matches!(d, Decide::Ei(_)) {
+            return Err(self.err("ei", "applies only with acquisition = \"ei\""));
         }
         Ok(d)
+    }
+
+    /// A two-way choice: false for `no`, true for `yes` (`what` names it, `allowed` lists).
+    fn flag(
+        &self,
+        k: &str,
+        v: Option<&str>,
+        what: &str,
+        no: &str,
+        yes: &str,
+        allowed: &str,
+    ) -> Result<bool> {
+        self.c.choice(&(self.key)(k), v, false, what, allowed, |s| {
+            if s == no {
+                Some(false)
+            } else if s == yes {
+                Some(true)
+            } else {
+                None
+            }
+        })
+    }
+}
+
+fn consensus(k: &Keys) -> Result<Framework> {
+    let raw = k.raw;
+    Ok(Framework::Consensus {
+        decide: k.decide(Decide::Ts)?,
+        own_weight: k.real("own_weight", raw.own_weight, 0.0, 0.0, 1.0, false)?,
+        schedule: match raw.schedule.as_deref() {
+            None | Some("linear") => ConsensusSchedule::Linear,
+            Some("leader") => ConsensusSchedule::Leader,
+            Some(o) => {
+                return Err(k.err(
+                    "schedule",
+                    format!("unknown schedule \"{o}\"; allowed: \"linear\", \"leader\""),
+                ));
+            }
+        },
+        noise: match raw.noise {
+            None => None,
+            Some(_) if raw.schedule.as_deref() == Some("leader") => {
+                return Err(k.err(
+                    "noise",
+                    "does not go with schedule = \"leader\": electing the leader shares every agent's acquisition value, which no noise covers, so no privacy loss could be stated",
+                ));
+            }
+            Some(z) => Some(k.real("noise", Some(z), 0.0, 0.0, 1e3, true)?),
+        },
+    })
+}
+
+fn cgp(k: &Keys) -> Result<Framework> {
+    let raw = k.raw;
+    Ok(Framework::Cgp {
+        eta: k.real("eta", raw.eta, 1.0, 0.0, 100.0, false)?,
+        samples: k.int("samples", raw.samples, 100, 1, 1_000_000)?,
+        // GUIDE-FBO's CGP-UCB setting (UCB beta 4); Srinivas et al.'s schedule explores
+        // far more and lost to it on Rosenbrock-4 (docs/algorithms.md).
+        beta: Some(k.beta.unwrap_or(CGP_BETA)),
+        group: match raw.group {
+            None => None,
+            Some(_) => Some(k.int("group", raw.group, 4, 2, 100_000)?),
+        },
+        pattern: k.flag(
+            "rejection",
+            raw.rejection.as_deref(),
+            "rejection rule",
+            "budget",
+            "pattern",
+            "\"budget\", \"pattern\"",
+        )?,
+    })
+}
+
+fn design_density(k: &Keys) -> Result<Framework> {
+    let raw = k.raw;
+    let no_samples = || match raw.samples {
+        Some(_) => Err(k.err("samples", "applies only with density = \"thompson\"")),
+        None => Ok(()),
     };
-    Ok(match kind {
-        "consensus" => Framework::Consensus {
-            decide: decide(Decide::Ts)?,
-            own_weight: real("own_weight", raw.own_weight, 0.0, 0.0, 1.0, false)?,
-            schedule: match raw.schedule.as_deref() {
-                None | Some("linear") => ConsensusSchedule::Linear,
-                Some("leader") => ConsensusSchedule::Leader,
-                Some(o) => {
-                    return Err(c.err(
-                        &key("schedule"),
-                        format!("unknown schedule \"{o}\"; allowed: \"linear\", \"leader\""),
-                    ));
-                }
-            },
-            noise: match raw.noise {
-                None => None,
-                Some(_) if raw.schedule.as_deref() == Some("leader") => {
-                    return Err(c.err(
-                        &key("noise"),
-                        "does not go with schedule = \"leader\": electing the leader shares every agent's acquisition value, which no noise covers, so no privacy loss could be stated",
-                    ));
-                }
-                Some(z) => Some(real("noise", Some(z), 0.0, 0.0, 1e3, true)?),
-            },
-        },
-        "cgp" => Framework::Cgp {
-            eta: real("eta", raw.eta, 1.0, 0.0, 100.0, false)?,
-            samples: c.int(&key("samples"), raw.samples, 100, 1, 1_000_000)?,
-            // GUIDE-FBO's CGP-UCB setting (UCB beta 4); Srinivas et al.'s schedule explores
-            // far more and lost to it on Rosenbrock-4 (docs/algorithms.md).
-            beta: Some(beta.unwrap_or(CGP_BETA)),
-            group: match raw.group {
-                None => None,
-                Some(_) => Some(c.int(&key("group"), raw.group, 4, 2, 100_000)?),
-            },
-            pattern: c.choice(
-                &key("rejection"),
-                raw.rejection.as_deref(),
-                false,
-                "rejection rule",
-                "\"budget\", \"pattern\"",
-                |s| match s {
-                    "budget" => Some(false),
-                    "pattern" => Some(true),
-                    _ => None,
-                },
-            )?,
-        },
-        "design-density" => Framework::DesignDensity {
-            density: match raw.density.as_deref() {
-                None | Some("incumbent") => {
-                    if raw.samples.is_some() {
-                        return Err(
-                            c.err(&key("samples"), "applies only with density = \"thompson\"")
-                        );
-                    }
-                    if raw.eta.is_some() {
-                        return Err(c.err(&key("eta"), "applies only with density = \"lcb\""));
-                    }
-                    Density::Incumbent
-                }
-                Some("thompson") => {
-                    if raw.eta.is_some() {
-                        return Err(c.err(&key("eta"), "applies only with density = \"lcb\""));
-                    }
-                    Density::Thompson {
-                        samples: c.int(&key("samples"), raw.samples, 20, 1, 10_000)?,
-                    }
-                }
-                Some("lcb") => {
-                    if raw.samples.is_some() {
-                        return Err(
-                            c.err(&key("samples"), "applies only with density = \"thompson\"")
-                        );
-                    }
-                    Density::Lcb {
-                        eta: real("eta", raw.eta, 1.0, 0.0, 100.0, false)?,
-                    }
-                }
-                Some(o) => {
-                    return Err(c.err(
-                        &key("density"),
-                        format!(
-                            "unknown density \"{o}\"; allowed: \"incumbent\", \"thompson\", \"lcb\""
-                        ),
-                    ));
-                }
-            },
-            width: real("width", raw.width, 0.1, 0.0, 10.0, true)?,
-            beta,
-            constant_power: c.choice(
-                &key("power"),
-                raw.power.as_deref(),
-                false,
-                "power",
-                "\"beta/t\" (decaying), \"beta/T\" (constant)",
-                |s| match s {
-                    "beta/t" => Some(false),
-                    "beta/T" => Some(true),
-                    _ => None,
-                },
-            )?,
-        },
-        "fedgp" => {
-            let solver = fedgp_solver(c, raw, key)?;
-            let default_rounds = match solver {
-                FedGpSolver::FedAvg => 10,
-                FedGpSolver::Lbfgs => 50,
-            };
-            Framework::FedGp {
-                decide: decide(Decide::Ei(raw.ei.unwrap_or(EiForm::DEFAULT)))?,
-                solver,
-                rounds: c.int(&key("rounds"), raw.rounds, default_rounds, 1, 10_000)?,
-                local_steps: c.int(&key("local_steps"), raw.local_steps, 5, 1, 10_000)?,
-                step_size: real("step_size", raw.step_size, 0.05, 0.0, 10.0, true)?,
-                tolerance: match raw.tolerance {
-                    None => None,
-                    Some(t) => Some(real("tolerance", Some(t), 0.0, 0.0, 1e3, true)?),
-                },
+    let no_eta = || match raw.eta {
+        Some(_) => Err(k.err("eta", "applies only with density = \"lcb\"")),
+        None => Ok(()),
+    };
+    let density = match raw.density.as_deref() {
+        None | Some("incumbent") => {
+            no_samples()?;
+            no_eta()?;
+            Density::Incumbent
+        }
+        Some("thompson") => {
+            no_eta()?;
+            Density::Thompson {
+                samples: k.int("samples", raw.samples, 20, 1, 10_000)?,
             }
         }
-        "fmtbo" => Framework::Fmtbo {
-            gamma: real("gamma", raw.gamma, 0.5, 0.0, 1.0, false)?,
-            fraction: real("fraction", raw.fraction, 0.8, 0.0, 1.0, true)?,
-            shared_points: c.int(&key("shared_points"), raw.shared_points, 20, 2, 10_000)?,
-            refit: c.choice(
-                &key("global"),
-                raw.global.as_deref(),
-                false,
-                "global model",
-                "\"average\", \"refit\"",
-                |s| match s {
-                    "average" => Some(false),
-                    "refit" => Some(true),
-                    _ => None,
-                },
-            )?,
+        Some("lcb") => {
+            no_samples()?;
+            Density::Lcb {
+                eta: k.real("eta", raw.eta, 1.0, 0.0, 100.0, false)?,
+            }
+        }
+        Some(o) => {
+            return Err(k.err(
+                "density",
+                format!("unknown density \"{o}\"; allowed: \"incumbent\", \"thompson\", \"lcb\""),
+            ));
+        }
+    };
+    Ok(Framework::DesignDensity {
+        density,
+        width: k.real("width", raw.width, 0.1, 0.0, 10.0, true)?,
+        beta: k.beta,
+        constant_power: k.flag(
+            "power",
+            raw.power.as_deref(),
+            "power",
+            "beta/t",
+            "beta/T",
+            "\"beta/t\" (decaying), \"beta/T\" (constant)",
+        )?,
+    })
+}
+
+fn fedgp(k: &Keys) -> Result<Framework> {
+    let raw = k.raw;
+    let solver = fedgp_solver(k.c, raw, k.key)?;
+    let default_rounds = match solver {
+        FedGpSolver::FedAvg => 10,
+        FedGpSolver::Lbfgs => 50,
+    };
+    Ok(Framework::FedGp {
+        decide: k.decide(Decide::Ei(raw.ei.unwrap_or(EiForm::DEFAULT)))?,
+        solver,
+        rounds: k.int("rounds", raw.rounds, default_rounds, 1, 10_000)?,
+        local_steps: k.int("local_steps", raw.local_steps, 5, 1, 10_000)?,
+        step_size: k.real("step_size", raw.step_size, 0.05, 0.0, 10.0, true)?,
+        tolerance: match raw.tolerance {
+            None => None,
+            Some(t) => Some(k.real("tolerance", Some(t), 0.0, 0.0, 1e3, true)?),
         },
-        _ => Framework::None,
+    })
+}
+
+fn fmtbo(k: &Keys) -> Result<Framework> {
+    let raw = k.raw;
+    Ok(Framework::Fmtbo {
+        gamma: k.real("gamma", raw.gamma, 0.5, 0.0, 1.0, false)?,
+        fraction: k.real("fraction", raw.fraction, 0.8, 0.0, 1.0, true)?,
+        shared_points: k.int("shared_points", raw.shared_points, 20, 2, 10_000)?,
+        refit: k.flag(
+            "global",
+            raw.global.as_deref(),
+            "global model",
+            "average",
+            "refit",
+            "\"average\", \"refit\"",
+        )?,
     })
 }
 
