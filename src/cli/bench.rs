@@ -388,6 +388,24 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         }
         return Ok(());
     }
+    own_sample_iteration(opts)?;
+    box_acquisition(&opts.features)?;
+    if let Some((points, data)) = &opts.landmine {
+        live_landmine(points, data)?;
+    }
+    privacy_accounting()?;
+    if !opts.tables.is_empty() {
+        table_loading(&opts.tables)?;
+    }
+    if !opts.configs.is_empty() {
+        spec_wall_times(&opts.configs)?;
+    }
+    Ok(())
+}
+
+/// The own-sample agent-iteration's time per feature count M on the synthetic grid (and the
+/// message branch's argmax), over `opts.repeats` objectives.
+fn own_sample_iteration(opts: &BenchOptions) -> Result<()> {
     let obj = ObjectiveSpec {
         targets: vec![0],
         kind: ObjectiveKind::SyntheticFts,
@@ -485,10 +503,11 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
             quantile(&msg_times, 0.5)
         );
     }
-    box_acquisition(&opts.features)?;
-    if let Some((points, data)) = &opts.landmine {
-        live_landmine(points, data)?;
-    }
+    Ok(())
+}
+
+/// Each accountant's epsilon and time at q = 0.25, z = 1, delta = 1e-5, 1000 steps.
+fn privacy_accounting() -> Result<()> {
     println!("# privacy accounting: q = 0.25, z = 1, delta = 1e-5, 1000 steps (median of 5)");
     println!("accountant,epsilon,median_ms");
     let mech = Mechanism {
@@ -512,55 +531,58 @@ pub fn run(opts: &BenchOptions) -> Result<()> {
         times.sort_by(f64::total_cmp);
         println!("{acc},{eps:.4},{:.2}", quantile(&times, 0.5));
     }
-    if !opts.tables.is_empty() {
-        println!("# table loading (read, check, build the landscape; all agents)");
-        println!("table,agents,points,load_s");
-        for path in &opts.tables {
-            let meta = crate::objective::table::read_meta(path)?;
-            let agents: Vec<usize> = (0..meta.agents).collect();
-            let t0 = Instant::now();
-            let land = crate::objective::table::landscape(&meta, &agents, 0.0)?;
-            println!(
-                "{},{},{},{:.3}",
-                path.display(),
-                land.agents(),
-                land.grid().map_or(0, |g| g.len()),
-                t0.elapsed().as_secs_f64()
-            );
-        }
+    Ok(())
+}
+
+/// Time to read, check and build each response table's landscape.
+fn table_loading(tables: &[std::path::PathBuf]) -> Result<()> {
+    println!("# table loading (read, check, build the landscape; all agents)");
+    println!("table,agents,points,load_s");
+    for path in tables {
+        let meta = crate::objective::table::read_meta(path)?;
+        let agents: Vec<usize> = (0..meta.agents).collect();
+        let t0 = Instant::now();
+        let land = crate::objective::table::landscape(&meta, &agents, 0.0)?;
+        println!(
+            "{},{},{},{:.3}",
+            path.display(),
+            land.agents(),
+            land.grid().map_or(0, |g| g.len()),
+            t0.elapsed().as_secs_f64()
+        );
     }
-    if !opts.configs.is_empty() {
-        println!("# spec wall time (all threads of this machine)");
-        println!("spec,runs,wall_s,peak_rss_mib");
-        for path in &opts.configs {
-            let spec = Spec::load(path)?;
-            let out = std::env::temp_dir().join(format!(
-                "fbo-bench-{}-{}",
-                spec.name,
-                std::process::id()
-            ));
-            let report = run_spec(
-                &spec,
-                &RunOptions {
-                    out: out.clone(),
-                    threads: None,
-                    quiet: true,
-                    nested: true,
-                    progress: None,
-                    overwrite: false,
-                    work: crate::run::runner::Work::All,
-                    reuse: Vec::new(),
-                },
-            )?;
-            std::fs::remove_dir_all(&out).map_err(|e| FboError::io(&out, e))?;
-            println!(
-                "{},{},{:.2},{:.0}",
-                path.display(),
-                report.runs_total,
-                report.wall_s,
-                peak_rss_mib().unwrap_or(f64::NAN)
-            );
-        }
+    Ok(())
+}
+
+/// Wall time and peak memory of each spec, run on all threads into a temporary folder.
+fn spec_wall_times(configs: &[std::path::PathBuf]) -> Result<()> {
+    println!("# spec wall time (all threads of this machine)");
+    println!("spec,runs,wall_s,peak_rss_mib");
+    for path in configs {
+        let spec = Spec::load(path)?;
+        let out =
+            std::env::temp_dir().join(format!("fbo-bench-{}-{}", spec.name, std::process::id()));
+        let report = run_spec(
+            &spec,
+            &RunOptions {
+                out: out.clone(),
+                threads: None,
+                quiet: true,
+                nested: true,
+                progress: None,
+                overwrite: false,
+                work: crate::run::runner::Work::All,
+                reuse: Vec::new(),
+            },
+        )?;
+        std::fs::remove_dir_all(&out).map_err(|e| FboError::io(&out, e))?;
+        println!(
+            "{},{},{:.2},{:.0}",
+            path.display(),
+            report.runs_total,
+            report.wall_s,
+            peak_rss_mib().unwrap_or(f64::NAN)
+        );
     }
     Ok(())
 }
