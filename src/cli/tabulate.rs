@@ -8,8 +8,8 @@
 //! shared.
 
 use crate::error::{FboError, Result};
-use crate::objective::model::prepare;
 pub use crate::objective::model::{AgentSplit, Dataset, ModelSettings, SvmMetric, svm_auc};
+use crate::objective::model::{Task, prepare};
 use crate::objective::space::{Param, Scale};
 use crate::run::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::run::runner::with_threads;
@@ -274,7 +274,6 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             format!("holds no data for agent {a}: a table needs every agent's"),
         ));
     }
-    let out = &opts.out;
     let part = |a: usize| format!("parts/agent-{a:03}.csv");
     let claim_of = |a: usize| format!("parts/agent-{a:03}.claim");
     use crate::run::runner::Work;
@@ -282,42 +281,8 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         Work::Shard { index, count } => Some(crate::run::runner::block(index, count, n_agents)),
         _ => None,
     };
-    if shard.is_some() && opts.overwrite {
-        return Err(FboError::spec(
-            &opts.out,
-            "--overwrite",
-            "does not go with --shard: shards share the folder",
-        ));
-    }
-    let mut planned: Vec<String> = [
-        "table.csv",
-        "table.toml",
-        "split.csv",
-        PARTS_FINGERPRINT,
-        WALL,
-    ]
-    .map(String::from)
-    .to_vec();
-    planned.extend((0..n_agents).map(part));
-    let dir = OutDir::claim(
-        out,
-        Claim {
-            identity: Identity::new("tabulate", config_path, &cfg.source),
-            planned: &planned,
-            overwrite: opts.overwrite,
-            shared: shard.is_some(),
-        },
-    )?;
-    let fingerprint = format!("{}\n# data sha256 {sha}\n", cfg.source);
-    // A shard or a merge must not throw away other shards' agents made from other data.
-    if (shard.is_some() || opts.work == Work::Merge) && dir.parts_made_otherwise(&fingerprint) {
-        return Err(FboError::spec(
-            out,
-            "--data",
-            "parts/ here were made from other data or another config; every shard and the merge need the same",
-        ));
-    }
-    let (parts, reusable) = dir.parts(&fingerprint)?;
+    let (dir, parts, reusable) =
+        claim_table_folder(config_path, &cfg, opts, n_agents, shard, &sha)?;
     // Wall time of earlier, interrupted invocations, so build_seconds counts the whole build.
     let before: f64 = if reusable && dir.resume(WALL) {
         fs::read_to_string(dir.path(WALL))
@@ -362,17 +327,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     let wall_lock = std::sync::Mutex::new(());
     let work = || -> Result<()> {
         todo.par_iter().try_for_each(|&a| {
-            let mut rows = String::new();
-            for p in 0..n_points {
-                let u = cfg.coords(p);
-                let raw: Vec<f64> = cfg.hyper.iter().zip(&u).map(|(h, &v)| h.value(v)).collect();
-                let t0 = Instant::now();
-                let metric = task.evaluate(&settings, a, p as u64, &raw);
-                let secs = t0.elapsed().as_secs_f64();
-                let coords: Vec<String> = u.iter().chain(&raw).map(|v| v.to_string()).collect();
-                rows += &format!("{a},{p},{},{metric},{secs:.6}\n", coords.join(","));
-                pb.inc(1);
-            }
+            let rows = agent_rows(&cfg, &task, &settings, a, &pb);
             dir.write(&part(a), rows.as_bytes())?;
             if shard.is_some() {
                 // Shards at once have no one wall time to add up.
@@ -391,6 +346,98 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     if shard.is_some() {
         return Ok(());
     }
+    write_table(&dir, &cfg, n_agents, &part)?;
+    let seconds = before + started.elapsed().as_secs_f64();
+    dir.write(
+        "table.toml",
+        table_toml(&cfg, opts, n_agents, &sha, &dataset_meta, seconds).as_bytes(),
+    )?;
+    dir.remove_under("parts/")?;
+    dir.prune()?;
+    Ok(())
+}
+
+/// The output folder claimed for a table of `n_agents` (one part per agent), its parts/
+/// and whether the parts there were made from the same config and data (else a shard or a
+/// merge refuses: it must not throw away other shards' agents).
+fn claim_table_folder(
+    config_path: &Path,
+    cfg: &TabulateConfig,
+    opts: &TabulateOptions,
+    n_agents: usize,
+    shard: Option<(usize, usize)>,
+    sha: &str,
+) -> Result<(OutDir, PathBuf, bool)> {
+    use crate::run::runner::Work;
+    let out = &opts.out;
+    if shard.is_some() && opts.overwrite {
+        return Err(FboError::spec(
+            out,
+            "--overwrite",
+            "does not go with --shard: shards share the folder",
+        ));
+    }
+    let mut planned: Vec<String> = [
+        "table.csv",
+        "table.toml",
+        "split.csv",
+        PARTS_FINGERPRINT,
+        WALL,
+    ]
+    .map(String::from)
+    .to_vec();
+    planned.extend((0..n_agents).map(|a| format!("parts/agent-{a:03}.csv")));
+    let dir = OutDir::claim(
+        out,
+        Claim {
+            identity: Identity::new("tabulate", config_path, &cfg.source),
+            planned: &planned,
+            overwrite: opts.overwrite,
+            shared: shard.is_some(),
+        },
+    )?;
+    let fingerprint = format!("{}\n# data sha256 {sha}\n", cfg.source);
+    if (shard.is_some() || opts.work == Work::Merge) && dir.parts_made_otherwise(&fingerprint) {
+        return Err(FboError::spec(
+            out,
+            "--data",
+            "parts/ here were made from other data or another config; every shard and the merge need the same",
+        ));
+    }
+    let (parts, reusable) = dir.parts(&fingerprint)?;
+    Ok((dir, parts, reusable))
+}
+
+/// One agent's rows of the table: every grid point's coordinates, raw values, metric and
+/// training seconds, evaluated in point order.
+fn agent_rows(
+    cfg: &TabulateConfig,
+    task: &Task,
+    settings: &ModelSettings,
+    a: usize,
+    pb: &indicatif::ProgressBar,
+) -> String {
+    let mut rows = String::new();
+    for p in 0..cfg.points() {
+        let u = cfg.coords(p);
+        let raw: Vec<f64> = cfg.hyper.iter().zip(&u).map(|(h, &v)| h.value(v)).collect();
+        let t0 = Instant::now();
+        let metric = task.evaluate(settings, a, p as u64, &raw);
+        let secs = t0.elapsed().as_secs_f64();
+        let coords: Vec<String> = u.iter().chain(&raw).map(|v| v.to_string()).collect();
+        rows += &format!("{a},{p},{},{metric},{secs:.6}\n", coords.join(","));
+        pb.inc(1);
+    }
+    rows
+}
+
+/// table.csv: its header, then every agent's part in agent order.
+fn write_table(
+    dir: &OutDir,
+    cfg: &TabulateConfig,
+    n_agents: usize,
+    part: &dyn Fn(usize) -> String,
+) -> Result<()> {
     let d = cfg.hyper.len();
     let mut header = vec!["agent".to_string(), "point".to_string()];
     header.extend((0..d).map(|k| format!("x{k}")));
@@ -401,7 +448,20 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
         let p = dir.path(&part(a));
         table += &fs::read_to_string(&p).map_err(|e| FboError::io(&p, e))?;
     }
-    dir.write("table.csv", table.as_bytes())?;
+    dir.write("table.csv", table.as_bytes())
+}
+
+/// table.toml: the table's provenance (data and its sha256, build seconds) and its
+/// hyperparameters.
+fn table_toml(
+    cfg: &TabulateConfig,
+    opts: &TabulateOptions,
+    n_agents: usize,
+    sha: &str,
+    dataset_meta: &str,
+    seconds: f64,
+) -> String {
+    let n_points = cfg.points();
     let mut meta = format!(
         "# Hyperparameter-response table made by `fbo tabulate` (src/tabulate.rs).\n\
          dataset = \"{}\"\nsource = \"{}\"\nsource_sha256 = \"{sha}\"\n{dataset_meta}\
@@ -413,7 +473,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
         cfg.grid,
-        before + started.elapsed().as_secs_f64(),
+        seconds,
     );
     for h in &cfg.hyper {
         meta += &format!(
@@ -428,10 +488,7 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
             }
         );
     }
-    dir.write("table.toml", meta.as_bytes())?;
-    dir.remove_under("parts/")?;
-    dir.prune()?;
-    Ok(())
+    meta
 }
 
 #[cfg(test)]
