@@ -644,51 +644,14 @@ pub struct Trend {
     pub ci_high: f64,
 }
 
+/// A sweep's point: its name, its swept values, and [(label, epsilon)] in the spec's
+/// algorithm order.
+type SweepPoint = (String, String, Vec<(String, Option<f64>)>);
+
 fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
     let sweep_path = opts.input.join("sweep.csv");
     let bad = |msg: String| FboError::spec(&sweep_path, "", msg);
-    let (mut rdr, col) = open_csv(&sweep_path, "an fbo sweep.csv")?;
-    let headers = rdr.headers().map_err(|e| bad(e.to_string()))?.clone();
-    let c_alg = col("algorithm")?;
-    let eps_name = format!("epsilon_{}", opts.accountant.name().replace('-', "_"));
-    let c_eps = col(&eps_name)?;
-    // (point name, its swept values, [(label, epsilon)] in the spec's algorithm order)
-    type SweepPoint = (String, String, Vec<(String, Option<f64>)>);
-    let mut points: Vec<SweepPoint> = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.map_err(|e| bad(e.to_string()))?;
-        let name = rec[0].to_string();
-        let values: Vec<String> = (1..c_alg)
-            .map(|i| format!("{}={}", &headers[i], &rec[i]))
-            .collect();
-        let eps = rec[c_eps].parse::<f64>().ok();
-        match points.iter_mut().find(|p| p.0 == name) {
-            Some(p) => p.2.push((rec[c_alg].to_string(), eps)),
-            None => points.push((name, values.join(" "), vec![(rec[c_alg].to_string(), eps)])),
-        }
-    }
-    if points.len() < 2 {
-        return Err(bad(
-            "a sweep needs at least two finished points to compare".into()
-        ));
-    }
-    let base = match &opts.baseline {
-        None => 0,
-        Some(b) => points.iter().position(|p| &p.0 == b).ok_or_else(|| {
-            FboError::spec(
-                &sweep_path,
-                "--baseline",
-                format!(
-                    "no point \"{b}\" in this sweep; it has: {}",
-                    points
-                        .iter()
-                        .map(|p| p.0.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )
-        })?,
-    };
+    let (points, base) = sweep_points(opts, &sweep_path)?;
     let traces: Vec<Trace> = points
         .iter()
         .map(|p| {
@@ -711,46 +674,8 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
                 points[base].0
             )));
         }
-        // Algorithm k's values at one point, to tell where the swept keys did not reach it.
-        let of = |tr: &Trace| -> Vec<_> {
-            tr.values
-                .iter()
-                .filter(|((a, _), _)| *a == k)
-                .map(|((_, it), m)| (*it, m.clone()))
-                .collect()
-        };
-        let at_base = of(&traces[base]);
-        // Points where it gives the base point's results exactly (the swept keys do not
-        // reach it): differences of zero, not tested, and not counted in Holm's correction.
-        let kept: Vec<usize> = (0..points.len())
-            .filter(|&i| i == base || of(&traces[i]) != at_base)
-            .collect();
-        if kept.len() == 1 {
-            eprintln!(
-                "note: {} gives the same results at every point (the swept keys do not reach it): left out of the comparisons",
-                traces[base].algorithms[k]
-            );
-        }
-        // One series per point: algorithm k of that point.
-        let mut t = Trace {
-            algorithms: Vec::new(),
-            values: BTreeMap::new(),
-            init: Vec::new(),
-            last_iteration: traces[base].last_iteration,
-        };
-        for (j, &i) in kept.iter().enumerate() {
-            let (p, tr) = (&points[i], &traces[i]);
-            t.algorithms
-                .push(format!("{} ({}): {}", p.0, p.1, tr.algorithms[k]));
-            t.init.push(tr.init[k].clone());
-            for ((a, it), m) in &tr.values {
-                if *a == k {
-                    t.values.insert((j, *it), m.clone());
-                }
-            }
-        }
-        let base_in_kept = kept.iter().position(|&i| i == base).expect("base kept");
-        if kept.len() > 1 {
+        let (t, base_in_kept) = across_points(k, &points, &traces, base);
+        if t.algorithms.len() > 1 {
             rows.extend(compare_trace(
                 &t,
                 base_in_kept,
@@ -759,59 +684,8 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
                 opts.allow_init_differences,
             )?);
         }
-        // Trend over the points where this algorithm has an epsilon.
         let it = opts.at.last().copied().unwrap_or(t.last_iteration);
-        let with_eps: Vec<(usize, f64)> = points
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| p.2.get(k).and_then(|(_, e)| *e).map(|e| (i, e)))
-            .filter(|(_, e)| e.is_finite())
-            .collect();
-        let eps: Vec<f64> = with_eps.iter().map(|&(_, e)| e).collect();
-        if with_eps.len() >= 2 && eps.iter().any(|&e| e != eps[0]) {
-            // units x points matrix of the metric (the units are the same at every point:
-            // compare_trace checked that).
-            let units: Vec<Unit> = traces[with_eps[0].0].values[&(k, it)]
-                .keys()
-                .copied()
-                .collect();
-            let y: Vec<Vec<f64>> = with_eps
-                .iter()
-                .map(|&(i, _)| {
-                    units
-                        .iter()
-                        .map(|u| traces[i].values[&(k, it)][u].0)
-                        .collect()
-                })
-                .collect();
-            let slope_of = |idx: &[usize]| {
-                let means: Vec<f64> = y
-                    .iter()
-                    .map(|col| idx.iter().map(|&u| col[u]).sum::<f64>() / idx.len() as f64)
-                    .collect();
-                stats::slope(&eps, &means)
-            };
-            let all: Vec<usize> = (0..units.len()).collect();
-            let mut rng = crate::math::rng::stream(
-                BOOTSTRAP_SEED,
-                it as u64,
-                (1 << 32) + k as u64,
-                crate::math::rng::Purpose::Compare,
-            );
-            let (lo, hi) =
-                stats::bootstrap_units_ci(units.len(), opts.resamples, 0.95, &mut rng, slope_of);
-            trends.push(Trend {
-                algorithm: traces[base].algorithms[k].clone(),
-                iteration: it,
-                points: with_eps.len(),
-                n: units.len(),
-                epsilon_min: eps.iter().cloned().fold(f64::INFINITY, f64::min),
-                epsilon_max: eps.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
-                slope: slope_of(&all),
-                ci_low: lo,
-                ci_high: hi,
-            });
-        }
+        trends.extend(epsilon_trend(k, it, &points, &traces, base, opts));
     }
     adjust(&mut rows);
     Ok(Report {
@@ -820,6 +694,162 @@ fn compare_sweep(opts: &CompareOptions) -> Result<Report> {
         rows,
         trends,
     })
+}
+
+/// The finished points of a sweep.csv, in its order, and the index of the baseline
+/// (`--baseline`, else the first).
+fn sweep_points(opts: &CompareOptions, sweep_path: &Path) -> Result<(Vec<SweepPoint>, usize)> {
+    let bad = |msg: String| FboError::spec(sweep_path, "", msg);
+    let (mut rdr, col) = open_csv(sweep_path, "an fbo sweep.csv")?;
+    let headers = rdr.headers().map_err(|e| bad(e.to_string()))?.clone();
+    let c_alg = col("algorithm")?;
+    let eps_name = format!("epsilon_{}", opts.accountant.name().replace('-', "_"));
+    let c_eps = col(&eps_name)?;
+    let mut points: Vec<SweepPoint> = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.map_err(|e| bad(e.to_string()))?;
+        let name = rec[0].to_string();
+        let values: Vec<String> = (1..c_alg)
+            .map(|i| format!("{}={}", &headers[i], &rec[i]))
+            .collect();
+        let eps = rec[c_eps].parse::<f64>().ok();
+        match points.iter_mut().find(|p| p.0 == name) {
+            Some(p) => p.2.push((rec[c_alg].to_string(), eps)),
+            None => points.push((name, values.join(" "), vec![(rec[c_alg].to_string(), eps)])),
+        }
+    }
+    if points.len() < 2 {
+        return Err(bad(
+            "a sweep needs at least two finished points to compare".into()
+        ));
+    }
+    let base = match &opts.baseline {
+        None => 0,
+        Some(b) => points.iter().position(|p| &p.0 == b).ok_or_else(|| {
+            FboError::spec(
+                sweep_path,
+                "--baseline",
+                format!(
+                    "no point \"{b}\" in this sweep; it has: {}",
+                    points
+                        .iter()
+                        .map(|p| p.0.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        })?,
+    };
+    Ok((points, base))
+}
+
+/// Algorithm k across the points as one trace, a series per point (the baseline's index in
+/// it second), leaving out the points where it gives the baseline's results exactly.
+fn across_points(k: usize, points: &[SweepPoint], traces: &[Trace], base: usize) -> (Trace, usize) {
+    // Algorithm k's values at one point, to tell where the swept keys did not reach it.
+    let of = |tr: &Trace| -> Vec<_> {
+        tr.values
+            .iter()
+            .filter(|((a, _), _)| *a == k)
+            .map(|((_, it), m)| (*it, m.clone()))
+            .collect()
+    };
+    let at_base = of(&traces[base]);
+    // Points where it gives the base point's results exactly (the swept keys do not
+    // reach it): differences of zero, not tested, and not counted in Holm's correction.
+    let kept: Vec<usize> = (0..points.len())
+        .filter(|&i| i == base || of(&traces[i]) != at_base)
+        .collect();
+    if kept.len() == 1 {
+        eprintln!(
+            "note: {} gives the same results at every point (the swept keys do not reach it): left out of the comparisons",
+            traces[base].algorithms[k]
+        );
+    }
+    // One series per point: algorithm k of that point.
+    let mut t = Trace {
+        algorithms: Vec::new(),
+        values: BTreeMap::new(),
+        init: Vec::new(),
+        last_iteration: traces[base].last_iteration,
+    };
+    for (j, &i) in kept.iter().enumerate() {
+        let (p, tr) = (&points[i], &traces[i]);
+        t.algorithms
+            .push(format!("{} ({}): {}", p.0, p.1, tr.algorithms[k]));
+        t.init.push(tr.init[k].clone());
+        for ((a, it), m) in &tr.values {
+            if *a == k {
+                t.values.insert((j, *it), m.clone());
+            }
+        }
+    }
+    let base_in_kept = kept.iter().position(|&i| i == base).expect("base kept");
+    (t, base_in_kept)
+}
+
+/// Algorithm k's trend of the metric at iteration `it` against epsilon over the points
+/// where it has one (at least two different), with a bootstrap interval over the units.
+fn epsilon_trend(
+    k: usize,
+    it: i64,
+    points: &[SweepPoint],
+    traces: &[Trace],
+    base: usize,
+    opts: &CompareOptions,
+) -> Option<Trend> {
+    let with_eps: Vec<(usize, f64)> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.2.get(k).and_then(|(_, e)| *e).map(|e| (i, e)))
+        .filter(|(_, e)| e.is_finite())
+        .collect();
+    let eps: Vec<f64> = with_eps.iter().map(|&(_, e)| e).collect();
+    if with_eps.len() >= 2 && eps.iter().any(|&e| e != eps[0]) {
+        // units x points matrix of the metric (the units are the same at every point:
+        // compare_trace checked that).
+        let units: Vec<Unit> = traces[with_eps[0].0].values[&(k, it)]
+            .keys()
+            .copied()
+            .collect();
+        let y: Vec<Vec<f64>> = with_eps
+            .iter()
+            .map(|&(i, _)| {
+                units
+                    .iter()
+                    .map(|u| traces[i].values[&(k, it)][u].0)
+                    .collect()
+            })
+            .collect();
+        let slope_of = |idx: &[usize]| {
+            let means: Vec<f64> = y
+                .iter()
+                .map(|col| idx.iter().map(|&u| col[u]).sum::<f64>() / idx.len() as f64)
+                .collect();
+            stats::slope(&eps, &means)
+        };
+        let all: Vec<usize> = (0..units.len()).collect();
+        let mut rng = crate::math::rng::stream(
+            BOOTSTRAP_SEED,
+            it as u64,
+            (1 << 32) + k as u64,
+            crate::math::rng::Purpose::Compare,
+        );
+        let (lo, hi) =
+            stats::bootstrap_units_ci(units.len(), opts.resamples, 0.95, &mut rng, slope_of);
+        return Some(Trend {
+            algorithm: traces[base].algorithms[k].clone(),
+            iteration: it,
+            points: with_eps.len(),
+            n: units.len(),
+            epsilon_min: eps.iter().cloned().fold(f64::INFINITY, f64::min),
+            epsilon_max: eps.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+            slope: slope_of(&all),
+            ci_low: lo,
+            ci_high: hi,
+        });
+    }
+    None
 }
 
 pub fn trend_csv(metric: Metric, trends: &[Trend]) -> String {
