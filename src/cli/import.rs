@@ -171,6 +171,83 @@ fn write_federation(fed: &Federation, source: &Path, opts: &ImportOptions) -> Re
         Axis::new("client_momentum", false, &col(1)),
         Axis::new("batch_size", true, &col(2)),
     ];
+    let (csv, sources) = client_rows(fed, &points, &axes, opts, base);
+    let mut meta = format!(
+        "# Response table imported by `fbo import privtuna` (src/import.rs) from PrivTuna's\n\
+         # per-client grids (Sav et al., arXiv 2402.16087; Apache-2.0, data/raw/privtuna/).\n\
+         # Agent k is client clients[k]; unit coordinates: ln client_lr, client_momentum,\n\
+         # ln batch_size, each scaled to [0, 1] over the grid.\n\
+         dataset = {}\nskew = {}\nlevel = {}\nparties = {}\nclients = [{}]\nmissing_clients = [{}]\n\
+         metric = \"{}\"\ndirection = \"{}\"\nagents = {}\npoints_per_agent = {}\n\
+         points_dropped = {dropped}  # grid points some client did not run, or ran to a NaN\n\
+         source = [\n  {}\n]\n",
+        toml_str(&fed.dataset),
+        toml_str(&fed.skew),
+        toml_str(&fed.level),
+        fed.parties,
+        fed.clients
+            .iter()
+            .map(|c| c.client.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        fed.missing
+            .iter()
+            .map(|c| c.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        opts.metric.name(),
+        opts.metric.direction(),
+        fed.clients.len(),
+        points.len(),
+        sources.join(",\n  "),
+    );
+    let mut planned = vec!["table.toml".to_string(), "table.csv.gz".to_string()];
+    let fedavg_csv = fedavg_rows(fed, &points, base, &mut meta);
+    if fedavg_csv.is_some() {
+        planned.push("fedavg.csv.gz".to_string());
+    }
+    for a in &axes {
+        meta += &format!(
+            "\n[[hyperparameters]]\nname = \"{}\"\nlow = {}\nhigh = {}\nscale = \"{}\"\n",
+            a.name,
+            a.low,
+            a.high,
+            if a.log { "log" } else { "linear" }
+        );
+    }
+    let folder = opts.out.join(&fed.name);
+    let dir = OutDir::claim(
+        &folder,
+        Claim {
+            identity: Identity::new(
+                "import",
+                &fed.folder,
+                &format!("privtuna {} {}", fed.name, opts.metric.name()),
+            ),
+            planned: &planned,
+            overwrite: opts.overwrite,
+            shared: false,
+        },
+    )?;
+    dir.write("table.csv.gz", &gz(csv.as_bytes()))?;
+    if let Some(text) = fedavg_csv {
+        dir.write("fedavg.csv.gz", &gz(text.as_bytes()))?;
+    }
+    // Written last: a table folder without its description is not a table yet.
+    dir.write("table.toml", meta.as_bytes())?;
+    dir.prune()?;
+    Ok(import_summary(fed, points.len(), dropped, &folder))
+}
+
+/// table.csv's rows, client after client over the common points, and each client's source
+/// line for table.toml (its file and sha256).
+fn client_rows(
+    fed: &Federation,
+    points: &[[f64; 3]],
+    axes: &[Axis],
+    opts: &ImportOptions,
+    base: &Path,
+) -> (String, Vec<String>) {
     let mut csv = String::from(
         "agent,point,x0,x1,x2,client_lr,client_momentum,batch_size,metric,train_seconds\n",
     );
@@ -204,36 +281,17 @@ fn write_federation(fed: &Federation, source: &Path, opts: &ImportOptions) -> Re
             );
         }
     }
-    let mut meta = format!(
-        "# Response table imported by `fbo import privtuna` (src/import.rs) from PrivTuna's\n\
-         # per-client grids (Sav et al., arXiv 2402.16087; Apache-2.0, data/raw/privtuna/).\n\
-         # Agent k is client clients[k]; unit coordinates: ln client_lr, client_momentum,\n\
-         # ln batch_size, each scaled to [0, 1] over the grid.\n\
-         dataset = {}\nskew = {}\nlevel = {}\nparties = {}\nclients = [{}]\nmissing_clients = [{}]\n\
-         metric = \"{}\"\ndirection = \"{}\"\nagents = {}\npoints_per_agent = {}\n\
-         points_dropped = {dropped}  # grid points some client did not run, or ran to a NaN\n\
-         source = [\n  {}\n]\n",
-        toml_str(&fed.dataset),
-        toml_str(&fed.skew),
-        toml_str(&fed.level),
-        fed.parties,
-        fed.clients
-            .iter()
-            .map(|c| c.client.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        fed.missing
-            .iter()
-            .map(|c| c.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        opts.metric.name(),
-        opts.metric.direction(),
-        fed.clients.len(),
-        points.len(),
-        sources.join(",\n  "),
-    );
-    let mut planned = vec!["table.toml".to_string(), "table.csv.gz".to_string()];
+    (csv, sources)
+}
+
+/// fedavg.csv's text from the federation's FedAvg grids (None without any), each grid's
+/// best described in `meta`.
+fn fedavg_rows(
+    fed: &Federation,
+    points: &[[f64; 3]],
+    base: &Path,
+    meta: &mut String,
+) -> Option<String> {
     let mut fedavg_csv = None;
     if !fed.fedavg.is_empty() {
         let names: BTreeSet<&String> = fed
@@ -260,7 +318,7 @@ fn write_federation(fed: &Federation, source: &Path, opts: &ImportOptions) -> Re
                     && Some(&p[1]) == best.params.get("client_momentum")
                     && Some(&p[2]) == best.params.get("batch_size")
             });
-            meta += &format!(
+            *meta += &format!(
                 "\n[[fedavg]]\nfile = {}\npoints = {}\nbest_test_accuracy = {}\nbest = {{ {} }}\nbest_point = {}  # the client grid's point of the best's client hyperparameters (-1: not on it)\n",
                 toml_str(&rel(&g.file, base)),
                 g.rows.len(),
@@ -281,44 +339,18 @@ fn write_federation(fed: &Federation, source: &Path, opts: &ImportOptions) -> Re
                 text += &format!("{src},{},{}\n", r.test_accuracy, vals.join(","));
             }
         }
-        planned.push("fedavg.csv.gz".to_string());
         fedavg_csv = Some(text);
     }
-    for a in &axes {
-        meta += &format!(
-            "\n[[hyperparameters]]\nname = \"{}\"\nlow = {}\nhigh = {}\nscale = \"{}\"\n",
-            a.name,
-            a.low,
-            a.high,
-            if a.log { "log" } else { "linear" }
-        );
-    }
-    let folder = opts.out.join(&fed.name);
-    let dir = OutDir::claim(
-        &folder,
-        Claim {
-            identity: Identity::new(
-                "import",
-                &fed.folder,
-                &format!("privtuna {} {}", fed.name, opts.metric.name()),
-            ),
-            planned: &planned,
-            overwrite: opts.overwrite,
-            shared: false,
-        },
-    )?;
-    dir.write("table.csv.gz", &gz(csv.as_bytes()))?;
-    if let Some(text) = fedavg_csv {
-        dir.write("fedavg.csv.gz", &gz(text.as_bytes()))?;
-    }
-    // Written last: a table folder without its description is not a table yet.
-    dir.write("table.toml", meta.as_bytes())?;
-    dir.prune()?;
-    Ok(format!(
+    fedavg_csv
+}
+
+/// The line `fbo import` prints for one federation imported.
+fn import_summary(fed: &Federation, points: usize, dropped: usize, folder: &Path) -> String {
+    format!(
         "{}: {} clients x {} points{}{} -> {}",
         fed.name,
         fed.clients.len(),
-        points.len(),
+        points,
         if fed.missing.is_empty() {
             String::new()
         } else {
@@ -338,7 +370,7 @@ fn write_federation(fed: &Federation, source: &Path, opts: &ImportOptions) -> Re
             String::new()
         },
         folder.join("table.toml").display()
-    ))
+    )
 }
 
 /// Imports every federation under the source folder; everything is read and checked before
