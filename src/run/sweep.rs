@@ -189,51 +189,7 @@ pub fn load(path: &Path) -> Result<Sweep> {
         .remove("select")
         .map(|v| Selection::parse(&v).map_err(|m| err("sweep.select", m)))
         .transpose()?;
-    let combos: Vec<Vec<(String, toml::Value)>> = if let Some(points) = sweep.get("points") {
-        if sweep.len() > 1 {
-            return Err(err(
-                "sweep",
-                "give either `points` or per-key lists, not both".into(),
-            ));
-        }
-        let list = points
-            .as_array()
-            .ok_or_else(|| err("sweep.points", "must be a list of tables".into()))?;
-        list.iter()
-            .enumerate()
-            .map(|(i, p)| {
-                p.as_table()
-                    .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                    .ok_or_else(|| {
-                        err(
-                            &format!("sweep.points[{i}]"),
-                            "must be a table of path = value".into(),
-                        )
-                    })
-            })
-            .collect::<Result<_>>()?
-    } else {
-        let mut combos: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
-        for (k, v) in &sweep {
-            let values = v.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
-                err(
-                    &format!("sweep.\"{k}\""),
-                    "must be a non-empty list of values".into(),
-                )
-            })?;
-            combos = combos
-                .into_iter()
-                .flat_map(|c| {
-                    values.iter().map(move |val| {
-                        let mut c = c.clone();
-                        c.push((k.clone(), val.clone()));
-                        c
-                    })
-                })
-                .collect();
-        }
-        combos
-    };
+    let combos = combinations(&sweep, &err)?;
     if combos.is_empty() || combos[0].is_empty() {
         return Err(err("sweep", "lists no values".into()));
     }
@@ -259,37 +215,7 @@ pub fn load(path: &Path) -> Result<Sweep> {
     let mut by_hash: std::collections::HashMap<u64, Vec<usize>> = Default::default();
     let mut points = Vec::with_capacity(combos.len());
     for (i, combo) in combos.into_iter().enumerate() {
-        let name = format!("p{i:03}");
-        let mut t = table.clone();
-        let label = combo
-            .iter()
-            .map(|(k, v)| format!("{k} = {}", show(v)))
-            .collect::<Vec<_>>()
-            .join(", ");
-        for (k, v) in &combo {
-            set_path(&mut t, k, v.clone()).map_err(|m| err(&format!("sweep.\"{k}\""), m))?;
-        }
-        let text = toml::to_string(&t)
-            .map_err(|e| err("sweep", format!("cannot write point {name}: {e}")))?;
-        let spec = Spec::parse(&text, path).map_err(|e| match e {
-            FboError::Spec { file, key, message } => FboError::Spec {
-                file,
-                key,
-                message: format!("{message} (in sweep point {name}: {label})"),
-            },
-            other => other,
-        })?;
-        let values = keys
-            .iter()
-            .map(|k| {
-                let v = combo
-                    .iter()
-                    .find(|(ck, _)| ck == k)
-                    .map(|(_, v)| show(v))
-                    .unwrap_or_default();
-                (k.clone(), v)
-            })
-            .collect();
+        let point = spec_point(path, &table, &keys, i, &combo)?;
         // A swept key that every algorithm overrides (say `server.q` beside
         // `server = { q = ... }` in each [[algorithm]]) changes nothing: refuse rather than run
         // identical points and report a flat trade-off.
@@ -298,7 +224,7 @@ pub fn load(path: &Path) -> Result<Sweep> {
             e.source.clear();
             e
         };
-        let mine = experiment(&spec);
+        let mine = experiment(&point.spec);
         let hash = {
             use std::hash::{Hash, Hasher};
             let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -314,13 +240,15 @@ pub fn load(path: &Path) -> Result<Sweep> {
             return Err(err(
                 "sweep",
                 format!(
-                    "points {} and {name} ({label}) run the same experiment: the swept value does not reach any algorithm (is it overridden by each [[algorithm]]'s own table, e.g. server = {{ q = ... }}?)",
-                    same.name
+                    "points {} and {} ({}) run the same experiment: the swept value does not reach any algorithm (is it overridden by each [[algorithm]]'s own table, e.g. server = {{ q = ... }}?)",
+                    same.name,
+                    point.name,
+                    label_of(&combo)
                 ),
             ));
         }
         twins.push(points.len());
-        points.push(Point { name, values, spec });
+        points.push(point);
     }
     if select.is_some()
         && !points.iter().any(|p| {
@@ -340,6 +268,108 @@ pub fn load(path: &Path) -> Result<Sweep> {
         points,
         select,
     })
+}
+
+/// One swept setting: (key path, value) pairs.
+type Combo = Vec<(String, toml::Value)>;
+
+/// A point's label: its swept values as `key = value`.
+fn label_of(combo: &Combo) -> String {
+    combo
+        .iter()
+        .map(|(k, v)| format!("{k} = {}", show(v)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The settings a [sweep] table lists: its `points`, or the product of its per-key lists.
+fn combinations(sweep: &toml::Table, err: &dyn Fn(&str, String) -> FboError) -> Result<Vec<Combo>> {
+    let combos: Vec<Combo> = if let Some(points) = sweep.get("points") {
+        if sweep.len() > 1 {
+            return Err(err(
+                "sweep",
+                "give either `points` or per-key lists, not both".into(),
+            ));
+        }
+        let list = points
+            .as_array()
+            .ok_or_else(|| err("sweep.points", "must be a list of tables".into()))?;
+        list.iter()
+            .enumerate()
+            .map(|(i, p)| {
+                p.as_table()
+                    .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                    .ok_or_else(|| {
+                        err(
+                            &format!("sweep.points[{i}]"),
+                            "must be a table of path = value".into(),
+                        )
+                    })
+            })
+            .collect::<Result<_>>()?
+    } else {
+        let mut combos: Vec<Vec<(String, toml::Value)>> = vec![Vec::new()];
+        for (k, v) in sweep {
+            let values = v.as_array().filter(|a| !a.is_empty()).ok_or_else(|| {
+                err(
+                    &format!("sweep.\"{k}\""),
+                    "must be a non-empty list of values".into(),
+                )
+            })?;
+            combos = combos
+                .into_iter()
+                .flat_map(|c| {
+                    values.iter().map(move |val| {
+                        let mut c = c.clone();
+                        c.push((k.clone(), val.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        combos
+    };
+    Ok(combos)
+}
+
+/// Point `i` of a sweep as a spec: the base spec's `table` with `combo` set, checked as a spec (an
+/// error names the point), and its value of every swept key (`keys`).
+fn spec_point(
+    path: &Path,
+    table: &toml::Table,
+    keys: &[String],
+    i: usize,
+    combo: &Combo,
+) -> Result<Point> {
+    let err = |key: &str, msg: String| FboError::spec(path, key, msg);
+    let name = format!("p{i:03}");
+    let mut t = table.clone();
+    let label = label_of(combo);
+    for (k, v) in combo {
+        set_path(&mut t, k, v.clone()).map_err(|m| err(&format!("sweep.\"{k}\""), m))?;
+    }
+    let text =
+        toml::to_string(&t).map_err(|e| err("sweep", format!("cannot write point {name}: {e}")))?;
+    let spec = Spec::parse(&text, path).map_err(|e| match e {
+        FboError::Spec { file, key, message } => FboError::Spec {
+            file,
+            key,
+            message: format!("{message} (in sweep point {name}: {label})"),
+        },
+        other => other,
+    })?;
+    let values = keys
+        .iter()
+        .map(|k| {
+            let v = combo
+                .iter()
+                .find(|(ck, _)| ck == k)
+                .map(|(_, v)| show(v))
+                .unwrap_or_default();
+            (k.clone(), v)
+        })
+        .collect();
+    Ok(Point { name, values, spec })
 }
 
 /// One row of selection.csv: a private algorithm of the sweep and the cost of choosing.
