@@ -83,39 +83,7 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
     let search_points =
         grid.unwrap_or((spec.acquisition.candidates + 30 * spec.acquisition.starts) as f64);
     let n_obs = (spec.initial_points + spec.iterations) as f64;
-    let mut memory: Vec<(String, f64)> = Vec::new();
-    let mut cpu = 0.0;
-
-    // The objective, held once.
-    match &o.kind {
-        ObjectiveKind::SyntheticFts | ObjectiveKind::SyntheticDp { .. } => {
-            let g = o.grid as f64;
-            // Functions are GP draws on the grid: a G x G kernel and its Cholesky factor.
-            memory.push(("objective.grid".into(), 2.0 * g * g * F));
-            memory.push((
-                "objective.functions".into(),
-                o.functions as f64 * n_total * g * F,
-            ));
-            cpu += g.powi(3) / 3.0 * FLOP_S + o.functions as f64 * g * g * FLOP_S;
-        }
-        ObjectiveKind::Table { meta, agents } => {
-            let cells = meta.points as f64 * meta.agents.max(agents.len()) as f64;
-            // Parsed text and two numbers per cell (metric and training seconds).
-            memory.push((
-                "objective.table".into(),
-                cells * (2.0 * F + 60.0 + dim * 24.0),
-            ));
-            cpu += cells * 2e-7;
-        }
-        ObjectiveKind::Function { .. }
-        | ObjectiveKind::Model { .. }
-        | ObjectiveKind::Command(_) => {
-            if let Some(g) = grid {
-                memory.push(("objective.grid".into(), g * dim * 2.0 * F));
-            }
-        }
-    }
-
+    let (mut memory, mut cpu) = objective_cost(spec, dim, grid);
     let jobs = spec.algorithms.len() * spec.runs;
     let concurrent = threads.clamp(1, jobs.max(1)) as f64;
     let own_m = spec.surrogate.own.features as f64;
@@ -138,29 +106,7 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
     let (mut state_max, mut gp_max): (f64, f64) = (0.0, 0.0);
     for alg in &spec.algorithms {
         let m = alg.features as f64;
-        let (acting, state_bytes) = match alg.kind {
-            AlgorithmKind::DpFtsDe => {
-                // Every agent acts every round, and keeps a BLR posterior (M x M).
-                (n_total, n_total * (3.0 * m * m * F + n_obs * (m + dim) * F))
-            }
-            AlgorithmKind::Fts => (o.targets.len() as f64, n_total * m * F + 3.0 * m * m * F),
-            AlgorithmKind::Rgpe | AlgorithmKind::Taf => {
-                let t_n = spec.federation.observations as f64;
-                (
-                    o.targets.len() as f64,
-                    n_total * (t_n * t_n + t_n * dim) * F,
-                )
-            }
-            AlgorithmKind::Ts | AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb => {
-                (o.targets.len() as f64, 0.0)
-            }
-            // Every agent acts, on its own GP; what they share is small.
-            AlgorithmKind::Consensus
-            | AlgorithmKind::Cgp
-            | AlgorithmKind::DesignDensity
-            | AlgorithmKind::FedGp
-            | AlgorithmKind::Fmtbo => (n_total, n_total * n_obs * dim * F),
-        };
+        let (acting, state_bytes) = acting_and_state(spec, alg.kind, m, n_obs, dim);
         state_max = state_max.max(state_bytes + 3.0 * own_m * own_m * F + search_points * dim * F);
         gp_max = gp_max.max(acting * 4.0 * n_obs * n_obs * F);
         let mut run_s = acting * spec.iterations as f64 * ts_step(n_obs);
@@ -180,25 +126,7 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
             let t_n = spec.federation.observations as f64;
             run_s += n_total * t_n * ts_step(t_n);
         }
-        if let crate::spec::frameworks::Framework::FedGp {
-            solver,
-            rounds,
-            local_steps,
-            ..
-        } = alg.framework
-        {
-            // The GP hyperparameters' fit before every iteration: rounds x local_steps
-            // marginal-likelihood gradients per agent under FedAvg, at most one per round
-            // under L-BFGS, each a Cholesky factor and the gradient's traces on up to n_obs
-            // observations (10^4 x 10^4 was "about 1 s").
-            let gradients = match solver {
-                crate::spec::frameworks::FedGpSolver::FedAvg => rounds * local_steps,
-                crate::spec::frameworks::FedGpSolver::Lbfgs => rounds,
-            };
-            let gradient_s =
-                (n_obs.powi(3) / 3.0 + (dim + 2.0) * n_obs * n_obs) * FLOP_S + LML_CALL_S;
-            run_s += spec.iterations as f64 * gradients as f64 * n_total * gradient_s;
-        }
+        run_s += fedgp_fit_s(spec, &alg.framework, n_obs, dim);
         if let ObjectiveKind::Model { settings, .. } = &o.kind {
             run_s += acting * n_obs * model_eval_s(settings.dataset);
         }
@@ -230,6 +158,97 @@ pub fn estimate(spec: &Spec, threads: usize) -> Estimate {
         cpu_s: cpu + jobs as f64 * UNIT_S,
         jobs,
     }
+}
+
+/// The objective's memory (named by key) and set-up CPU seconds, held once per spec.
+fn objective_cost(spec: &Spec, dim: f64, grid: Option<f64>) -> (Vec<(String, f64)>, f64) {
+    let o = &spec.objective;
+    let n_total = spec.total_agents() as f64;
+    let mut memory: Vec<(String, f64)> = Vec::new();
+    let mut cpu = 0.0;
+    match &o.kind {
+        ObjectiveKind::SyntheticFts | ObjectiveKind::SyntheticDp { .. } => {
+            let g = o.grid as f64;
+            // Functions are GP draws on the grid: a G x G kernel and its Cholesky factor.
+            memory.push(("objective.grid".into(), 2.0 * g * g * F));
+            memory.push((
+                "objective.functions".into(),
+                o.functions as f64 * n_total * g * F,
+            ));
+            cpu += g.powi(3) / 3.0 * FLOP_S + o.functions as f64 * g * g * FLOP_S;
+        }
+        ObjectiveKind::Table { meta, agents } => {
+            let cells = meta.points as f64 * meta.agents.max(agents.len()) as f64;
+            // Parsed text and two numbers per cell (metric and training seconds).
+            memory.push((
+                "objective.table".into(),
+                cells * (2.0 * F + 60.0 + dim * 24.0),
+            ));
+            cpu += cells * 2e-7;
+        }
+        ObjectiveKind::Function { .. }
+        | ObjectiveKind::Model { .. }
+        | ObjectiveKind::Command(_) => {
+            if let Some(g) = grid {
+                memory.push(("objective.grid".into(), g * dim * 2.0 * F));
+            }
+        }
+    }
+    (memory, cpu)
+}
+
+/// How many agents of an algorithm act each round, and the bytes of state all its agents
+/// hold (M features, n observations in `dim` dimensions).
+fn acting_and_state(spec: &Spec, kind: AlgorithmKind, m: f64, n_obs: f64, dim: f64) -> (f64, f64) {
+    let n_total = spec.total_agents() as f64;
+    let targets = spec.objective.targets.len() as f64;
+    match kind {
+        AlgorithmKind::DpFtsDe => {
+            // Every agent acts every round, and keeps a BLR posterior (M x M).
+            (n_total, n_total * (3.0 * m * m * F + n_obs * (m + dim) * F))
+        }
+        AlgorithmKind::Fts => (targets, n_total * m * F + 3.0 * m * m * F),
+        AlgorithmKind::Rgpe | AlgorithmKind::Taf => {
+            let t_n = spec.federation.observations as f64;
+            (targets, n_total * (t_n * t_n + t_n * dim) * F)
+        }
+        AlgorithmKind::Ts | AlgorithmKind::Random | AlgorithmKind::Ei | AlgorithmKind::Ucb => {
+            (targets, 0.0)
+        }
+        // Every agent acts, on its own GP; what they share is small.
+        AlgorithmKind::Consensus
+        | AlgorithmKind::Cgp
+        | AlgorithmKind::DesignDensity
+        | AlgorithmKind::FedGp
+        | AlgorithmKind::Fmtbo => (n_total, n_total * n_obs * dim * F),
+    }
+}
+
+/// FedGP's hyperparameter fit before every iteration over a run, in CPU seconds (0 for the
+/// other kinds): rounds x local_steps marginal-likelihood gradients per agent under FedAvg,
+/// at most one per round under L-BFGS, each a Cholesky factor and the gradient's traces on
+/// up to n_obs observations (10^4 x 10^4 was "about 1 s").
+fn fedgp_fit_s(
+    spec: &Spec,
+    framework: &crate::spec::frameworks::Framework,
+    n_obs: f64,
+    dim: f64,
+) -> f64 {
+    let crate::spec::frameworks::Framework::FedGp {
+        solver,
+        rounds,
+        local_steps,
+        ..
+    } = *framework
+    else {
+        return 0.0;
+    };
+    let gradients = match solver {
+        crate::spec::frameworks::FedGpSolver::FedAvg => rounds * local_steps,
+        crate::spec::frameworks::FedGpSolver::Lbfgs => rounds,
+    };
+    let gradient_s = (n_obs.powi(3) / 3.0 + (dim + 2.0) * n_obs * n_obs) * FLOP_S + LML_CALL_S;
+    spec.iterations as f64 * gradients as f64 * spec.total_agents() as f64 * gradient_s
 }
 
 /// Bytes of memory this machine can give (MemAvailable), where it can be read.
