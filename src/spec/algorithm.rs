@@ -398,32 +398,12 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         ra.own_sample.as_deref(),
         surrogate.own.sampler,
     )?;
-    let incumbent = match ra.incumbent.as_deref() {
-        None | Some("agent") => TafIncumbent::Agent,
-        Some("target") => TafIncumbent::Target,
-        Some(o) => {
-            return Err(c.err(
-                &key("incumbent"),
-                format!("unknown incumbent \"{o}\"; allowed: \"agent\", \"target\""),
-            ));
-        }
-    };
-    let start = c.choice(
-        &key("start"),
-        ra.start.as_deref(),
-        None,
-        "start",
-        "\"federation-best\", \"mean-of-bests\"",
-        |s| Start::parse(s).map(Some),
-    )?;
-    let samples = c.int(&key("samples"), ra.samples, 100, 1, 100_000)?;
-    let bandwidth = ra.bandwidth.unwrap_or(0.1);
-    if !(bandwidth > 0.0 && bandwidth <= 10.0) {
-        return Err(c.err(
-            &key("bandwidth"),
-            format!("must be in (0, 10], got {bandwidth}"),
-        ));
-    }
+    let MetaKeys {
+        incumbent,
+        start,
+        samples,
+        bandwidth,
+    } = meta_keys(c, &key, &ra)?;
     let m = c.int(
         &key("features"),
         ra.features,
@@ -464,7 +444,7 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         },
     };
     let messages = c.messages(&key("messages"), ra.messages.as_deref(), fed_messages)?;
-    let label = match ra.label {
+    let label = match ra.label.clone() {
         Some(l) => checked_label(c, &key("label"), l)?,
         None => default_label(
             d,
@@ -478,25 +458,7 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
             own_sample,
         ),
     };
-    let pace = c.choice(
-        &key("pace"),
-        ra.pace.as_deref(),
-        super::Pace::Synchronous,
-        "pace",
-        super::Pace::NAMES,
-        super::Pace::parse,
-    )?;
-    // The asynchronous form needs a server that aggregates whatever has arrived; the FTS
-    // paper's target-and-senders form, the meta-learners and the frameworks keep rounds.
-    if pace == super::Pace::Asynchronous && kind != AlgorithmKind::DpFtsDe {
-        return Err(c.err(
-            &key("pace"),
-            format!(
-                "\"asynchronous\" applies to kind = \"dp-fts-de\" (its server aggregates whatever messages are fresh); {} keeps synchronous rounds",
-                ra.kind
-            ),
-        ));
-    }
+    let pace = checked_pace(c, &key("pace"), &ra, kind)?;
     Ok(AlgorithmSpec {
         kind,
         label,
@@ -520,6 +482,77 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         start,
         shared,
     })
+}
+
+/// The keys of the meta-learners and the FTS family's start, checked.
+struct MetaKeys {
+    incumbent: TafIncumbent,
+    start: Option<Start>,
+    samples: usize,
+    bandwidth: f64,
+}
+
+fn meta_keys(c: &Check, key: &dyn Fn(&str) -> String, ra: &RawAlgorithm) -> Result<MetaKeys> {
+    let incumbent = match ra.incumbent.as_deref() {
+        None | Some("agent") => TafIncumbent::Agent,
+        Some("target") => TafIncumbent::Target,
+        Some(o) => {
+            return Err(c.err(
+                &key("incumbent"),
+                format!("unknown incumbent \"{o}\"; allowed: \"agent\", \"target\""),
+            ));
+        }
+    };
+    let start = c.choice(
+        &key("start"),
+        ra.start.as_deref(),
+        None,
+        "start",
+        "\"federation-best\", \"mean-of-bests\"",
+        |s| Start::parse(s).map(Some),
+    )?;
+    let samples = c.int(&key("samples"), ra.samples, 100, 1, 100_000)?;
+    let bandwidth = ra.bandwidth.unwrap_or(0.1);
+    if !(bandwidth > 0.0 && bandwidth <= 10.0) {
+        return Err(c.err(
+            &key("bandwidth"),
+            format!("must be in (0, 10], got {bandwidth}"),
+        ));
+    }
+    Ok(MetaKeys {
+        incumbent,
+        start,
+        samples,
+        bandwidth,
+    })
+}
+
+/// `pace`: the asynchronous form needs a server that aggregates whatever has arrived; the
+/// FTS paper's target-and-senders form, the meta-learners and the frameworks keep rounds.
+fn checked_pace(
+    c: &Check,
+    key: &str,
+    ra: &RawAlgorithm,
+    kind: AlgorithmKind,
+) -> Result<super::Pace> {
+    let pace = c.choice(
+        key,
+        ra.pace.as_deref(),
+        super::Pace::Synchronous,
+        "pace",
+        super::Pace::NAMES,
+        super::Pace::parse,
+    )?;
+    if pace == super::Pace::Asynchronous && kind != AlgorithmKind::DpFtsDe {
+        return Err(c.err(
+            key,
+            format!(
+                "\"asynchronous\" applies to kind = \"dp-fts-de\" (its server aggregates whatever messages are fresh); {} keeps synchronous rounds",
+                ra.kind
+            ),
+        ));
+    }
+    Ok(pace)
 }
 
 /// The framework keys of `ra` for `frameworks::parse` (samples, beta and ei only for the
