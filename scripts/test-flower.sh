@@ -41,13 +41,16 @@ export PATH="$VENV/bin:$PATH"
 W="$(mktemp -d /tmp/fbo-flower.XXXXXX)"
 PORT=$((20000 + RANDOM % 20000))
 PIDS=()
+R=""
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    # The walk-through's SuperLink and SuperNodes, if it stopped before its own last step.
+    [ -n "$R" ] && pkill -9 -f "$R/" 2>/dev/null
     # The apps' processes run from this test's environment (a ClientApp outlives a SuperNode
     # killed under it).
     pkill -9 -f "$VENV/bin/flwr-serverapp" 2>/dev/null || true
     pkill -9 -f "$VENV/bin/flwr-clientapp" 2>/dev/null || true
-    if [ -z "${FBO_FLOWER_KEEP:-}" ]; then rm -rf "$W"; else echo "test-flower: kept $W" >&2; fi
+    if [ -z "${FBO_FLOWER_KEEP:-}" ]; then rm -rf "$W" $R; else echo "test-flower: kept $W $R" >&2; fi
 }
 trap cleanup EXIT
 fail() {
@@ -56,6 +59,30 @@ fail() {
     tail -n 30 "$W"/link*.log >&2 || true
     exit 1
 }
+
+# 0. docs/federation.md's walk-through, exactly as written: its sh blocks, in order, from a
+# folder that has the clone's configs/, data/ and integrations/ (as the clone's root has), so
+# that it writes nothing into the clone. Its own last blocks check the federation's four CSVs
+# against fbo's one-process run and stop its processes.
+echo "test-flower: 0. docs/federation.md's walk-through (four heart-disease sites)" >&2
+R="$(mktemp -d /tmp/fbo-rehearsal.XXXXXX)"
+ln -s "$ROOT/configs" "$ROOT/data" "$ROOT/integrations" "$R/"
+python3 - "$ROOT/docs/federation.md" >"$R/walk-through.sh" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+part = text.split("<!-- walk-through: begin")[1].split("<!-- walk-through: end -->")[0]
+blocks = re.findall(r"^```sh\n(.*?)^```$", part, re.MULTILINE | re.DOTALL)
+assert len(blocks) == 5, f"{len(blocks)} sh blocks in the walk-through"
+print("set -euo pipefail")
+print("\n".join(blocks))
+PY
+t0=$SECONDS
+(cd "$R" && timeout 900 bash walk-through.sh) >"$R/walk-through.log" 2>&1 ||
+    fail "the walk-through stopped: $(tail -n 20 "$R/walk-through.log")"
+grep -q "round 6 of 6: 4 of 4 agents answered; epsilon so far" "$R/walk-through.log" ||
+    fail "flwr run --stream showed no progress line for the last round: $(tail -n 10 "$R/walk-through.log")"
+grep -q "1 done, 0 running, 0 missing" "$R/walk-through.log" || fail "fbo-flower status did not report the unit done"
+echo "test-flower: 0. ok: as written, byte-identical to fbo run ($((SECONDS - t0)) s)" >&2
 
 # The experiment: five agents, DP-FTS-DE with DP (two sub-regions, Poisson q = 0.6), 6 rounds.
 cat >"$W/spec.toml" <<'SPEC'

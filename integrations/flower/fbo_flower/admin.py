@@ -180,11 +180,38 @@ def site_init(args):
   once the server has registered it, start the site: {node}""")
 
 
+def _wait_for_link(config, seconds):
+    """Waits until the SuperLink named in `config` (the flwr configuration server-init wrote)
+    accepts connections: an administrator registers sites right after starting it, and it
+    takes a few seconds to listen. Refuses, naming the address, after `seconds`."""
+    import re
+    import socket
+    import time
+
+    m = re.search(r'^address = "(.+):(\d+)"$', config.read_text(), re.MULTILINE)
+    if m is None:
+        raise SystemExit(f"fbo-flower: {config} has no SuperLink address; was it written by server-init?")
+    host, port = m.group(1), int(m.group(2))
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            socket.create_connection((host, port), timeout=2).close()
+            return
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                raise SystemExit(
+                    f"fbo-flower: the SuperLink at {host}:{port} does not answer after {seconds:g} s ({e}); "
+                    "is superlink.sh running?"
+                )
+            time.sleep(0.5)
+
+
 def register(args):
     d = pathlib.Path(args.server_dir).resolve()
     home = d / "flwr-home"
     if not (home / "config.toml").exists():
         raise SystemExit(f"fbo-flower: {home / 'config.toml'} missing: run fbo-flower server-init {d} first")
+    _wait_for_link(home / "config.toml", args.wait)
     env = dict(os.environ, FLWR_HOME=str(home))
     r = subprocess.run(["flwr", "supernode", "register", str(args.key), FEDERATION], env=env)
     sys.exit(r.returncode)
@@ -221,6 +248,8 @@ def main(argv=None):
     s = sub.add_parser("register", help="admit a site's public key (flwr supernode register)")
     s.add_argument("server_dir")
     s.add_argument("key")
+    s.add_argument("--wait", type=float, default=60.0,
+                   help="seconds to wait for a SuperLink just started to listen (default 60)")
     s.set_defaults(run=register)
     s = sub.add_parser("status", help="the experiment's progress in its output folder")
     s.add_argument("spec")
