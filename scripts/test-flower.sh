@@ -45,7 +45,7 @@ R=""
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
     # The walk-through's SuperLink and SuperNodes, if it stopped before its own last step.
-    [ -n "$R" ] && pkill -9 -f "$R/" 2>/dev/null
+    if [ -n "$R" ]; then pkill -9 -f "$R/" 2>/dev/null || true; fi
     # The apps' processes run from this test's environment (a ClientApp outlives a SuperNode
     # killed under it).
     pkill -9 -f "$VENV/bin/flwr-serverapp" 2>/dev/null || true
