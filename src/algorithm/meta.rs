@@ -48,7 +48,7 @@ use crate::math::linalg::{argmax, cholesky_jittered};
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Point, Region};
 use crate::spec::{SharedModel, TafIncumbent};
-use crate::surrogate::gp::{GpPosterior, kernel_matrix};
+use crate::surrogate::gp::{GpHyper, GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2, ArrayView1, Axis};
 use rand::Rng as _;
 use rand_distr::{Distribution, StandardNormal};
@@ -328,8 +328,6 @@ fn choose(
     let hyper = target.learner.fitted_hyper();
     let x = target.learner.inputs();
     let y = target.learner.scaled_ys();
-    let (observed, _) = target.learner.observations();
-    let observed = observed.to_vec();
     let others: Vec<&Arc<Surrogate>> = surrogates
         .iter()
         .filter(|s| s.agent != target.learner.agent)
@@ -342,72 +340,25 @@ fn choose(
     };
     let post = GpPosterior::fit(x.view(), y.view(), &hyper).ok_or_else(singular)?;
     let best = y.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-    let n = y.len();
     // The weights of the target (first) and of each other agent; TAF also measures each
     // agent's improvement against its own incumbent.
     let (weights, against) = match weighting {
-        Weighting::Rgpe { samples } => {
-            let weights = if n < 2 {
-                let mut w = vec![0.0; others.len() + 1];
-                w[0] = 1.0;
-                w
-            } else {
-                let mut losses = vec![
-                    target_losses(&x, &y, &hyper, samples, &mut target.rng).ok_or_else(singular)?,
-                ];
-                for s in &others {
-                    let slot = surrogates
-                        .iter()
-                        .position(|o| o.agent == s.agent)
-                        .expect("listed");
-                    let rows = &mut target.rows[slot];
-                    for p in &observed[rows.len()..] {
-                        rows.push(shared.phi(p).dot(&s.root));
-                    }
-                    let mean_x = Array1::from_iter(observed.iter().map(|p| s.mean_at(p, shared)));
-                    let b =
-                        ndarray::stack(Axis(0), &rows.iter().map(|r| r.view()).collect::<Vec<_>>())
-                            .expect("rows of equal length");
-                    let eps = Array2::from_shape_fn((s.root.nrows(), samples), |_| {
-                        StandardNormal.sample(&mut target.rng)
-                    });
-                    let draws = crate::math::linalg::matmul(b.view(), eps.view());
-                    losses.push(
-                        (0..samples)
-                            .map(|k| {
-                                let f = &mean_x + &draws.column(k);
-                                discordant_pairs(f.view(), y.view()) as f64
-                            })
-                            .collect(),
-                    );
-                }
-                rgpe_weights(&losses, &mut target.rng)
-            };
-            (weights, None)
-        }
+        Weighting::Rgpe { samples } => (
+            rgpe_weights_for(
+                target,
+                surrogates,
+                &others,
+                shared,
+                samples,
+                (&x, &y, &hyper),
+            )?,
+            None,
+        ),
         Weighting::Taf {
             bandwidth,
             incumbent,
         } => {
-            let pairs = (n * n.saturating_sub(1)).max(1) as f64;
-            let fractions: Vec<f64> = others
-                .iter()
-                .map(|s| {
-                    let mean_x = Array1::from_iter(observed.iter().map(|p| s.mean_at(p, shared)));
-                    discordant_pairs(mean_x.view(), y.view()) as f64 / pairs
-                })
-                .collect();
-            let weights = taf_weights(&fractions, bandwidth);
-            let against: Vec<f64> = others
-                .iter()
-                .map(|s| match incumbent {
-                    TafIncumbent::Agent => s.incumbent,
-                    TafIncumbent::Target => observed
-                        .iter()
-                        .map(|p| s.mean_at(p, shared))
-                        .fold(f64::NEG_INFINITY, f64::max),
-                })
-                .collect();
+            let (weights, against) = taf_weights_for(target, &others, shared, bandwidth, incumbent);
             (weights, Some(against))
         }
     };
@@ -427,8 +378,112 @@ fn choose(
         };
         return target.learner.acquire(&mut acq, &region);
     };
+    let acq = grid_acquisition(&post, grid, &others, &weights, against.as_deref(), best);
+    Ok(grid.at(argmax(acq.view())))
+}
+
+/// RGPE's weights of the target (first) and of each other agent: how often each model's
+/// sampled ranking of the target's observations is the least discordant (the target's by
+/// leave-one-out); all on the target until it has two observations.
+fn rgpe_weights_for(
+    target: &mut Target,
+    surrogates: &[Arc<Surrogate>],
+    others: &[&Arc<Surrogate>],
+    shared: &SharedFeatures,
+    samples: usize,
+    (x, y, hyper): (&Array2<f64>, &Array1<f64>, &GpHyper),
+) -> Result<Vec<f64>> {
+    let observed = target.learner.observations().0.to_vec();
+    let n = y.len();
+    let singular = || {
+        FboError::Run(format!(
+            "agent {}'s GP posterior is singular; raise the noise lower bound",
+            target.learner.agent
+        ))
+    };
+    Ok(if n < 2 {
+        let mut w = vec![0.0; others.len() + 1];
+        w[0] = 1.0;
+        w
+    } else {
+        let mut losses =
+            vec![target_losses(x, y, hyper, samples, &mut target.rng).ok_or_else(singular)?];
+        for s in others {
+            let slot = surrogates
+                .iter()
+                .position(|o| o.agent == s.agent)
+                .expect("listed");
+            let rows = &mut target.rows[slot];
+            for p in &observed[rows.len()..] {
+                rows.push(shared.phi(p).dot(&s.root));
+            }
+            let mean_x = Array1::from_iter(observed.iter().map(|p| s.mean_at(p, shared)));
+            let b = ndarray::stack(Axis(0), &rows.iter().map(|r| r.view()).collect::<Vec<_>>())
+                .expect("rows of equal length");
+            let eps = Array2::from_shape_fn((s.root.nrows(), samples), |_| {
+                StandardNormal.sample(&mut target.rng)
+            });
+            let draws = crate::math::linalg::matmul(b.view(), eps.view());
+            losses.push(
+                (0..samples)
+                    .map(|k| {
+                        let f = &mean_x + &draws.column(k);
+                        discordant_pairs(f.view(), y.view()) as f64
+                    })
+                    .collect(),
+            );
+        }
+        rgpe_weights(&losses, &mut target.rng)
+    })
+}
+
+/// TAF's weights of the target (first) and of each other agent, from the fraction of the
+/// target's observation pairs each other agent's mean ranks the wrong way; and the incumbent
+/// each agent's improvement is measured against.
+fn taf_weights_for(
+    target: &Target,
+    others: &[&Arc<Surrogate>],
+    shared: &SharedFeatures,
+    bandwidth: f64,
+    incumbent: TafIncumbent,
+) -> (Vec<f64>, Vec<f64>) {
+    let y = target.learner.scaled_ys();
+    let (observed, _) = target.learner.observations();
+    let n = y.len();
+    let pairs = (n * n.saturating_sub(1)).max(1) as f64;
+    let fractions: Vec<f64> = others
+        .iter()
+        .map(|s| {
+            let mean_x = Array1::from_iter(observed.iter().map(|p| s.mean_at(p, shared)));
+            discordant_pairs(mean_x.view(), y.view()) as f64 / pairs
+        })
+        .collect();
+    let weights = taf_weights(&fractions, bandwidth);
+    let against: Vec<f64> = others
+        .iter()
+        .map(|s| match incumbent {
+            TafIncumbent::Agent => s.incumbent,
+            TafIncumbent::Target => observed
+                .iter()
+                .map(|p| s.mean_at(p, shared))
+                .fold(f64::NEG_INFINITY, f64::max),
+        })
+        .collect();
+    (weights, against)
+}
+
+/// The acquisition at every grid point: TAF's (`against` given) weighted target EI plus each
+/// agent's predicted improvement, or RGPE's EI of the weighted mixture.
+fn grid_acquisition(
+    post: &GpPosterior,
+    grid: &crate::objective::space::Domain,
+    others: &[&Arc<Surrogate>],
+    weights: &[f64],
+    against: Option<&[f64]>,
+    best: f64,
+) -> Array1<f64> {
     let (t_mean, t_var) = post.predict(grid.points());
-    let acq: Array1<f64> = if let Some(against) = &against {
+    if let Some(against) = against {
         // TAF: weighted target EI plus each agent's predicted improvement.
         let total: f64 = weights.iter().sum();
         let mut acq = Array1::from_iter(
@@ -459,8 +514,7 @@ fn choose(
                 .zip(&var)
                 .map(|(&m, &v)| expected_improvement(m, v.sqrt(), best)),
         )
-    };
-    Ok(grid.at(argmax(acq.view())))
+    }
 }
 
 /// The RGPE (`against` None) or TAF acquisition at one point of a box, with its gradient.

@@ -462,61 +462,7 @@ fn sweep_series(
             fig.references.extend(last_iteration(t, opts)?);
             continue;
         }
-        let (ca, cx, cy) = (t.col("algorithm")?, t.col(x_col)?, t.col(y_col)?);
-        let cs = se_col.map(|c| t.col(c)).transpose()?;
-        let cp = t.col("point")?;
-        // The swept keys sit between `point` and `algorithm`; their values name a point.
-        let keys: Vec<(usize, String)> = (cp + 1..ca)
-            .map(|c| {
-                let short = t.header[c].rsplit('.').next().unwrap_or_default();
-                (c, short.to_string())
-            })
-            .collect();
-        // The k-th algorithm of every point is one series (its label changes with the
-        // swept values, e.g. "... q=0.35 z=1", so it is named by what all share).
-        let mut groups: Vec<SweepGroup> = Vec::new();
-        // Non-private algorithms of a privacy sweep: (label, value at each point).
-        let mut flat: Vec<(String, Vec<f64>)> = Vec::new();
-        let mut k = 0;
-        for (i, r) in t.rows.iter().enumerate() {
-            k = if i > 0 && t.rows[i - 1][cp] == r[cp] {
-                k + 1
-            } else {
-                0
-            };
-            if let (true, None, Some(y)) = (privacy, t.num(r, cx)?, t.num(r, cy)?) {
-                match flat.iter_mut().find(|f| f.0 == r[ca]) {
-                    Some(f) => f.1.push(y),
-                    None => flat.push((r[ca].clone(), vec![y])),
-                }
-            }
-            let (Some(mut x), Some(y)) = (t.num(r, cx)?, t.num(r, cy)?) else {
-                continue; // not private, or no timing: nothing to place
-            };
-            if !privacy {
-                x -= 1.0;
-            }
-            let se = match cs {
-                Some(c) => t.num(r, c)?.unwrap_or(0.0),
-                None => 0.0,
-            };
-            let note = keys
-                .iter()
-                .map(|(c, name)| {
-                    // 1.0 -> 1: shorter labels overlap less.
-                    let v = r[*c]
-                        .parse::<f64>()
-                        .map_or_else(|_| r[*c].clone(), |v| v.to_string());
-                    format!("{name}={v}")
-                })
-                .collect::<Vec<_>>()
-                .join(" ");
-            if groups.len() <= k {
-                groups.resize_with(k + 1, Default::default);
-            }
-            groups[k].0.push(r[ca].clone());
-            groups[k].1.push((with_se(x, y, se), note));
-        }
+        let (groups, flat) = sweep_rows(t, privacy, (x_col, y_col, se_col))?;
         // A non-private algorithm the swept keys do not reach has one value at every
         // point (fbo sweep runs it once): a reference line, as a summary.csv's would be.
         for (label, ys) in flat {
@@ -544,6 +490,75 @@ fn sweep_series(
     }
     fig.series = series;
     Ok(())
+}
+
+/// A non-private algorithm of a privacy sweep: its label and its value at each point.
+type Flat = (String, Vec<f64>);
+
+/// A sweep.csv's rows as series: the k-th algorithm of every point is group k, each point
+/// with its (x, y, s.e.) and a note naming its swept values; and, in a privacy sweep, each
+/// non-private algorithm's value at every point.
+fn sweep_rows(
+    t: &Table,
+    privacy: bool,
+    (x_col, y_col, se_col): (&str, &str, Option<&str>),
+) -> Result<(Vec<SweepGroup>, Vec<Flat>)> {
+    let (ca, cx, cy) = (t.col("algorithm")?, t.col(x_col)?, t.col(y_col)?);
+    let cs = se_col.map(|c| t.col(c)).transpose()?;
+    let cp = t.col("point")?;
+    // The swept keys sit between `point` and `algorithm`; their values name a point.
+    let keys: Vec<(usize, String)> = (cp + 1..ca)
+        .map(|c| {
+            let short = t.header[c].rsplit('.').next().unwrap_or_default();
+            (c, short.to_string())
+        })
+        .collect();
+    // The k-th algorithm of every point is one series (its label changes with the
+    // swept values, e.g. "... q=0.35 z=1", so it is named by what all share).
+    let mut groups: Vec<SweepGroup> = Vec::new();
+    // Non-private algorithms of a privacy sweep: (label, value at each point).
+    let mut flat: Vec<Flat> = Vec::new();
+    let mut k = 0;
+    for (i, r) in t.rows.iter().enumerate() {
+        k = if i > 0 && t.rows[i - 1][cp] == r[cp] {
+            k + 1
+        } else {
+            0
+        };
+        if let (true, None, Some(y)) = (privacy, t.num(r, cx)?, t.num(r, cy)?) {
+            match flat.iter_mut().find(|f| f.0 == r[ca]) {
+                Some(f) => f.1.push(y),
+                None => flat.push((r[ca].clone(), vec![y])),
+            }
+        }
+        let (Some(mut x), Some(y)) = (t.num(r, cx)?, t.num(r, cy)?) else {
+            continue; // not private, or no timing: nothing to place
+        };
+        if !privacy {
+            x -= 1.0;
+        }
+        let se = match cs {
+            Some(c) => t.num(r, c)?.unwrap_or(0.0),
+            None => 0.0,
+        };
+        let note = keys
+            .iter()
+            .map(|(c, name)| {
+                // 1.0 -> 1: shorter labels overlap less.
+                let v = r[*c]
+                    .parse::<f64>()
+                    .map_or_else(|_| r[*c].clone(), |v| v.to_string());
+                format!("{name}={v}")
+            })
+            .collect::<Vec<_>>()
+            .join(" ");
+        if groups.len() <= k {
+            groups.resize_with(k + 1, Default::default);
+        }
+        groups[k].0.push(r[ca].clone());
+        groups[k].1.push((with_se(x, y, se), note));
+    }
+    Ok((groups, flat))
 }
 
 /// Leaves out values that are not finite (the best metric of an agent whose every
@@ -757,81 +772,12 @@ where
         .map_err(e)?;
     for (k, (s, pts)) in fig.series.iter().zip(&scaled).enumerate() {
         let color = PALETTE[k % PALETTE.len()];
-        if s.line {
-            if pts.len() > 1 {
-                let band: Vec<(f64, f64)> = pts
-                    .iter()
-                    .map(|p| (p.0, p.3))
-                    .chain(pts.iter().rev().map(|p| (p.0, p.2)))
-                    .collect();
-                chart
-                    .draw_series(std::iter::once(Polygon::new(
-                        band,
-                        color.mix(0.18).filled(),
-                    )))
-                    .map_err(e)?;
-            }
-            // Past the palette's eight colours a series is dashed, so that no two series of
-            // one figure look alike (FTS Fig. 2a has 13).
-            let marker = if (k / PALETTE.len()) % 2 == 1 {
-                let line = pts.iter().map(|p| (p.0, p.1));
-                chart
-                    .draw_series(DashedLineSeries::new(line, 8, 5, color.stroke_width(2)))
-                    .map_err(e)?;
-                Marker::Dashed
-            } else {
-                chart
-                    .draw_series(LineSeries::new(
-                        pts.iter().map(|p| (p.0, p.1)),
-                        color.stroke_width(2),
-                    ))
-                    .map_err(e)?;
-                Marker::Line
-            };
-            legend.push((s.label.clone(), color, marker));
-            if pts.len() <= 12 {
-                chart
-                    .draw_series(
-                        pts.iter()
-                            .map(|p| Circle::new((p.0, p.1), 3, color.filled())),
-                    )
-                    .map_err(e)?;
-            }
+        let marker = if s.line {
+            draw_line(&mut chart, pts, k, color)?
         } else {
-            chart
-                .draw_series(
-                    pts.iter().map(|p| {
-                        ErrorBar::new_vertical(p.0, p.2, p.1, p.3, color.stroke_width(2), 8)
-                    }),
-                )
-                .map_err(e)?;
-            chart
-                .draw_series(
-                    pts.iter()
-                        .map(|p| Circle::new((p.0, p.1), 4, color.filled())),
-                )
-                .map_err(e)?;
-            if s.notes.len() == pts.len() {
-                // Level text centred above each bar, at a size read where the figure is
-                // shown (about 11 pixels at 440 wide).
-                let places = &note_places[k];
-                // One band above the series' highest bar, so that rows of labels never meet.
-                let top = pts.iter().map(|p| p.3).fold(f64::NEG_INFINITY, f64::max);
-                chart
-                    .draw_series(pts.iter().zip(&s.notes).zip(places).map(|((p, n), place)| {
-                        let half = (n.chars().count() as f64 * NOTE_CHAR_PX / 2.0) as i32;
-                        let (row, shift) = *place;
-                        EmptyElement::at((p.0, top))
-                            + Text::new(
-                                n.clone(),
-                                (shift - half, -30 - NOTE_ROW_PX as i32 * row as i32),
-                                ("sans-serif", 22).into_font().color(&color),
-                            )
-                    }))
-                    .map_err(e)?;
-            }
-            legend.push((s.label.clone(), color, Marker::Dot));
-        }
+            draw_bars(&mut chart, s, pts, &note_places[k], color)?
+        };
+        legend.push((s.label.clone(), color, marker));
     }
     for (k, (label, y)) in refs.iter().enumerate() {
         let color = PALETTE[(fig.series.len() + k) % PALETTE.len()];
@@ -846,6 +792,130 @@ where
             .map_err(e)?;
         legend.push((label.clone(), color, Marker::Dashed));
     }
+    draw_legend(&legend_area, fig, &legend)?;
+    root.present().map_err(e)?;
+    Ok(())
+}
+
+/// The chart of a figure: f64 on both axes.
+type Chart<'a, DB> = ChartContext<
+    'a,
+    DB,
+    plotters::coord::cartesian::Cartesian2d<
+        plotters::coord::types::RangedCoordf64,
+        plotters::coord::types::RangedCoordf64,
+    >,
+>;
+
+/// Series `k` as a line over its band (s.e.), with dots where it has few points; its legend
+/// marker.
+fn draw_line<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    pts: &[(f64, f64, f64, f64)],
+    k: usize,
+    color: RGBColor,
+) -> std::result::Result<Marker, String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    if pts.len() > 1 {
+        let band: Vec<(f64, f64)> = pts
+            .iter()
+            .map(|p| (p.0, p.3))
+            .chain(pts.iter().rev().map(|p| (p.0, p.2)))
+            .collect();
+        chart
+            .draw_series(std::iter::once(Polygon::new(
+                band,
+                color.mix(0.18).filled(),
+            )))
+            .map_err(e)?;
+    }
+    // Past the palette's eight colours a series is dashed, so that no two series of
+    // one figure look alike (FTS Fig. 2a has 13).
+    let marker = if (k / PALETTE.len()) % 2 == 1 {
+        let line = pts.iter().map(|p| (p.0, p.1));
+        chart
+            .draw_series(DashedLineSeries::new(line, 8, 5, color.stroke_width(2)))
+            .map_err(e)?;
+        Marker::Dashed
+    } else {
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|p| (p.0, p.1)),
+                color.stroke_width(2),
+            ))
+            .map_err(e)?;
+        Marker::Line
+    };
+    if pts.len() <= 12 {
+        chart
+            .draw_series(
+                pts.iter()
+                    .map(|p| Circle::new((p.0, p.1), 3, color.filled())),
+            )
+            .map_err(e)?;
+    }
+    Ok(marker)
+}
+
+/// A series as error bars with a dot at each centre, and its notes (levels) above the bars at
+/// their `places`; its legend marker.
+fn draw_bars<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    s: &Series,
+    pts: &[(f64, f64, f64, f64)],
+    places: &[(usize, i32)],
+    color: RGBColor,
+) -> std::result::Result<Marker, String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    chart
+        .draw_series(
+            pts.iter()
+                .map(|p| ErrorBar::new_vertical(p.0, p.2, p.1, p.3, color.stroke_width(2), 8)),
+        )
+        .map_err(e)?;
+    chart
+        .draw_series(
+            pts.iter()
+                .map(|p| Circle::new((p.0, p.1), 4, color.filled())),
+        )
+        .map_err(e)?;
+    if s.notes.len() == pts.len() {
+        // Level text centred above each bar, at a size read where the figure is
+        // shown (about 11 pixels at 440 wide).
+        // One band above the series' highest bar, so that rows of labels never meet.
+        let top = pts.iter().map(|p| p.3).fold(f64::NEG_INFINITY, f64::max);
+        chart
+            .draw_series(pts.iter().zip(&s.notes).zip(places).map(|((p, n), place)| {
+                let half = (n.chars().count() as f64 * NOTE_CHAR_PX / 2.0) as i32;
+                let (row, shift) = *place;
+                EmptyElement::at((p.0, top))
+                    + Text::new(
+                        n.clone(),
+                        (shift - half, -30 - NOTE_ROW_PX as i32 * row as i32),
+                        ("sans-serif", 22).into_font().color(&color),
+                    )
+            }))
+            .map_err(e)?;
+    }
+    Ok(Marker::Dot)
+}
+
+/// The legend's rows below the plot: each entry's marker and label, in columns.
+fn draw_legend<DB: DrawingBackend>(
+    legend_area: &DrawingArea<DB, Shift>,
+    fig: &Figure,
+    legend: &[(String, RGBColor, Marker)],
+) -> std::result::Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     let columns = legend_columns(fig);
     let column_px = (WIDTH / columns as u32) as i32;
     for (k, (label, color, marker)) in legend.iter().enumerate() {
@@ -874,9 +944,9 @@ where
             ))
             .map_err(e)?;
     }
-    root.present().map_err(e)?;
     Ok(())
 }
+
 /// Per series each point's centre and its band's ends, and the reference lines' values.
 type Scaled = (Vec<Vec<(f64, f64, f64, f64)>>, Vec<(String, f64)>);
 

@@ -65,6 +65,119 @@ struct RawHyper {
     scale: Option<String>,
 }
 
+/// `metric`: landmine's SVM scores AUC (the default) or Platt-calibrated AUC; the other
+/// datasets have one metric each.
+fn config_metric(path: &Path, dataset: Dataset, metric: Option<&str>) -> Result<SvmMetric> {
+    let err = |k: &str, m: String| FboError::spec(path, k, m);
+    let metric = match (dataset, metric) {
+        (_, None) | (Dataset::Landmine, Some("auc")) => SvmMetric::Auc,
+        (Dataset::Landmine, Some("platt-auc")) => SvmMetric::PlattAuc,
+        (Dataset::Landmine, Some(other)) => {
+            return Err(err(
+                "metric",
+                format!("unknown metric \"{other}\"; allowed: \"auc\" (default), \"platt-auc\""),
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(err(
+                "metric",
+                "applies only to dataset = \"landmine\"".into(),
+            ));
+        }
+    };
+    Ok(metric)
+}
+
+/// `batch_size`: only the EMNIST CNN has a fixed one (HAR tunes it; the SVM has none).
+fn config_batch_size(path: &Path, dataset: Dataset, batch_size: Option<i64>) -> Result<usize> {
+    let err = |k: &str, m: String| FboError::spec(path, k, m);
+    let batch_size = match (dataset, batch_size) {
+        (Dataset::Emnist, b) => b.unwrap_or(20),
+        (_, None) => 0,
+        (_, Some(_)) => {
+            return Err(err(
+                "batch_size",
+                "only the emnist dataset has a fixed batch size (har tunes it as a hyperparameter)"
+                    .into(),
+            ));
+        }
+    };
+    if dataset == Dataset::Emnist && !(1..=100_000).contains(&batch_size) {
+        return Err(err(
+            "batch_size",
+            format!("must be an integer in [1, 100000], got {batch_size}"),
+        ));
+    }
+    Ok(batch_size as usize)
+}
+
+/// `hyperparameters`: the dataset's own list (`defaults`) in its fixed order, each range and
+/// scale as the user writes it.
+fn config_hyperparameters(
+    path: &Path,
+    dataset: &str,
+    list: Option<Vec<RawHyper>>,
+    defaults: Vec<Param>,
+) -> Result<Vec<Param>> {
+    let err = |k: &str, m: String| FboError::spec(path, k, m);
+    let hyper = match list {
+        None => defaults,
+        Some(list) => {
+            if list.len() != defaults.len() {
+                return Err(err(
+                    "hyperparameters",
+                    format!(
+                        "{:?} has {} hyperparameters, got {}",
+                        dataset,
+                        defaults.len(),
+                        list.len()
+                    ),
+                ));
+            }
+            let mut out = Vec::new();
+            for (i, (h, d)) in list.into_iter().zip(&defaults).enumerate() {
+                let k = |f: &str| format!("hyperparameters[{i}].{f}");
+                if h.name != d.name {
+                    return Err(err(
+                        &k("name"),
+                        format!(
+                            "must be \"{}\" (the order is fixed), got \"{}\"",
+                            d.name, h.name
+                        ),
+                    ));
+                }
+                let scale = match h.scale.as_deref() {
+                    None | Some("linear") => Scale::Linear,
+                    Some("log") => Scale::Log,
+                    Some(o) => {
+                        return Err(err(
+                            &k("scale"),
+                            format!("unknown scale \"{o}\"; allowed: \"linear\", \"log\""),
+                        ));
+                    }
+                };
+                // Every hyperparameter here (C, gamma, rates, penalties, sizes) is positive.
+                if !(h.low.is_finite() && h.high.is_finite() && 0.0 < h.low && h.low < h.high) {
+                    return Err(err(
+                        &k("low"),
+                        format!("need 0 < low < high, got [{}, {}]", h.low, h.high),
+                    ));
+                }
+                out.push(Param {
+                    name: h.name,
+                    low: h.low,
+                    high: h.high,
+                    scale,
+                    integer: false,
+                    choices: Vec::new(),
+                });
+            }
+            out
+        }
+    };
+    Ok(hyper)
+}
+
 impl TabulateConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let text = fs::read_to_string(path)
@@ -112,40 +225,8 @@ impl TabulateConfig {
                 format!("must be an integer in [1, 100000], got {epochs}"),
             ));
         }
-        let metric = match (dataset, raw.metric.as_deref()) {
-            (_, None) | (Dataset::Landmine, Some("auc")) => SvmMetric::Auc,
-            (Dataset::Landmine, Some("platt-auc")) => SvmMetric::PlattAuc,
-            (Dataset::Landmine, Some(other)) => {
-                return Err(err(
-                    "metric",
-                    format!(
-                        "unknown metric \"{other}\"; allowed: \"auc\" (default), \"platt-auc\""
-                    ),
-                ));
-            }
-            (_, Some(_)) => {
-                return Err(err(
-                    "metric",
-                    "applies only to dataset = \"landmine\"".into(),
-                ));
-            }
-        };
-        let batch_size = match (dataset, raw.batch_size) {
-            (Dataset::Emnist, b) => b.unwrap_or(20),
-            (_, None) => 0,
-            (_, Some(_)) => {
-                return Err(err(
-                    "batch_size",
-                    "only the emnist dataset has a fixed batch size (har tunes it as a hyperparameter)".into(),
-                ));
-            }
-        };
-        if dataset == Dataset::Emnist && !(1..=100_000).contains(&batch_size) {
-            return Err(err(
-                "batch_size",
-                format!("must be an integer in [1, 100000], got {batch_size}"),
-            ));
-        }
+        let metric = config_metric(path, dataset, raw.metric.as_deref())?;
+        let batch_size = config_batch_size(path, dataset, raw.batch_size)?;
         let name = raw.name.unwrap_or_else(|| dataset.name().to_string());
         if name.is_empty() || name.contains(['/', '\\']) {
             return Err(err(
@@ -153,61 +234,7 @@ impl TabulateConfig {
                 "must be non-empty without path separators".into(),
             ));
         }
-        let hyper = match raw.hyperparameters {
-            None => defaults,
-            Some(list) => {
-                if list.len() != defaults.len() {
-                    return Err(err(
-                        "hyperparameters",
-                        format!(
-                            "{:?} has {} hyperparameters, got {}",
-                            raw.dataset,
-                            defaults.len(),
-                            list.len()
-                        ),
-                    ));
-                }
-                let mut out = Vec::new();
-                for (i, (h, d)) in list.into_iter().zip(&defaults).enumerate() {
-                    let k = |f: &str| format!("hyperparameters[{i}].{f}");
-                    if h.name != d.name {
-                        return Err(err(
-                            &k("name"),
-                            format!(
-                                "must be \"{}\" (the order is fixed), got \"{}\"",
-                                d.name, h.name
-                            ),
-                        ));
-                    }
-                    let scale = match h.scale.as_deref() {
-                        None | Some("linear") => Scale::Linear,
-                        Some("log") => Scale::Log,
-                        Some(o) => {
-                            return Err(err(
-                                &k("scale"),
-                                format!("unknown scale \"{o}\"; allowed: \"linear\", \"log\""),
-                            ));
-                        }
-                    };
-                    // Every hyperparameter here (C, gamma, rates, penalties, sizes) is positive.
-                    if !(h.low.is_finite() && h.high.is_finite() && 0.0 < h.low && h.low < h.high) {
-                        return Err(err(
-                            &k("low"),
-                            format!("need 0 < low < high, got [{}, {}]", h.low, h.high),
-                        ));
-                    }
-                    out.push(Param {
-                        name: h.name,
-                        low: h.low,
-                        high: h.high,
-                        scale,
-                        integer: false,
-                        choices: Vec::new(),
-                    });
-                }
-                out
-            }
-        };
+        let hyper = config_hyperparameters(path, &raw.dataset, raw.hyperparameters, defaults)?;
         Ok(TabulateConfig {
             dataset,
             name,
@@ -216,7 +243,7 @@ impl TabulateConfig {
             split_file,
             svm_stopping,
             epochs: epochs as usize,
-            batch_size: batch_size as usize,
+            batch_size,
             metric,
             hyper,
             source: text,

@@ -277,6 +277,73 @@ fn exited(pid: i32) -> std::io::Result<bool> {
     }
 }
 
+/// Forks, into the program's process group and before it starts, a watchdog that kills the
+/// group when fbo is gone: it waits for the end of fbo's pipe (`watch_r`'s write end, which
+/// only fbo holds). The program also gets the parent-death signal.
+fn arm_watchdog(cmd: &mut Command, watch_r: i32) {
+    // SAFETY: between fork and exec only async-signal-safe calls are made (prctl, setpgid,
+    // fork, close, read, kill, _exit); the watchdog never returns into Rust code.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::setpgid(0, 0);
+            if libc::fork() == 0 {
+                // The watchdog holds nothing but the read end of fbo's pipe: no stdio of
+                // the program's, and none of the pipes of other evaluations starting at
+                // this moment (whose ends would otherwise stay open in it).
+                let fd = watch_r as libc::c_uint;
+                let closed = (fd == 0 || libc::syscall(libc::SYS_close_range, 0, fd - 1, 0) == 0)
+                    && libc::syscall(libc::SYS_close_range, fd + 1, libc::c_uint::MAX, 0) == 0;
+                if !closed {
+                    // A kernel before 5.9: one by one, up to the limit of open files.
+                    let mut lim: libc::rlimit = std::mem::zeroed();
+                    let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
+                        (lim.rlim_cur as i32).clamp(3, 1 << 16)
+                    } else {
+                        1 << 16
+                    };
+                    for fd in 0..max {
+                        if fd != watch_r {
+                            libc::close(fd);
+                        }
+                    }
+                }
+                let mut b = 0u8;
+                loop {
+                    let n = libc::read(watch_r, (&mut b as *mut u8).cast(), 1);
+                    if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
+                        break;
+                    }
+                }
+                libc::kill(0, libc::SIGKILL);
+                libc::_exit(0);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Polls until the program `pid` has exited (true) or `timeout` since `start` has passed
+/// (false), without reaping it: its process group id stays its own until `wait`.
+fn wait_for_exit(
+    pid: i32,
+    start: Instant,
+    timeout: Duration,
+) -> std::result::Result<bool, Failure> {
+    let mut pause = Duration::from_micros(50);
+    Ok(loop {
+        match exited(pid) {
+            Ok(true) => break true,
+            Ok(false) if start.elapsed() >= timeout => break false,
+            Ok(false) => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
+            Err(e) => return Err(format!("waiting for the command failed: {e}").into()),
+        }
+    })
+}
+
 /// A pipe whose ends are closed on exec (the program inherits neither): (read, write).
 fn watch_pipe() -> std::io::Result<(i32, i32)> {
     let mut fds = [0i32; 2];
@@ -440,47 +507,7 @@ impl CommandRunner {
         let (watch_r, watch_w) = watch_pipe()
             .map_err(|e| Failure::CannotStart(format!("could not make a pipe: {e}")))?;
         let _watch = WatchEnd(watch_w);
-        // SAFETY: between fork and exec only async-signal-safe calls are made (prctl, setpgid,
-        // fork, close, read, kill, _exit); the watchdog never returns into Rust code.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                libc::setpgid(0, 0);
-                if libc::fork() == 0 {
-                    // The watchdog holds nothing but the read end of fbo's pipe: no stdio of
-                    // the program's, and none of the pipes of other evaluations starting at
-                    // this moment (whose ends would otherwise stay open in it).
-                    let fd = watch_r as libc::c_uint;
-                    let closed = (fd == 0
-                        || libc::syscall(libc::SYS_close_range, 0, fd - 1, 0) == 0)
-                        && libc::syscall(libc::SYS_close_range, fd + 1, libc::c_uint::MAX, 0) == 0;
-                    if !closed {
-                        // A kernel before 5.9: one by one, up to the limit of open files.
-                        let mut lim: libc::rlimit = std::mem::zeroed();
-                        let max = if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 {
-                            (lim.rlim_cur as i32).clamp(3, 1 << 16)
-                        } else {
-                            1 << 16
-                        };
-                        for fd in 0..max {
-                            if fd != watch_r {
-                                libc::close(fd);
-                            }
-                        }
-                    }
-                    let mut b = 0u8;
-                    loop {
-                        let n = libc::read(watch_r, (&mut b as *mut u8).cast(), 1);
-                        if n == 0 || (n < 0 && *libc::__errno_location() != libc::EINTR) {
-                            break;
-                        }
-                    }
-                    libc::kill(0, libc::SIGKILL);
-                    libc::_exit(0);
-                }
-                Ok(())
-            });
-        }
+        arm_watchdog(&mut cmd, watch_r);
         for (k, (n, &v)) in self.codec.names.iter().zip(raw).enumerate() {
             cmd.env(param_var(n), self.codec.show(k, v));
         }
@@ -511,18 +538,7 @@ impl CommandRunner {
         let out = Tail::read(Box::new(child.stdout.take().expect("piped stdout")));
         let err = Tail::read(Box::new(child.stderr.take().expect("piped stderr")));
         let timeout = Duration::from_secs_f64(self.settings.timeout_s);
-        let mut pause = Duration::from_micros(50);
-        let exited = loop {
-            match exited(pid) {
-                Ok(true) => break true,
-                Ok(false) if start.elapsed() >= timeout => break false,
-                Ok(false) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(20));
-                }
-                Err(e) => return Err(format!("waiting for the command failed: {e}").into()),
-            }
-        };
+        let exited = wait_for_exit(pid, start, timeout)?;
         // The program has ended (or its time is up) but is not reaped yet, so its process
         // group id cannot have been reused: whatever it left running in the group (a
         // background child holding stdout open) is stopped with it.

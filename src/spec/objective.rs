@@ -651,43 +651,9 @@ fn check_model(
     o: &mut RawObjective,
     ids: &IdList,
 ) -> Result<(ObjectiveKind, Vec<Param>)> {
-    let name = o.dataset.take().ok_or_else(|| {
-        c.err(
-            "objective.dataset",
-            "missing: \"landmine\", \"har\", \"emnist\" or \"heart\"",
-        )
-    })?;
-    let dataset = Dataset::parse(&name).ok_or_else(|| {
-        c.err(
-            "objective.dataset",
-            format!(
-                "unknown dataset \"{name}\"; allowed: \"landmine\", \"har\", \"emnist\", \"heart\""
-            ),
-        )
-    })?;
-    let rel = o.data.take().ok_or_else(|| {
-        c.err(
-            "objective.data",
-            format!(
-                "missing: the raw data, relative to this spec: {}",
-                match dataset {
-                    Dataset::Landmine =>
-                        "the landmine CSV transcription (data/raw/landmine/landmine.csv.gz)",
-                    Dataset::Har => "the UCI HAR folder of .txt.gz files (data/raw/har)",
-                    Dataset::Emnist => "the FEMNIST digits folder (data/raw/emnist)",
-                    Dataset::Heart => "the heart disease folder (data/raw/heart)",
-                }
-            ),
-        )
-    })?;
+    let (name, dataset) = model_dataset(c, o)?;
     let base = c.file.parent().unwrap_or(Path::new("."));
-    let data = base.join(&rel);
-    if !data.exists() {
-        return Err(c.err(
-            "objective.data",
-            format!("{} does not exist", data.display()),
-        ));
-    }
+    let data = model_data(c, o, dataset, base)?;
     let split_seed = c.int("objective.split_seed", o.split_seed, 0, 0, i64::MAX)? as u64;
     let split_file = dataset
         .split_file(base, o.split.take().as_deref())
@@ -695,89 +661,9 @@ fn check_model(
     let svm_stopping = dataset
         .svm_stopping(o.svm_stopping.take().as_deref())
         .map_err(|m| c.err("objective.svm_stopping", m))?;
-    // Heart's logistic regression takes full-batch steps: 20 would stop far from the optimum.
-    let default_epochs = if dataset == Dataset::Heart { 100 } else { 20 };
-    let epochs = c.int("objective.epochs", o.epochs, default_epochs, 1, 100_000)?;
-    let batch_size = match dataset {
-        Dataset::Emnist => c.int("objective.batch_size", o.batch_size, 20, 1, 100_000)?,
-        _ if o.batch_size.is_some() => {
-            return Err(c.err(
-                "objective.batch_size",
-                "only the emnist dataset has a fixed batch size (har tunes it as a hyperparameter)",
-            ));
-        }
-        _ => 0,
-    };
-    if dataset == Dataset::Landmine && o.epochs.is_some() {
-        return Err(c.err("objective.epochs", "the landmine SVM has no epochs"));
-    }
-    // Platt-calibrated AUC by default: it is what the authors' SVC(probability=True) scored,
-    // so live levels are comparable with their published traces.
-    let metric = match (dataset, o.metric.take().as_deref()) {
-        (Dataset::Landmine, None | Some("platt-auc")) => SvmMetric::PlattAuc,
-        (Dataset::Landmine, Some("auc")) => SvmMetric::Auc,
-        (Dataset::Landmine, Some(other)) => {
-            return Err(c.err(
-                "objective.metric",
-                format!("unknown metric \"{other}\"; allowed: \"platt-auc\" (default), \"auc\""),
-            ));
-        }
-        (_, Some(_)) => {
-            return Err(c.err(
-                "objective.metric",
-                "applies only to dataset = \"landmine\" (har and emnist score validation error, heart validation AUC)",
-            ));
-        }
-        (_, None) => SvmMetric::Auc,
-    };
-    let defaults = dataset.defaults();
-    let params = match o.hyperparameters.take() {
-        None => defaults,
-        Some(list) => {
-            if list.len() != defaults.len() {
-                return Err(c.err(
-                    "objective.hyperparameters",
-                    format!(
-                        "\"{name}\" has {} hyperparameters ({}), got {}",
-                        defaults.len(),
-                        defaults
-                            .iter()
-                            .map(|d| d.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        list.len()
-                    ),
-                ));
-            }
-            let mut out = Vec::with_capacity(list.len());
-            for (i, (h, d)) in list.into_iter().zip(&defaults).enumerate() {
-                let key = |f: &str| format!("objective.hyperparameters[{i}].{f}");
-                if h.name != d.name {
-                    return Err(c.err(
-                        &key("name"),
-                        format!(
-                            "must be \"{}\" (the order is fixed), got \"{}\"",
-                            d.name, h.name
-                        ),
-                    ));
-                }
-                // A categorical hyperparameter of a model (heart's class weighting) keeps its
-                // choices: the model knows only those.
-                if d.is_categorical() {
-                    if h.choices.as_ref() != Some(&d.choices) {
-                        return Err(c.err(
-                            &key("choices"),
-                            format!("must be {:?} (the model's own choices)", d.choices),
-                        ));
-                    }
-                    out.push(d.clone());
-                    continue;
-                }
-                out.push(check_param(c, &key, h, true)?);
-            }
-            out
-        }
-    };
+    let (epochs, batch_size) = model_training(c, o, dataset)?;
+    let metric = model_metric(c, o, dataset)?;
+    let mut params = model_hyperparameters(c, &name, o.hyperparameters.take(), dataset.defaults())?;
     let settings = ModelSettings {
         dataset,
         data,
@@ -801,12 +687,156 @@ fn check_model(
         }
         None => (0..available).collect(),
     };
-    let mut params = params;
     if dataset == Dataset::Har {
         // The batch size is a count: trained, traced and memoised as an integer.
         params[0].integer = true;
     }
     Ok((ObjectiveKind::Model { settings, agents }, params))
+}
+
+/// `objective.dataset`: its name as written and the dataset it names.
+fn model_dataset(c: &Check, o: &mut RawObjective) -> Result<(String, Dataset)> {
+    let name = o.dataset.take().ok_or_else(|| {
+        c.err(
+            "objective.dataset",
+            "missing: \"landmine\", \"har\", \"emnist\" or \"heart\"",
+        )
+    })?;
+    let dataset = Dataset::parse(&name).ok_or_else(|| {
+        c.err(
+            "objective.dataset",
+            format!(
+                "unknown dataset \"{name}\"; allowed: \"landmine\", \"har\", \"emnist\", \"heart\""
+            ),
+        )
+    })?;
+    Ok((name, dataset))
+}
+
+/// `objective.data`: the raw data's path, relative to the spec (`base`), which must exist.
+fn model_data(c: &Check, o: &mut RawObjective, dataset: Dataset, base: &Path) -> Result<PathBuf> {
+    let rel = o.data.take().ok_or_else(|| {
+        c.err(
+            "objective.data",
+            format!(
+                "missing: the raw data, relative to this spec: {}",
+                match dataset {
+                    Dataset::Landmine =>
+                        "the landmine CSV transcription (data/raw/landmine/landmine.csv.gz)",
+                    Dataset::Har => "the UCI HAR folder of .txt.gz files (data/raw/har)",
+                    Dataset::Emnist => "the FEMNIST digits folder (data/raw/emnist)",
+                    Dataset::Heart => "the heart disease folder (data/raw/heart)",
+                }
+            ),
+        )
+    })?;
+    let data = base.join(&rel);
+    if !data.exists() {
+        return Err(c.err(
+            "objective.data",
+            format!("{} does not exist", data.display()),
+        ));
+    }
+    Ok(data)
+}
+
+/// `objective.epochs` and `objective.batch_size`, each only where the dataset's model has it.
+fn model_training(c: &Check, o: &RawObjective, dataset: Dataset) -> Result<(usize, usize)> {
+    // Heart's logistic regression takes full-batch steps: 20 would stop far from the optimum.
+    let default_epochs = if dataset == Dataset::Heart { 100 } else { 20 };
+    let epochs = c.int("objective.epochs", o.epochs, default_epochs, 1, 100_000)?;
+    let batch_size = match dataset {
+        Dataset::Emnist => c.int("objective.batch_size", o.batch_size, 20, 1, 100_000)?,
+        _ if o.batch_size.is_some() => {
+            return Err(c.err(
+                "objective.batch_size",
+                "only the emnist dataset has a fixed batch size (har tunes it as a hyperparameter)",
+            ));
+        }
+        _ => 0,
+    };
+    if dataset == Dataset::Landmine && o.epochs.is_some() {
+        return Err(c.err("objective.epochs", "the landmine SVM has no epochs"));
+    }
+    Ok((epochs, batch_size))
+}
+
+/// `objective.metric`: landmine's SVM scores Platt-calibrated AUC by default, as the authors'
+/// SVC(probability=True) did, so live levels are comparable with their published traces; the
+/// other datasets score one metric each.
+fn model_metric(c: &Check, o: &mut RawObjective, dataset: Dataset) -> Result<SvmMetric> {
+    Ok(match (dataset, o.metric.take().as_deref()) {
+        (Dataset::Landmine, None | Some("platt-auc")) => SvmMetric::PlattAuc,
+        (Dataset::Landmine, Some("auc")) => SvmMetric::Auc,
+        (Dataset::Landmine, Some(other)) => {
+            return Err(c.err(
+                "objective.metric",
+                format!("unknown metric \"{other}\"; allowed: \"platt-auc\" (default), \"auc\""),
+            ));
+        }
+        (_, Some(_)) => {
+            return Err(c.err(
+                "objective.metric",
+                "applies only to dataset = \"landmine\" (har and emnist score validation error, heart validation AUC)",
+            ));
+        }
+        (_, None) => SvmMetric::Auc,
+    })
+}
+
+/// `objective.hyperparameters`: the dataset's own list (`defaults`) in its fixed order, each
+/// range narrowed as the user writes it; a categorical one keeps the model's choices.
+fn model_hyperparameters(
+    c: &Check,
+    name: &str,
+    list: Option<Vec<RawParam>>,
+    defaults: Vec<Param>,
+) -> Result<Vec<Param>> {
+    let Some(list) = list else {
+        return Ok(defaults);
+    };
+    if list.len() != defaults.len() {
+        return Err(c.err(
+            "objective.hyperparameters",
+            format!(
+                "\"{name}\" has {} hyperparameters ({}), got {}",
+                defaults.len(),
+                defaults
+                    .iter()
+                    .map(|d| d.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                list.len()
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(list.len());
+    for (i, (h, d)) in list.into_iter().zip(&defaults).enumerate() {
+        let key = |f: &str| format!("objective.hyperparameters[{i}].{f}");
+        if h.name != d.name {
+            return Err(c.err(
+                &key("name"),
+                format!(
+                    "must be \"{}\" (the order is fixed), got \"{}\"",
+                    d.name, h.name
+                ),
+            ));
+        }
+        // A categorical hyperparameter of a model (heart's class weighting) keeps its
+        // choices: the model knows only those.
+        if d.is_categorical() {
+            if h.choices.as_ref() != Some(&d.choices) {
+                return Err(c.err(
+                    &key("choices"),
+                    format!("must be {:?} (the model's own choices)", d.choices),
+                ));
+            }
+            out.push(d.clone());
+            continue;
+        }
+        out.push(check_param(c, &key, h, true)?);
+    }
+    Ok(out)
 }
 
 /// One hyperparameter's range: finite, low < high, positive on a log scale (and for the
