@@ -345,78 +345,21 @@ fn results_from_file(
     let mut results: Vec<(Entry, f64, f64)> = Vec::new();
     let mut rd = csv::Reader::from_path(file)
         .map_err(|e| FboError::spec(file, "", format!("cannot read results: {e}")))?;
-    // A spreadsheet's byte-order mark and padding are not part of the column names.
-    let headers: csv::StringRecord = rd
-        .headers()
-        .map_err(|e| FboError::spec(file, "", e.to_string()))?
-        .iter()
-        .map(|h| h.trim_start_matches('\u{feff}').trim())
-        .collect();
-    let col = |name: &str| -> Result<usize> {
-        headers.iter().position(|h| h == name).ok_or_else(|| {
-            FboError::spec(
-                file,
-                name,
-                "missing column: results need scope, run, agent, iteration (as `fbo ask` prints them) and metric",
-            )
-        })
-    };
-    let (cs, cr, ca, ci, cm) = (
-        col("scope")?,
-        col("run")?,
-        col("agent")?,
-        col("iteration")?,
-        col("metric")?,
-    );
-    let cc = headers.iter().position(|h| h == "cost_s");
+    let (headers, [cs, cr, ca, ci, cm], cc) = results_columns(file, &mut rd)?;
     // Which outstanding query each line answered, so one query told twice is seen.
     let mut told: Vec<(usize, usize, f64)> = Vec::new();
     for (n, rec) in rd.records().enumerate() {
         let rec = rec.map_err(|e| FboError::spec(file, "", e.to_string()))?;
         let line = n + 2;
-        let num = |i: usize, what: &str| -> Result<f64> {
-            rec.get(i)
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|v| v.is_finite())
-                .ok_or_else(|| {
-                    FboError::spec(
-                        file,
-                        what,
-                        format!("line {line}: not a finite number: {:?}", rec.get(i)),
-                    )
-                })
-        };
-        // Counts are whole numbers: 0.7 or -1 is a mistake to report, not to round.
-        let int = |i: usize, what: &str, min: i64| -> Result<i64> {
-            rec.get(i)
-                .and_then(|v| v.trim().parse::<i64>().ok())
-                .filter(|&v| v >= min)
-                .ok_or_else(|| {
-                    FboError::spec(
-                        file,
-                        what,
-                        format!(
-                            "line {line}: not a whole number >= {min}: {:?}",
-                            rec.get(i).unwrap_or_default()
-                        ),
-                    )
-                })
-        };
+        let num = |i: usize, what: &str| field_num((file, line), &rec, i, what);
+        let int = |i: usize, what: &str, min: i64| field_int((file, line), &rec, i, what, min);
         let req = Request::new(
             rec.get(cs).unwrap_or_default().trim(),
             int(cr, "run", 0)? as usize,
             int(ca, "agent", 0)? as usize,
             int(ci, "iteration", i64::MIN)?,
         );
-        // A value that is no value of its hyperparameter (a choice not listed, a
-        // word in a number's column) is said as such, not as a missing query.
-        for (k, n) in codec.names.iter().enumerate() {
-            if let Some(v) = headers.iter().position(|h| h == n).and_then(|i| rec.get(i)) {
-                codec
-                    .parse(k, v)
-                    .map_err(|m| FboError::spec(file, n, format!("line {line}: {m}")))?;
-            }
-        }
+        check_point_values((file, line), codec, &headers, &rec)?;
         // The hyperparameter columns, where given, must be the query's: to the
         // 15 significant digits a spreadsheet keeps, at least.
         let asked_at = |e: &Entry| codec.from_json(&e.params);
@@ -474,6 +417,101 @@ fn results_from_file(
     }
     Ok((results, acknowledged))
 }
+
+/// A results file's column names (a spreadsheet's byte-order mark and padding removed), the
+/// columns of scope, run, agent, iteration and metric, and of cost_s if it has one.
+fn results_columns(
+    file: &Path,
+    rd: &mut csv::Reader<std::fs::File>,
+) -> Result<(csv::StringRecord, [usize; 5], Option<usize>)> {
+    // A spreadsheet's byte-order mark and padding are not part of the column names.
+    let headers: csv::StringRecord = rd
+        .headers()
+        .map_err(|e| FboError::spec(file, "", e.to_string()))?
+        .iter()
+        .map(|h| h.trim_start_matches('\u{feff}').trim())
+        .collect();
+    let col = |name: &str| -> Result<usize> {
+        headers.iter().position(|h| h == name).ok_or_else(|| {
+            FboError::spec(
+                file,
+                name,
+                "missing column: results need scope, run, agent, iteration (as `fbo ask` prints them) and metric",
+            )
+        })
+    };
+    let required = [
+        col("scope")?,
+        col("run")?,
+        col("agent")?,
+        col("iteration")?,
+        col("metric")?,
+    ];
+    let cost = headers.iter().position(|h| h == "cost_s");
+    Ok((headers, required, cost))
+}
+
+/// Field `i` of a results line as a finite number.
+fn field_num(
+    (file, line): (&Path, usize),
+    rec: &csv::StringRecord,
+    i: usize,
+    what: &str,
+) -> Result<f64> {
+    rec.get(i)
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite())
+        .ok_or_else(|| {
+            FboError::spec(
+                file,
+                what,
+                format!("line {line}: not a finite number: {:?}", rec.get(i)),
+            )
+        })
+}
+
+/// Field `i` of a results line as a whole number >= `min`: counts are whole numbers, and 0.7
+/// or -1 is a mistake to report, not to round.
+fn field_int(
+    (file, line): (&Path, usize),
+    rec: &csv::StringRecord,
+    i: usize,
+    what: &str,
+    min: i64,
+) -> Result<i64> {
+    rec.get(i)
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|&v| v >= min)
+        .ok_or_else(|| {
+            FboError::spec(
+                file,
+                what,
+                format!(
+                    "line {line}: not a whole number >= {min}: {:?}",
+                    rec.get(i).unwrap_or_default()
+                ),
+            )
+        })
+}
+
+/// A value that is no value of its hyperparameter (a choice not listed, a word in a number's
+/// column) is said as such, not as a missing query.
+fn check_point_values(
+    (file, line): (&Path, usize),
+    codec: &Codec,
+    headers: &csv::StringRecord,
+    rec: &csv::StringRecord,
+) -> Result<()> {
+    for (k, n) in codec.names.iter().enumerate() {
+        if let Some(v) = headers.iter().position(|h| h == n).and_then(|i| rec.get(i)) {
+            codec
+                .parse(k, v)
+                .map_err(|m| FboError::spec(file, n, format!("line {line}: {m}")))?;
+        }
+    }
+    Ok(())
+}
+
 /// The outstanding query a results line answers (`req` at the point `same_point` checks):
 /// its index in `waiting`; None where the journal already holds the same value for it (a
 /// results file told again), an error where it holds another, or where no query or several match.
