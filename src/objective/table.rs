@@ -103,39 +103,12 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         .map(str::trim)
         .collect();
     let want = 2 + 2 * d + 2;
-    if header.len() != want
-        || header[0] != "agent"
-        || header[1] != "point"
-        || header[want - 2] != "metric"
-    {
-        return Err(err(
-            1,
-            format!(
-                "header must be agent,point,x0..x{},<hyperparameters>,metric,train_seconds",
-                d - 1
-            ),
-        ));
-    }
+    check_header(&header, d).map_err(|m| err(1, m))?;
     let slot: Vec<Option<usize>> = (0..meta.agents)
         .map(|a| agents.iter().position(|&b| b == a))
         .collect();
     let n = meta.points;
-    // Every row holds at least 2 + 2d + 2 fields and their commas: a table.toml that claims
-    // more cells than table.csv can hold is refused before anything is allocated for them.
-    let min_row = 2 * want;
-    let rows_possible = text.len() / min_row;
-    if n.saturating_mul(meta.agents) > rows_possible {
-        return Err(FboError::spec(
-            &meta.path,
-            "points_per_agent",
-            format!(
-                "{} agents x {n} points per agent claimed, but {} ({} bytes) can hold at most {rows_possible} rows; the two files do not belong together (rebuild with `fbo tabulate`)",
-                meta.agents,
-                csv_path.display(),
-                text.len()
-            ),
-        ));
-    }
+    check_size(meta, &csv_path, text.len(), want)?;
     let mut points = Array2::from_elem((n, d), f64::NAN);
     let mut raw = Array2::from_elem((n, d), f64::NAN);
     let mut metric = vec![Array1::from_elem(n, f64::NAN); agents.len()];
@@ -179,25 +152,7 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         seen[i][p] = true;
         for k in 0..d {
             let x = num(2 + k)?;
-            // Algorithms search the unit cube: a coordinate outside it is a point no
-            // proposal can reach and no sub-region holds.
-            if !(0.0..=1.0).contains(&x) {
-                return Err(err(
-                    ln,
-                    format!("coordinate x{k} = {x} is outside [0, 1] (unit coordinates)"),
-                ));
-            }
-            if points[[p, k]].is_nan() {
-                points[[p, k]] = x;
-            } else if points[[p, k]] != x {
-                return Err(err(
-                    ln,
-                    format!(
-                        "point {p} has coordinate {x}, another agent has {}",
-                        points[[p, k]]
-                    ),
-                ));
-            }
+            place_coordinate(&mut points, (p, k), x).map_err(|m| err(ln, m))?;
         }
         for k in 0..d {
             raw[[p, k]] = num(2 + d + k)?;
@@ -222,6 +177,67 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
         metric,
         train_seconds: secs,
     })
+}
+
+/// A table.csv's header: agent, point, the d unit coordinates, the d hyperparameters, metric
+/// and train_seconds.
+fn check_header(header: &[&str], d: usize) -> std::result::Result<(), String> {
+    let want = 2 + 2 * d + 2;
+    if header.len() != want
+        || header[0] != "agent"
+        || header[1] != "point"
+        || header[want - 2] != "metric"
+    {
+        return Err(format!(
+            "header must be agent,point,x0..x{},<hyperparameters>,metric,train_seconds",
+            d - 1
+        ));
+    }
+    Ok(())
+}
+
+/// Every row holds at least `want` fields and their commas: a table.toml that claims more
+/// cells than table.csv (`len` bytes) can hold is refused before anything is allocated for them.
+fn check_size(meta: &TableMeta, csv_path: &Path, len: usize, want: usize) -> Result<()> {
+    let n = meta.points;
+    let min_row = 2 * want;
+    let rows_possible = len / min_row;
+    if n.saturating_mul(meta.agents) > rows_possible {
+        return Err(FboError::spec(
+            &meta.path,
+            "points_per_agent",
+            format!(
+                "{} agents x {n} points per agent claimed, but {} ({len} bytes) can hold at most {rows_possible} rows; the two files do not belong together (rebuild with `fbo tabulate`)",
+                meta.agents,
+                csv_path.display(),
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Coordinate `k` of point `p`, `x`: in the unit cube (algorithms search it: a coordinate
+/// outside is a point no proposal can reach and no sub-region holds), and the same in every
+/// agent's row of the point.
+fn place_coordinate(
+    points: &mut Array2<f64>,
+    (p, k): (usize, usize),
+    x: f64,
+) -> std::result::Result<(), String> {
+    if !(0.0..=1.0).contains(&x) {
+        return Err(format!(
+            "coordinate x{k} = {x} is outside [0, 1] (unit coordinates)"
+        ));
+    }
+    if points[[p, k]].is_nan() {
+        points[[p, k]] = x;
+    } else if points[[p, k]] != x {
+        return Err(format!(
+            "point {p} has coordinate {x}, another agent has {}",
+            points[[p, k]]
+        ));
+    }
+    Ok(())
 }
 
 /// The landscape of a table: f = sign * metric per participating agent.

@@ -644,16 +644,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
             p.spec.output.timing = false;
         }
     }
-    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
-    let wall = crate::run::budget::sweep_wall_s(sweep.points.iter().map(|p| &p.spec), threads)?;
-    // A warning, not progress: --quiet keeps it.
-    if wall > crate::run::budget::LONG_S {
-        eprintln!(
-            "note: this sweep of {} points is estimated at about {} on {threads} threads; finished points and runs are saved as they complete, so Ctrl-C and a rerun resume",
-            sweep.points.len(),
-            crate::run::budget::human_seconds(wall)
-        );
-    }
+    note_long_sweep(&sweep, opts)?;
     let out = &opts.out;
     let sharded = matches!(opts.work, Work::Shard { .. });
     // Refused here, before any folder is written, as `fbo run --shard` refuses it.
@@ -686,38 +677,7 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         crate::spec::portable::portable(&text, path, out).as_bytes(),
     )?;
     if sharded {
-        let later = left_to_merge(&sweep);
-        let mut failures = Vec::new();
-        for (point, (lo, hi)) in shard_ranges(&sweep, Some(opts.work)) {
-            let rel = format!("points/{}", point.name);
-            let pdir = dir.create_dir(&rel)?;
-            let res = run_spec(
-                &point.spec,
-                &RunOptions {
-                    out: pdir,
-                    threads: opts.threads,
-                    quiet: true,
-                    nested: true,
-                    progress: None,
-                    overwrite: false,
-                    work: Work::Units { lo, hi },
-                    // Points of a shard are not finished (merged) yet: what an earlier
-                    // point's shard computes is copied by the merge.
-                    reuse: later[&point.name].clone(),
-                },
-            );
-            if let Err(e) = res {
-                failures.push(format!("{}: {e}", point.name));
-            }
-        }
-        if !failures.is_empty() {
-            return Err(FboError::Run(format!(
-                "{} points of this shard failed (rerun the shard to retry them):\n  {}",
-                failures.len(),
-                failures.join("\n  ")
-            )));
-        }
-        return Ok(());
+        return run_shard(&sweep, &dir, opts);
     }
     let merge_only = opts.work == Work::Merge;
     let draw = !opts.quiet && std::io::stderr().is_terminal();
@@ -763,6 +723,57 @@ pub fn run(path: &Path, opts: &SweepOptions) -> Result<()> {
         );
     }
     finish_sweep(&sweep, &dir, opts, merge_only, &failures)
+}
+
+/// A warning, not progress (--quiet keeps it), when the sweep is estimated to run long.
+fn note_long_sweep(sweep: &Sweep, opts: &SweepOptions) -> Result<()> {
+    let threads = opts.threads.unwrap_or_else(rayon::current_num_threads);
+    let wall = crate::run::budget::sweep_wall_s(sweep.points.iter().map(|p| &p.spec), threads)?;
+    if wall > crate::run::budget::LONG_S {
+        eprintln!(
+            "note: this sweep of {} points is estimated at about {} on {threads} threads; finished points and runs are saved as they complete, so Ctrl-C and a rerun resume",
+            sweep.points.len(),
+            crate::run::budget::human_seconds(wall)
+        );
+    }
+    Ok(())
+}
+
+/// A shard's share of every point's units (`fbo sweep --shard`), saved in the points' parts
+/// folders without merging; the points whose units failed are named.
+fn run_shard(sweep: &Sweep, dir: &OutDir, opts: &SweepOptions) -> Result<()> {
+    let later = left_to_merge(sweep);
+    let mut failures = Vec::new();
+    for (point, (lo, hi)) in shard_ranges(sweep, Some(opts.work)) {
+        let rel = format!("points/{}", point.name);
+        let pdir = dir.create_dir(&rel)?;
+        let res = run_spec(
+            &point.spec,
+            &RunOptions {
+                out: pdir,
+                threads: opts.threads,
+                quiet: true,
+                nested: true,
+                progress: None,
+                overwrite: false,
+                work: Work::Units { lo, hi },
+                // Points of a shard are not finished (merged) yet: what an earlier
+                // point's shard computes is copied by the merge.
+                reuse: later[&point.name].clone(),
+            },
+        );
+        if let Err(e) = res {
+            failures.push(format!("{}: {e}", point.name));
+        }
+    }
+    if !failures.is_empty() {
+        return Err(FboError::Run(format!(
+            "{} points of this shard failed (rerun the shard to retry them):\n  {}",
+            failures.len(),
+            failures.join("\n  ")
+        )));
+    }
+    Ok(())
 }
 
 /// What became of one point in this invocation.

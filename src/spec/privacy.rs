@@ -47,7 +47,22 @@ pub(super) fn check_privacy(
         return Err(c.err("privacy.delta", format!("must be in (0, 1), got {delta}")));
     }
     let accountants_written = rp.accountants.is_some();
-    let accountants = match rp.accountants {
+    let accountants = parse_accountants(c, rp.accountants)?;
+    check_supported(
+        c,
+        algorithms,
+        &accountants,
+        accountants_written,
+        total_agents,
+    )?;
+    settle_agreements(c, algorithms)?;
+    set_budgets(c, algorithms, iterations, total_agents, delta)?;
+    Ok(PrivacySpec { delta, accountants })
+}
+
+/// `privacy.accountants`: each named once, in the order written; unwritten, every one.
+fn parse_accountants(c: &Check, list: Option<Vec<String>>) -> Result<Vec<Accountant>> {
+    Ok(match list {
         None => Accountant::ALL.to_vec(),
         Some(list) => {
             let mut out = Vec::new();
@@ -61,7 +76,18 @@ pub(super) fn check_privacy(
             }
             out
         }
-    };
+    })
+}
+
+/// Each private algorithm's sampling, adjacency (and, where the list is written, noise) has
+/// an analysis in every accountant; a fixed-size sample is a whole number of agents.
+fn check_supported(
+    c: &Check,
+    algorithms: &[AlgorithmSpec],
+    accountants: &[Accountant],
+    accountants_written: bool,
+    total_agents: usize,
+) -> Result<()> {
     for (i, a) in algorithms.iter().enumerate() {
         if let Some(dp) = a.server.as_ref().and_then(|s| s.dp) {
             for (j, &acc) in accountants.iter().enumerate() {
@@ -90,7 +116,12 @@ pub(super) fn check_privacy(
                 .map_err(|e| c.err(&a.server_key(i, "q"), e))?;
         }
     }
-    // The agreement is released (and accounted) only when the shared model is agreed.
+    Ok(())
+}
+
+/// The agreement is released (and accounted) only when the shared model is agreed: its
+/// noise defaults to the messages' z, and its keys are refused without it.
+fn settle_agreements(c: &Check, algorithms: &mut [AlgorithmSpec]) -> Result<()> {
     for (i, a) in algorithms.iter_mut().enumerate() {
         let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut()) else {
             continue;
@@ -119,6 +150,17 @@ pub(super) fn check_privacy(
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// A privacy budget (`max_epsilon`) as the number of rounds it allows.
+fn set_budgets(
+    c: &Check,
+    algorithms: &mut [AlgorithmSpec],
+    iterations: usize,
+    total_agents: usize,
+    delta: f64,
+) -> Result<()> {
     for (i, a) in algorithms.iter_mut().enumerate() {
         let key = a.server_key(i, "max_epsilon");
         if let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut())
@@ -132,5 +174,5 @@ pub(super) fn check_privacy(
                 .map_err(|e| c.err(&key, e))?;
         }
     }
-    Ok(PrivacySpec { delta, accountants })
+    Ok(())
 }
