@@ -118,6 +118,10 @@ fn higher_is_better(t: &Trace, metric: Metric) -> Option<bool> {
         .map(|(v, f)| (v / f) > 0.0)
 }
 
+/// (algorithm, j, unit) -> (iteration, value, best_f) of the unit's latest evaluation
+/// finished by the j-th time of `--at-clock`.
+type ByClock = BTreeMap<(usize, usize, Unit), (i64, f64, f64)>;
+
 /// The trace's values by iteration; with `at_clock` instead, by simulated time: pseudo-
 /// iteration j + 1 holds each unit's value after its last evaluation finished by
 /// `at_clock[j]` seconds (`sim_clock_s`, initial points included).
@@ -154,7 +158,7 @@ fn read_trace(path: &Path, metric: Metric, at_clock: &[f64]) -> Result<Trace> {
         Some(col("sim_clock_s")?)
     };
     // (algorithm, j, unit) -> (iteration, value, best_f) of the latest evaluation by at_clock[j].
-    let mut by_clock: BTreeMap<(usize, usize, Unit), (i64, f64, f64)> = BTreeMap::new();
+    let mut by_clock: ByClock = BTreeMap::new();
     for (line, rec) in rdr.records().enumerate() {
         let rec = rec.map_err(|e| bad(e.to_string()))?;
         let num = |c: usize| -> Result<f64> {
@@ -213,35 +217,42 @@ fn read_trace(path: &Path, metric: Metric, at_clock: &[f64]) -> Result<Trace> {
         return Err(bad("holds no rows".into()));
     }
     if !at_clock.is_empty() {
-        // A unit that has finished nothing by a time in some algorithm (a slow site still on
-        // its initial points) has no value there: it is left out of that time's pairs.
-        let empty: BTreeSet<(usize, Unit)> = by_clock
-            .iter()
-            .filter(|(_, v)| v.0 == i64::MIN)
-            .map(|((_, j, unit), _)| (*j, *unit))
-            .collect();
-        t.values.clear();
-        for ((a, j, unit), (_, value, best_f)) in by_clock {
-            if !empty.contains(&(j, unit)) {
-                t.values
-                    .entry((a, j as i64 + 1))
-                    .or_default()
-                    .insert(unit, (value, best_f));
-            }
-        }
-        if let Some(j) = (0..at_clock.len()).find(|&j| !t.values.contains_key(&(0, j as i64 + 1))) {
-            return Err(FboError::spec(
-                path,
-                "--at-clock",
-                format!(
-                    "no agent has finished an evaluation in every algorithm by {} s; compare at a later time",
-                    at_clock[j]
-                ),
-            ));
-        }
-        t.last_iteration = at_clock.len() as i64;
+        values_at_clock(&mut t, by_clock, at_clock, path)?;
     }
     Ok(t)
+}
+
+/// The trace's values by simulated time (`fbo compare --at-clock`): pseudo-iteration j + 1
+/// holds each unit's latest value by `at_clock[j]` (`by_clock`, keyed by (algorithm, j, unit)).
+fn values_at_clock(t: &mut Trace, by_clock: ByClock, at_clock: &[f64], path: &Path) -> Result<()> {
+    // A unit that has finished nothing by a time in some algorithm (a slow site still on
+    // its initial points) has no value there: it is left out of that time's pairs.
+    let empty: BTreeSet<(usize, Unit)> = by_clock
+        .iter()
+        .filter(|(_, v)| v.0 == i64::MIN)
+        .map(|((_, j, unit), _)| (*j, *unit))
+        .collect();
+    t.values.clear();
+    for ((a, j, unit), (_, value, best_f)) in by_clock {
+        if !empty.contains(&(j, unit)) {
+            t.values
+                .entry((a, j as i64 + 1))
+                .or_default()
+                .insert(unit, (value, best_f));
+        }
+    }
+    if let Some(j) = (0..at_clock.len()).find(|&j| !t.values.contains_key(&(0, j as i64 + 1))) {
+        return Err(FboError::spec(
+            path,
+            "--at-clock",
+            format!(
+                "no agent has finished an evaluation in every algorithm by {} s; compare at a later time",
+                at_clock[j]
+            ),
+        ));
+    }
+    t.last_iteration = at_clock.len() as i64;
+    Ok(())
 }
 
 /// One row of compare.csv.
