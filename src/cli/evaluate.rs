@@ -125,6 +125,9 @@ pub fn evaluate(spec: &Spec, spec_path: &Path, points: &Path, run: usize) -> Res
     Ok(String::from_utf8(bytes).expect("CSV of UTF-8 fields"))
 }
 
+/// (landscape, agent, the point's raw bits) -> (f, metric): each evaluated once.
+type Memo = std::collections::HashMap<(usize, usize, Vec<u64>), (f64, f64)>;
+
 /// One trace's rows with each (algorithm, run, agent)'s incumbent so far (the row with the
 /// highest observation y, the first on ties) valued by `spec`'s objective, as CSV text: the
 /// trace's identifying columns (algorithm, run, agent, iteration, x_index, u0..: the query, so
@@ -179,18 +182,11 @@ pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String>
         ));
     }
     order.sort_by(|&a, &b| keys[a].cmp(&keys[b]));
-    let mut memo: std::collections::HashMap<(usize, usize, Vec<u64>), (f64, f64)> =
-        Default::default();
+    let mut memo: Memo = Default::default();
     let mut out = csv::Writer::from_writer(Vec::new());
     let err = |e: csv::Error| FboError::Run(format!("writing CSV: {e}"));
-    let mut head: Vec<String> = ["algorithm", "run", "agent", "iteration", "x_index"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    head.extend((0..c_unit.len()).map(crate::run::output::unit_column));
-    head.extend(names.iter().map(|n| format!("incumbent_{n}")));
-    head.extend(["observed_best_metric", "best_f", "best_metric"].map(String::from));
-    out.write_record(&head).map_err(err)?;
+    out.write_record(incumbents_header(c_unit.len(), &names))
+        .map_err(err)?;
     // (unit, its best observation so far, that point's raw values)
     type Incumbent = ((String, u64, u64), f64, Vec<f64>);
     let mut current: Option<Incumbent> = None;
@@ -211,30 +207,14 @@ pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String>
             current = Some((unit, y, raw));
         }
         let (_, _, inc) = current.as_ref().expect("set above");
-        let land_idx = *run as usize % landscapes.len();
-        let land = &landscapes[land_idx];
-        let agent = *agent as usize;
-        if agent >= land.agents() {
-            return Err(bad(format!(
-                "row {}: agent {agent}, but the reference objective has agents 0..{}",
-                i + 2,
-                land.agents() - 1
-            )));
-        }
-        let key = (land_idx, agent, inc.iter().map(|v| v.to_bits()).collect());
-        let (f, metric) = match memo.get(&key) {
-            Some(v) => *v,
-            None => {
-                let point = land
-                    .space
-                    .point_at_raw(inc)
-                    .map_err(|e| bad(format!("row {}: {e}", i + 2)))?;
-                let f = land.value(&Request::new("incumbents", *run as usize, agent, 0), &point)?;
-                let v = (f, land.metric(f));
-                memo.insert(key, v);
-                v
-            }
-        };
+        let (f, metric) = value_of_incumbent(
+            &landscapes,
+            &mut memo,
+            (*run, *agent as usize),
+            inc,
+            i,
+            &bad,
+        )?;
         let mut fields: Vec<String> = [c_alg, c_run, c_agent, c_it, c_x]
             .iter()
             .map(|&c| rec[c].to_string())
@@ -250,4 +230,53 @@ pub fn incumbents(spec: &Spec, spec_path: &Path, trace: &Path) -> Result<String>
         .into_inner()
         .map_err(|e| FboError::Run(format!("writing CSV: {e}")))?;
     Ok(String::from_utf8(bytes).expect("CSV of UTF-8 fields"))
+}
+
+/// The value and metric of an incumbent `inc` (raw values) for (run, agent) under the
+/// reference objective: the run's landscape (`run` modulo their number), each distinct
+/// (landscape, agent, point) evaluated once (`memo`); errors name trace row `i` (0-based).
+fn value_of_incumbent(
+    landscapes: &[Arc<Landscape>],
+    memo: &mut Memo,
+    (run, agent): (u64, usize),
+    inc: &[f64],
+    i: usize,
+    bad: &dyn Fn(String) -> FboError,
+) -> Result<(f64, f64)> {
+    let land_idx = run as usize % landscapes.len();
+    let land = &landscapes[land_idx];
+    if agent >= land.agents() {
+        return Err(bad(format!(
+            "row {}: agent {agent}, but the reference objective has agents 0..{}",
+            i + 2,
+            land.agents() - 1
+        )));
+    }
+    let key = (land_idx, agent, inc.iter().map(|v| v.to_bits()).collect());
+    Ok(match memo.get(&key) {
+        Some(v) => *v,
+        None => {
+            let point = land
+                .space
+                .point_at_raw(inc)
+                .map_err(|e| bad(format!("row {}: {e}", i + 2)))?;
+            let f = land.value(&Request::new("incumbents", run as usize, agent, 0), &point)?;
+            let v = (f, land.metric(f));
+            memo.insert(key, v);
+            v
+        }
+    })
+}
+
+/// The incumbents CSV's columns: the trace's identifying ones with its `units` unit
+/// coordinates, the incumbent's raw values by name, and the three values.
+fn incumbents_header(units: usize, names: &[String]) -> Vec<String> {
+    let mut head: Vec<String> = ["algorithm", "run", "agent", "iteration", "x_index"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    head.extend((0..units).map(crate::run::output::unit_column));
+    head.extend(names.iter().map(|n| format!("incumbent_{n}")));
+    head.extend(["observed_best_metric", "best_f", "best_metric"].map(String::from));
+    head
 }
