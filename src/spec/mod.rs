@@ -390,19 +390,8 @@ impl Spec {
             return Err(c.err("seed", format!("must be an integer >= 0, got {seed}")));
         }
         let counts = check_counts(&c, &raw)?;
-        // A command's evaluations at once (over all runs and agents) default to the agent's
-        // parallel ones, so that parallel = k runs k at once without a second key.
-        let concurrency_given = raw
-            .objective
-            .as_ref()
-            .is_some_and(|o| o.concurrency_given());
         let rf = raw.federation.unwrap_or_default();
-        let mut objective = check_objective(&c, raw.objective)?;
-        if let ObjectiveKind::Command(settings) = &mut objective.kind
-            && !concurrency_given
-        {
-            settings.concurrency = counts.parallel;
-        }
+        let mut objective = checked_objective(&c, raw.objective, counts.parallel)?;
         let (agents, total_agents) = federation::check_agents(&c, &rf, &mut objective)?;
         let (initial_design, initial_points) = design::check_initial_design(
             &c,
@@ -427,15 +416,7 @@ impl Spec {
             &objective,
             counts.iterations,
         )?;
-        if raw.algorithm.is_empty() {
-            return Err(c.err(
-                "algorithm",
-                format!(
-                    "the spec lists no algorithm; add at least one [[algorithm]] table with kind = one of {:?}",
-                    AlgorithmKind::NAMES
-                ),
-            ));
-        }
+        require_algorithms(&c, &raw.algorithm)?;
         let top_server = raw.server.unwrap_or_default();
         let mut algorithms = algorithm::check_algorithms(
             &c,
@@ -463,14 +444,7 @@ impl Spec {
         )?;
         let output = check_output(&c, raw.output, &algorithms)?;
         let clock = clock::check_clock(&c, raw.clock)?;
-        if clock.is_none()
-            && let Some(i) = algorithms.iter().position(|a| a.pace == Pace::Asynchronous)
-        {
-            return Err(c.err(
-                &format!("algorithm[{i}].pace"),
-                "\"asynchronous\" runs on the simulated clock: add a [clock] table (its keys have defaults)",
-            ));
-        }
+        refuse_async_without_clock(&c, clock.is_some(), &algorithms)?;
         Ok(Spec {
             name,
             path: path.to_path_buf(),
@@ -720,4 +694,50 @@ fn check_output(
 /// Greatest common divisor (Euclid).
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// `[objective]`, checked; a command's evaluations at once (over all runs and agents) default
+/// to the agent's `parallel` ones, so that parallel = k runs k at once without a second key.
+fn checked_objective(
+    c: &Check,
+    raw: Option<RawObjective>,
+    parallel: usize,
+) -> Result<ObjectiveSpec> {
+    let concurrency_given = raw.as_ref().is_some_and(|o| o.concurrency_given());
+    let mut objective = check_objective(c, raw)?;
+    if let ObjectiveKind::Command(settings) = &mut objective.kind
+        && !concurrency_given
+    {
+        settings.concurrency = parallel;
+    }
+    Ok(objective)
+}
+
+/// A spec runs at least one algorithm.
+fn require_algorithms<T>(c: &Check, list: &[T]) -> Result<()> {
+    if list.is_empty() {
+        return Err(c.err(
+            "algorithm",
+            format!(
+                "the spec lists no algorithm; add at least one [[algorithm]] table with kind = one of {:?}",
+                AlgorithmKind::NAMES
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Asynchronous agents run on the simulated clock, so they need a `[clock]` table.
+fn refuse_async_without_clock(
+    c: &Check,
+    has_clock: bool,
+    algorithms: &[AlgorithmSpec],
+) -> Result<()> {
+    if !has_clock && let Some(i) = algorithms.iter().position(|a| a.pace == Pace::Asynchronous) {
+        return Err(c.err(
+            &format!("algorithm[{i}].pace"),
+            "\"asynchronous\" runs on the simulated clock: add a [clock] table (its keys have defaults)",
+        ));
+    }
+    Ok(())
 }
