@@ -356,16 +356,7 @@ pub(super) fn check_algorithms(
 /// `algorithm[i]`: its kind, its keys (each refused where its kind does not read it) and the
 /// spec's defaults for the rest.
 fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Result<AlgorithmSpec> {
-    let (surrogate, features, fed_pt, p1, fed_messages, raw_server, iterations, total_agents) = (
-        d.surrogate,
-        d.features,
-        d.p_t,
-        d.p1,
-        d.messages,
-        d.server,
-        d.iterations,
-        d.total_agents,
-    );
+    let (surrogate, features, fed_messages) = (d.surrogate, d.features, d.messages);
     let key = |k: &str| format!("algorithm[{i}].{k}");
     let kind = AlgorithmKind::parse(&ra.kind).ok_or_else(|| {
         c.err(
@@ -411,18 +402,7 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         1,
         MAX_FEATURES,
     )?;
-    let server = match kind {
-        AlgorithmKind::DpFtsDe => Some(check_server(
-            c,
-            &key("server"),
-            ra.server.clone().unwrap_or_default().or(raw_server),
-            ra.server.as_ref(),
-            d.domain_size,
-            total_agents,
-            m,
-        )?),
-        _ => None,
-    };
+    let server = algorithm_server(c, &key("server"), kind, &ra, d, m)?;
     let shared = shared_model(
         c,
         &key("shared"),
@@ -431,18 +411,7 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         server.as_ref(),
         surrogate,
     )?;
-    let p_t = match ra.p_t {
-        Some(ref v) => c.schedule(
-            &key("p_t"),
-            Some(v),
-            ra.p1_equals_p2.unwrap_or(p1),
-            iterations,
-        )?,
-        None => Schedule {
-            p1_equals_p2: ra.p1_equals_p2.unwrap_or(p1),
-            ..fed_pt.clone()
-        },
-    };
+    let p_t = checked_p_t(c, &key("p_t"), &ra, d)?;
     let messages = c.messages(&key("messages"), ra.messages.as_deref(), fed_messages)?;
     let label = match ra.label.clone() {
         Some(l) => checked_label(c, &key("label"), l)?,
@@ -481,6 +450,42 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
             .unwrap_or_default(),
         start,
         shared,
+    })
+}
+
+/// DP-FTS-DE's server: its own `server = { .. }` keys over `[server]`'s; no other kind has one.
+fn algorithm_server(
+    c: &Check,
+    key: &str,
+    kind: AlgorithmKind,
+    ra: &RawAlgorithm,
+    d: &Defaults,
+    features: usize,
+) -> Result<Option<ServerSpec>> {
+    Ok(match kind {
+        AlgorithmKind::DpFtsDe => Some(check_server(
+            c,
+            key,
+            ra.server.clone().unwrap_or_default().or(d.server),
+            ra.server.as_ref(),
+            d.domain_size,
+            d.total_agents,
+            features,
+        )?),
+        _ => None,
+    })
+}
+
+/// The algorithm's own p_t schedule (`p_t`, `p1_equals_p2`), each defaulting to
+/// `[federation]`'s.
+fn checked_p_t(c: &Check, key: &str, ra: &RawAlgorithm, d: &Defaults) -> Result<Schedule> {
+    let p1_equals_p2 = ra.p1_equals_p2.unwrap_or(d.p1);
+    Ok(match ra.p_t {
+        Some(ref v) => c.schedule(key, Some(v), p1_equals_p2, d.iterations)?,
+        None => Schedule {
+            p1_equals_p2,
+            ..d.p_t.clone()
+        },
     })
 }
 
