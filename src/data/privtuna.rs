@@ -394,24 +394,7 @@ pub fn find(source: &Path) -> Result<Found> {
                 continue;
             }
             members.sort();
-            let mut clients = Vec::new();
-            for (i, f) in &members {
-                if *i >= n {
-                    return Err(FboError::spec(
-                        f,
-                        "",
-                        format!("client {i} of a federation of {n} clients (clients are 0..{n})"),
-                    ));
-                }
-                if clients.iter().any(|c: &ClientGrid| c.client == *i) {
-                    return Err(FboError::spec(
-                        f,
-                        "",
-                        format!("client {i} has two grid files in {}", dir.display()),
-                    ));
-                }
-                clients.push(read_client(f, *i)?);
-            }
+            let clients = read_members(&dir, n, &members)?;
             let missing: Vec<usize> = (0..n)
                 .filter(|i| !clients.iter().any(|c| c.client == *i))
                 .collect();
@@ -440,14 +423,7 @@ pub fn find(source: &Path) -> Result<Found> {
         if used_fedavg.contains(&f) {
             continue;
         }
-        let reason = if f.components().any(|c| c.as_os_str() == "fedavg")
-            || f.components()
-                .any(|c| c.as_os_str() == "fed_grid_search_results")
-        {
-            "a FedAvg grid of a federation not imported from this folder".to_string()
-        } else {
-            reason(&f)
-        };
+        let reason = skipped_reason(&f);
         not_imported.push(Skipped { file: f, reason });
     }
     not_imported.sort_by(|a, b| a.file.cmp(&b.file));
@@ -462,6 +438,43 @@ pub fn find(source: &Path) -> Result<Found> {
         federations,
         skipped: not_imported,
     })
+}
+
+/// The client grids of one federation of `n` clients in `dir` (`members`: (client, file),
+/// sorted): each client at most once and below n.
+fn read_members(dir: &Path, n: usize, members: &[(usize, PathBuf)]) -> Result<Vec<ClientGrid>> {
+    let mut clients = Vec::new();
+    for (i, f) in members {
+        if *i >= n {
+            return Err(FboError::spec(
+                f,
+                "",
+                format!("client {i} of a federation of {n} clients (clients are 0..{n})"),
+            ));
+        }
+        if clients.iter().any(|c: &ClientGrid| c.client == *i) {
+            return Err(FboError::spec(
+                f,
+                "",
+                format!("client {i} has two grid files in {}", dir.display()),
+            ));
+        }
+        clients.push(read_client(f, *i)?);
+    }
+    Ok(clients)
+}
+
+/// Why a file under the source is not imported: a FedAvg grid no imported federation uses,
+/// or what its name and columns say it is.
+fn skipped_reason(f: &Path) -> String {
+    if f.components().any(|c| c.as_os_str() == "fedavg")
+        || f.components()
+            .any(|c| c.as_os_str() == "fed_grid_search_results")
+    {
+        "a FedAvg grid of a federation not imported from this folder".to_string()
+    } else {
+        reason(f)
+    }
 }
 
 /// The FedAvg grids of a federation: `<N>_parties/fedavg/<dataset>_<skew>_skew_<level>_<N>clients.txt`

@@ -655,27 +655,7 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
                 note(a, &rows);
                 agents.push(AgentSplit::from_rows(f, &tr, &va));
             }
-            let (score, metric) = match cfg.metric {
-                SvmMetric::Auc => ("decision value", "auc"),
-                SvmMetric::PlattAuc => (
-                    "Platt-calibrated probability as scikit-learn's SVC(probability=True): libsvm's sigmoid on 5-fold cross-validated decision values (folds seeded by split_seed, agent and point), two-class coupling",
-                    "platt_auc",
-                ),
-            };
-            let solver = match cfg.svm_stopping {
-                Stopping::Converged => {
-                    "libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking"
-                }
-                Stopping::Libsvm => {
-                    "libsvm's Solver as scikit-learn's default SVC(): tolerance 1e-3, shrinking, libsvm's kernel formula and label order, Q in single precision; training rows in the split's order"
-                }
-            };
-            let meta = format!(
-                "model = \"RBF-kernel SVM, C-SVC trained by SMO ({solver}), raw features, score = {score}\"\n\
-                 metric = \"{metric}\"\ndirection = \"maximize\"\n\
-                 agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n{}",
-                half_split_note(cfg)
-            );
+            let meta = landmine_meta(cfg);
             Ok((Task::Landmine(agents), split_csv, sha, meta))
         }
         Dataset::Har => {
@@ -749,6 +729,31 @@ pub fn prepare(cfg: &ModelSettings, data_path: &Path) -> Result<(Task, String, S
             Ok((Task::Heart(agents), split_csv, sha, meta))
         }
     }
+}
+
+/// The provenance lines of a landmine table: the SVM, its solver and its score.
+fn landmine_meta(cfg: &ModelSettings) -> String {
+    let (score, metric) = match cfg.metric {
+        SvmMetric::Auc => ("decision value", "auc"),
+        SvmMetric::PlattAuc => (
+            "Platt-calibrated probability as scikit-learn's SVC(probability=True): libsvm's sigmoid on 5-fold cross-validated decision values (folds seeded by split_seed, agent and point), two-class coupling",
+            "platt_auc",
+        ),
+    };
+    let solver = match cfg.svm_stopping {
+        Stopping::Converged => {
+            "libsvm working-set selection, stopping tolerance 1e-9 min(1, C), Q in single precision as in libsvm, no shrinking"
+        }
+        Stopping::Libsvm => {
+            "libsvm's Solver as scikit-learn's default SVC(): tolerance 1e-3, shrinking, libsvm's kernel formula and label order, Q in single precision; training rows in the split's order"
+        }
+    };
+    format!(
+        "model = \"RBF-kernel SVM, C-SVC trained by SMO ({solver}), raw features, score = {score}\"\n\
+         metric = \"{metric}\"\ndirection = \"maximize\"\n\
+         agent_ids = \"landmine fields 1..29 (agent = field - 1); split.csv index = index_in_field\"\n{}",
+        half_split_note(cfg)
+    )
 }
 
 /// A 64-bit key of a point's coordinates: the seed of its stochastic training (HAR's batch
