@@ -656,17 +656,16 @@ fn cmd_sweep(a: RunArgs) -> Result<()> {
             work,
         },
     )?;
-    if let crate::run::runner::Work::Shard { index, count } = work {
-        if !quiet {
-            eprintln!(
+    say_finished(
+        quiet,
+        work,
+        |index, count| {
+            format!(
                 "shard {index}/{count} of the sweep done; `fbo sweep SPEC --status` shows what is left, `--merge` assembles sweep.csv"
-            );
-        }
-        return Ok(());
-    }
-    if !quiet {
-        eprintln!("sweep done -> {}", out.join("sweep.csv").display());
-    }
+            )
+        },
+        || format!("sweep done -> {}", out.join("sweep.csv").display()),
+    );
     Ok(())
 }
 
@@ -695,18 +694,34 @@ fn cmd_tabulate(a: TabulateArgs) -> Result<()> {
             work,
         },
     )?;
-    if let crate::run::runner::Work::Shard { index, count } = work {
-        if !quiet {
-            eprintln!(
+    say_finished(
+        quiet,
+        work,
+        |index, count| {
+            format!(
                 "shard {index}/{count} tabulated; build the table with --merge once every shard is done"
-            );
-        }
-        return Ok(());
-    }
-    if !quiet {
-        eprintln!("table -> {}", out.join("table.csv").display());
-    }
+            )
+        },
+        || format!("table -> {}", out.join("table.csv").display()),
+    );
     Ok(())
+}
+
+/// The closing line on stderr (none with --quiet) of a command that may run as a shard: the
+/// shard's, which says what is left to do, or the whole job's, which says where its result is.
+fn say_finished(
+    quiet: bool,
+    work: crate::run::runner::Work,
+    shard: impl FnOnce(usize, usize) -> String,
+    whole: impl FnOnce() -> String,
+) {
+    if quiet {
+        return;
+    }
+    match work {
+        crate::run::runner::Work::Shard { index, count } => eprintln!("{}", shard(index, count)),
+        _ => eprintln!("{}", whole()),
+    }
 }
 
 fn cmd_import(a: ImportArgs) -> Result<()> {
