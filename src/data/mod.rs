@@ -17,10 +17,7 @@ use std::path::Path;
 
 /// Hex sha256 of a file's bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    crate::math::hex::bytes(&Sha256::digest(bytes))
 }
 
 /// Reads a file whole and checks its sha256 when one is known. The file may be stored

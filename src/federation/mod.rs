@@ -54,7 +54,7 @@ pub fn load_spec(path: &Path) -> Result<Spec> {
 pub fn fingerprint(spec: &Spec) -> String {
     let canonical = crate::spec::portable::as_written(&spec.source);
     let digest = Sha256::digest(runner::parts_fingerprint(spec, &canonical).as_bytes());
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    crate::math::hex::bytes(&digest[..8])
 }
 
 /// Refuses an algorithm that cannot run federated, or an agent it does not trace.

@@ -20,48 +20,14 @@
 //! the same keys again; each step's replies are journaled by the server.
 
 use super::wire::{SecureAsk, SecureReply, WireAdvert, WirePart};
+use crate::math::hex;
 use crate::math::rng::Rng;
 use crate::server::secagg::{self, Advert, Reveal, shamir::Share};
 use crate::server::{MemberPart, RoundPlan};
 use ndarray::Array1;
 
-/// Bytes as lowercase hex.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Hex as bytes, or why not.
-pub fn unhex(text: &str) -> Result<Vec<u8>, String> {
-    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!(
-            "\"{}\" is not hex",
-            text.chars().take(40).collect::<String>()
-        ));
-    }
-    (0..text.len() / 2)
-        .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|e| e.to_string()))
-        .collect()
-}
-
-fn words_hex(words: &[u64]) -> String {
-    words.iter().map(|w| format!("{w:016x}")).collect()
-}
-
-fn unhex_words(text: &str, len: usize) -> Result<Vec<u64>, String> {
-    if text.len() != 16 * len {
-        return Err(format!(
-            "{} hex digits where {len} words have {}",
-            text.len(),
-            16 * len
-        ));
-    }
-    (0..len)
-        .map(|k| u64::from_str_radix(&text[16 * k..16 * k + 16], 16).map_err(|e| e.to_string()))
-        .collect()
-}
-
 fn key32(text: &str) -> Result<[u8; 32], String> {
-    unhex(text)?
+    hex::parse_bytes(text)?
         .try_into()
         .map_err(|_| "a key that is not 32 bytes".to_string())
 }
@@ -69,8 +35,8 @@ fn key32(text: &str) -> Result<[u8; 32], String> {
 fn wire_advert(a: &Advert) -> WireAdvert {
     WireAdvert {
         agent: a.id,
-        public: hex(&a.public),
-        cipher: hex(&a.cipher),
+        public: hex::bytes(&a.public),
+        cipher: hex::bytes(&a.cipher),
     }
 }
 
@@ -85,11 +51,11 @@ fn advert_of(w: &WireAdvert) -> Result<Advert, String> {
 fn share_hex(s: &Share) -> String {
     let mut words = vec![s.x];
     words.extend(s.y);
-    words_hex(&words)
+    hex::words(&words)
 }
 
 fn share_of_hex(text: &str) -> Result<Share, String> {
-    let w = unhex_words(text, 6)?;
+    let w = hex::parse_words(text, 6)?;
     Ok(Share {
         x: w[0],
         y: [w[1], w[2], w[3], w[4], w[5]],
@@ -321,7 +287,7 @@ impl SecurePhase {
                     if !self.participants.contains(a) {
                         continue;
                     }
-                    match unhex_words(masked, self.len) {
+                    match hex::parse_words(masked, self.len) {
                         Ok(w) => self.masked.push((*a, w)),
                         Err(e) => notes.push(note(*a, e)),
                     }
@@ -429,8 +395,8 @@ pub fn answer(
         SecureAsk::Advertise { round } => {
             let (_, a, _) = member(*round);
             SecureReply::Advertise {
-                public: hex(&a.public),
-                cipher: hex(&a.cipher),
+                public: hex::bytes(&a.public),
+                cipher: hex::bytes(&a.cipher),
             }
         }
         SecureAsk::Share {
@@ -444,7 +410,7 @@ pub fn answer(
             let sealed = dealt
                 .iter()
                 .zip(&all)
-                .map(|((to, d), a)| (*to, hex(&secagg::seal(&m, a, *round, d))))
+                .map(|((to, d), a)| (*to, hex::bytes(&secagg::seal(&m, a, *round, d))))
                 .collect();
             SecureReply::Share { sealed }
         }
@@ -467,7 +433,7 @@ pub fn answer(
             let mut unused = base.clone();
             let input = crate::server::member_input(agent, &coef, omega, &part, 1, &mut unused)?;
             SecureReply::Mask {
-                masked: words_hex(&secagg::mask(&m, &adverts(participants)?, &input)),
+                masked: hex::words(&secagg::mask(&m, &adverts(participants)?, &input)),
             }
         }
         SecureAsk::Reveal {
@@ -486,7 +452,7 @@ pub fn answer(
                         .iter()
                         .find(|a| a.id == *from)
                         .ok_or(format!("a share from {from}, who is no participant"))?;
-                    secagg::open(&m, a, *round, &unhex(s)?)
+                    secagg::open(&m, a, *round, &hex::parse_bytes(s)?)
                 })
                 .collect::<Result<Vec<_>, String>>()?;
             let r = secagg::reveal(agent, &dealt, survivors, dropped)?;

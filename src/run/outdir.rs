@@ -43,7 +43,7 @@ impl Identity {
         Identity {
             kind,
             path: abs.to_string_lossy().into_owned(),
-            content: digest.iter().map(|b| format!("{b:02x}")).collect(),
+            content: crate::math::hex::bytes(&digest),
         }
     }
 

@@ -3,6 +3,7 @@
 //! off mid-row.
 
 use crate::error::{FboError, Result};
+use crate::math::hex;
 use crate::objective::Codec;
 use crate::server::RoundRecord;
 use crate::spec::Spec;
@@ -280,11 +281,6 @@ pub fn server_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<
 /// secret key) and per sum it recovered (`sum`), the payload in hex.
 pub const SERVER_VIEW_HEADER: &str = "algorithm,run,round,step,agent,about,payload\n";
 
-/// 64-bit words as hex, 16 digits each, most significant first.
-fn words_hex(words: &[u64]) -> String {
-    words.iter().map(|w| format!("{w:016x}")).collect()
-}
-
 /// server_view.csv rows (no header) of one run: what the server saw in each secure round, in
 /// the protocol's order (adverts, masked inputs, reveals, the sum).
 pub fn server_view_csv_body(label: &str, run: usize, records: &[RoundRecord]) -> Vec<u8> {
@@ -298,15 +294,19 @@ pub fn server_view_csv_body(label: &str, run: usize, records: &[RoundRecord]) ->
             );
         };
         for a in &v.adverts {
-            let key: String = a.public.iter().map(|b| format!("{b:02x}")).collect();
-            row("advertise", a.id.to_string(), String::new(), key);
+            row(
+                "advertise",
+                a.id.to_string(),
+                String::new(),
+                hex::bytes(&a.public),
+            );
         }
         for (agent, y) in &v.masked {
-            row("masked", agent.to_string(), String::new(), words_hex(y));
+            row("masked", agent.to_string(), String::new(), hex::words(y));
         }
         for rev in &v.reveals {
             let share = |s: &crate::server::secagg::shamir::Share| {
-                format!("{:016x}:{}", s.x, words_hex(&s.y))
+                format!("{:016x}:{}", s.x, hex::words(&s.y))
             };
             for (about, s) in &rev.self_seeds {
                 row(
@@ -326,7 +326,7 @@ pub fn server_view_csv_body(label: &str, run: usize, records: &[RoundRecord]) ->
             }
         }
         if let Some(sum) = &v.sum {
-            row("sum", String::new(), String::new(), words_hex(sum));
+            row("sum", String::new(), String::new(), hex::words(sum));
         }
     }
     out.into_bytes()
