@@ -462,12 +462,7 @@ impl AgentNode {
     /// The queries of round `ins.round`, checked against what this agent has done (the
     /// agent's streams move on: called once per round).
     fn draw(&mut self, ins: &Instruction) -> Result<Vec<(Query, Request)>> {
-        if ins.spec != self.print || ins.algorithm != self.alg_index || ins.run != self.run {
-            return Err(FboError::Run(format!(
-                "an instruction for spec {} algorithm {} run {} reached agent {} of spec {} algorithm {} run {}",
-                ins.spec, ins.algorithm, ins.run, self.agent, self.print, self.alg_index, self.run
-            )));
-        }
+        self.check_addressed(ins, "an instruction")?;
         let last = self.replies.keys().next_back().copied();
         if last.is_some_and(|l| ins.round < l) || ins.round > self.spec.iterations {
             return Err(FboError::Run(format!(
@@ -602,16 +597,22 @@ impl AgentNode {
 }
 
 impl AgentNode {
+    /// Refuses `what` (an instruction, a secure step) meant for another spec, algorithm or run.
+    fn check_addressed(&self, ins: &Instruction, what: &str) -> Result<()> {
+        if ins.spec != self.print || ins.algorithm != self.alg_index || ins.run != self.run {
+            return Err(FboError::Run(format!(
+                "{what} for spec {} algorithm {} run {} reached agent {} of spec {} algorithm {} run {}",
+                ins.spec, ins.algorithm, ins.run, self.agent, self.print, self.alg_index, self.run
+            )));
+        }
+        Ok(())
+    }
+
     /// The answer to a step of secure aggregation (`secure::answer`): nothing evaluated,
     /// nothing journaled (the keys are drawn again from the round's stream, the message is
     /// rebuilt by replaying the evaluations).
     fn secure_step(&mut self, ins: &Instruction) -> Result<Reply> {
-        if ins.spec != self.print || ins.algorithm != self.alg_index || ins.run != self.run {
-            return Err(FboError::Run(format!(
-                "a secure-aggregation step for spec {} algorithm {} run {} reached agent {} of spec {} algorithm {} run {}",
-                ins.spec, ins.algorithm, ins.run, self.agent, self.print, self.alg_index, self.run
-            )));
-        }
+        self.check_addressed(ins, "a secure-aggregation step")?;
         let ask = ins.secure.as_ref().expect("a secure step");
         let Some((base, held)) = &self.secure else {
             return Err(FboError::Run(format!(
@@ -1096,24 +1097,22 @@ impl ServerNode {
             }
             return;
         }
-        {
-            match (&r.message, wants) {
-                (Some(msg), true) => {
-                    if let Some(why) = wire::message_fault(msg, m) {
-                        self.notes.push(format!(
-                            "round {}: agent {}'s message rejected (left out, as a message that did not arrive): {why}",
-                            ins.round, r.agent
-                        ));
-                        r.message = None;
-                    }
+        match (&r.message, wants) {
+            (Some(msg), true) => {
+                if let Some(why) = wire::message_fault(msg, m) {
+                    self.notes.push(format!(
+                        "round {}: agent {}'s message rejected (left out, as a message that did not arrive): {why}",
+                        ins.round, r.agent
+                    ));
+                    r.message = None;
                 }
-                (None, true) => self.notes.push(format!(
-                    "round {}: agent {} sent no message",
-                    ins.round, r.agent
-                )),
-                (Some(_), false) => r.message = None,
-                (None, false) => {}
             }
+            (None, true) => self.notes.push(format!(
+                "round {}: agent {} sent no message",
+                ins.round, r.agent
+            )),
+            (Some(_), false) => r.message = None,
+            (None, false) => {}
         }
     }
 
@@ -1145,20 +1144,16 @@ impl ServerNode {
         }
         self.keep(e.replies);
         if secure && kept_round < self.spec.iterations {
-            let m = self.alg.federated().expect("federated").message_len();
             let p = self.spec.algorithms[self.alg_index]
                 .server
                 .as_ref()
                 .map_or(1, |s| s.subregions);
             let round = self.round;
             let fed = self.alg.federated().expect("a federated algorithm");
+            // Words per member: P sub-regions of the message's M features.
+            let len = p * fed.message_len();
             if let Some((plan, threshold)) = fed.secure_plan(round, &self.ready) {
-                self.phase = Some(secure::SecurePhase::new(
-                    plan,
-                    threshold,
-                    p * m,
-                    &self.ready,
-                ));
+                self.phase = Some(secure::SecurePhase::new(plan, threshold, len, &self.ready));
                 self.finish_phase()?;
             }
         }

@@ -172,8 +172,20 @@ impl SecurePhase {
             .collect()
     }
 
+    /// The participants whose masked input arrived.
     fn survivors(&self) -> Vec<usize> {
         self.masked.iter().map(|(a, _)| *a).collect()
+    }
+
+    /// The participants whose masked input did not arrive (their masks are removed by
+    /// reconstructing their keys).
+    fn dropped(&self) -> Vec<usize> {
+        let survivors = self.survivors();
+        self.participants
+            .iter()
+            .copied()
+            .filter(|p| !survivors.contains(p))
+            .collect()
     }
 
     /// What agent `agent` is asked this step.
@@ -212,12 +224,7 @@ impl SecurePhase {
                         .filter(|(from, to, _)| *to == agent && self.participants.contains(from))
                         .map(|(from, _, s)| (*from, s.clone()))
                         .collect(),
-                    dropped: self
-                        .participants
-                        .iter()
-                        .copied()
-                        .filter(|p| !survivors.contains(p))
-                        .collect(),
+                    dropped: self.dropped(),
                     survivors,
                 }
             }
@@ -337,17 +344,9 @@ impl SecurePhase {
     fn unmask(&self, notes: &mut Vec<String>) -> Option<Vec<u64>> {
         let mut total = vec![0u64; self.len];
         for (_, y) in &self.masked {
-            for (t, v) in total.iter_mut().zip(y) {
-                *t = t.wrapping_add(*v);
-            }
+            secagg::add_into(&mut total, y, true);
         }
-        let survivors = self.survivors();
-        let dropped: Vec<usize> = self
-            .participants
-            .iter()
-            .copied()
-            .filter(|p| !survivors.contains(p))
-            .collect();
+        let (survivors, dropped) = (self.survivors(), self.dropped());
         let adverts: Vec<Advert> = self
             .adverts
             .iter()

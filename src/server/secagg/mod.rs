@@ -230,7 +230,9 @@ pub fn expand(seed: &[u8; 32], len: usize) -> Vec<u64> {
     (0..len).map(|_| rng.next_u64()).collect()
 }
 
-fn add_into(acc: &mut [u64], m: &[u64], sign: bool) {
+/// Adds (`sign`) or subtracts `m` into `acc`, word by word modulo 2^64: how masks and masked
+/// inputs combine, and how the server sums the masked inputs it receives.
+pub fn add_into(acc: &mut [u64], m: &[u64], sign: bool) {
     for (a, &v) in acc.iter_mut().zip(m) {
         *a = if sign {
             a.wrapping_add(v)
