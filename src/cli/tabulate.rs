@@ -310,30 +310,14 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     };
     let (dir, parts, reusable) =
         claim_table_folder(config_path, &cfg, opts, n_agents, shard, &sha)?;
-    // Wall time of earlier, interrupted invocations, so build_seconds counts the whole build.
-    let before: f64 = if reusable && dir.resume(WALL) {
-        fs::read_to_string(dir.path(WALL))
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0.0)
-    } else {
-        0.0
-    };
+    let before = earlier_wall(&dir, reusable);
     dir.write("split.csv", split_csv.as_bytes())?;
     let todo: Vec<usize> = (0..n_agents)
         .filter(|a| shard.is_none_or(|(lo, hi)| (lo..hi).contains(a)))
         .filter(|&a| !(reusable && dir.resume(&part(a))))
         .collect();
     if opts.work == Work::Merge && !todo.is_empty() {
-        return Err(FboError::Run(format!(
-            "cannot merge: {} of {n_agents} agents are missing in {} (agents {}); run the missing shards, or tabulate without --merge",
-            todo.len(),
-            parts.display(),
-            todo.iter()
-                .map(|a| a.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(missing_for_merge(&todo, n_agents, &parts));
     }
     // A shard computes an agent only while it holds the agent's claim.
     let (todo, claims) = match shard {
@@ -382,6 +366,28 @@ pub fn run(config_path: &Path, opts: &TabulateOptions) -> Result<()> {
     dir.remove_under("parts/")?;
     dir.prune()?;
     Ok(())
+}
+
+/// Wall time of earlier, interrupted invocations, so build_seconds counts the whole build.
+fn earlier_wall(dir: &OutDir, reusable: bool) -> f64 {
+    if !(reusable && dir.resume(WALL)) {
+        return 0.0;
+    }
+    fs::read_to_string(dir.path(WALL))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+/// A merge's refusal when the agents `todo` have no part in `parts` yet.
+fn missing_for_merge(todo: &[usize], n_agents: usize, parts: &Path) -> FboError {
+    let agents: Vec<String> = todo.iter().map(|a| a.to_string()).collect();
+    FboError::Run(format!(
+        "cannot merge: {} of {n_agents} agents are missing in {} (agents {}); run the missing shards, or tabulate without --merge",
+        todo.len(),
+        parts.display(),
+        agents.join(", ")
+    ))
 }
 
 /// The output folder claimed for a table of `n_agents` (one part per agent), its parts/

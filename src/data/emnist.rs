@@ -25,6 +25,15 @@ pub struct Writer {
     pub valid_images: Vec<usize>,
 }
 
+/// One image of the index CSV.
+struct Row {
+    writer: usize,
+    id: String,
+    train: bool,
+    label: usize,
+    image: usize,
+}
+
 /// Reads the index and the pixel stream from the EMNIST folder; returns the writers in order
 /// and the pixel file's sha256.
 pub fn read(dir: &Path) -> Result<(Vec<Writer>, String)> {
@@ -32,18 +41,27 @@ pub fn read(dir: &Path) -> Result<(Vec<Writer>, String)> {
     let pixel_path = dir.join("femnist_digits_first50_pixels.u8.gz");
     let (index, _) = read_checked(&index_path, Some(INDEX_SHA256), "EMNIST index CSV")?;
     let (pixels, sha) = read_gz_checked(&pixel_path, PIXELS_GZ_SHA256, "EMNIST pixel file")?;
-    let text = as_text(&index_path, &index)?;
-    let err = |line: usize, m: String| FboError::spec(&index_path, format!("line {line}"), m);
+    let rows = parse_index(&index_path, as_text(&index_path, &index)?)?;
+    if pixels.len() != rows.len() * PIXELS {
+        return Err(FboError::spec(
+            &pixel_path,
+            "",
+            format!(
+                "holds {} bytes, expected {} images x {PIXELS}",
+                pixels.len(),
+                rows.len()
+            ),
+        ));
+    }
+    Ok((writers(&index_path, &rows, &pixels)?, sha))
+}
+
+/// The index CSV's rows, each checked (images in order, a known split, a digit label).
+fn parse_index(index_path: &Path, text: &str) -> Result<Vec<Row>> {
+    let err = |line: usize, m: String| FboError::spec(index_path, format!("line {line}"), m);
     let mut lines = text.lines();
     if lines.next() != Some(HEADER) {
         return Err(err(1, format!("header must be `{HEADER}`")));
-    }
-    struct Row {
-        writer: usize,
-        id: String,
-        train: bool,
-        label: usize,
-        image: usize,
     }
     let mut rows = Vec::new();
     for (k, line) in lines.enumerate() {
@@ -82,24 +100,18 @@ pub fn read(dir: &Path) -> Result<(Vec<Writer>, String)> {
             image,
         });
     }
-    if pixels.len() != rows.len() * PIXELS {
-        return Err(FboError::spec(
-            &pixel_path,
-            "",
-            format!(
-                "holds {} bytes, expected {} images x {PIXELS}",
-                pixels.len(),
-                rows.len()
-            ),
-        ));
-    }
+    Ok(rows)
+}
+
+/// The writers in order, each with its training and validation images from `pixels`.
+fn writers(index_path: &Path, rows: &[Row], pixels: &[u8]) -> Result<Vec<Writer>> {
     let n_writers = rows.iter().map(|r| r.writer + 1).max().unwrap_or(0);
     let mut writers = Vec::with_capacity(n_writers);
     for w in 0..n_writers {
         let mine: Vec<&Row> = rows.iter().filter(|r| r.writer == w).collect();
         let Some(first) = mine.first() else {
             return Err(FboError::spec(
-                &index_path,
+                index_path,
                 "",
                 format!("writer {w} has no images"),
             ));
@@ -116,7 +128,7 @@ pub fn read(dir: &Path) -> Result<(Vec<Writer>, String)> {
         let (x_valid, y_valid, valid_images) = pick(false);
         if y_train.is_empty() || y_valid.is_empty() {
             return Err(FboError::spec(
-                &index_path,
+                index_path,
                 "",
                 format!("writer {w} lacks a train or val image"),
             ));
@@ -131,5 +143,5 @@ pub fn read(dir: &Path) -> Result<(Vec<Writer>, String)> {
             valid_images,
         });
     }
-    Ok((writers, sha))
+    Ok(writers)
 }

@@ -163,6 +163,54 @@ fn text_of(path: &Path, what: &str) -> Result<(String, String)> {
     Ok((as_text(path, &bytes)?.to_string(), sha))
 }
 
+/// Where each of GRID_COLUMNS is in a client grid's header.
+fn grid_columns(path: &Path, header: &[&str]) -> Result<[usize; 6]> {
+    let mut idx = [0usize; 6];
+    for (k, name) in GRID_COLUMNS.iter().enumerate() {
+        idx[k] = header.iter().position(|h| h == name).ok_or_else(|| {
+            FboError::spec(
+                path,
+                "line 1",
+                format!(
+                    "the header has no column {name}; a client grid has the columns {}",
+                    GRID_COLUMNS.join(", ")
+                ),
+            )
+        })?;
+    }
+    Ok(idx)
+}
+
+/// One grid row's values in their ranges (a measurement may be NaN: a diverged run).
+fn check_row(row: &GridRow) -> std::result::Result<(), String> {
+    if row.val_accuracy.is_finite() && !(0.0..=1.0).contains(&row.val_accuracy) {
+        return Err(format!(
+            "column val_accuracy: {} is not in [0, 1]",
+            row.val_accuracy
+        ));
+    }
+    if row.duration.is_finite() && row.duration < 0.0 {
+        return Err(format!(
+            "column duration: {} seconds is negative",
+            row.duration
+        ));
+    }
+    // The unit coordinates take logs of the learning rate and the batch size.
+    if row.client_lr <= 0.0 || row.batch_size < 1.0 {
+        return Err(format!(
+            "client_lr {} must be > 0 and batch_size {} >= 1",
+            row.client_lr, row.batch_size
+        ));
+    }
+    if !(0.0..1.0).contains(&row.client_momentum) {
+        return Err(format!(
+            "column client_momentum: {} is not in [0, 1)",
+            row.client_momentum
+        ));
+    }
+    Ok(())
+}
+
 /// A client's grid file, every value checked: an error names the file, line and column.
 pub fn read_client(path: &Path, client: usize) -> Result<ClientGrid> {
     let (text, sha256) = text_of(path, "client grid")?;
@@ -174,20 +222,7 @@ pub fn read_client(path: &Path, client: usize) -> Result<ClientGrid> {
         .split(',')
         .map(str::trim)
         .collect();
-    let col = |name: &str| header.iter().position(|h| *h == name);
-    let mut idx = [0usize; 6];
-    for (k, name) in GRID_COLUMNS.iter().enumerate() {
-        idx[k] = col(name).ok_or_else(|| {
-            FboError::spec(
-                path,
-                "line 1",
-                format!(
-                    "the header has no column {name}; a client grid has the columns {}",
-                    GRID_COLUMNS.join(", ")
-                ),
-            )
-        })?;
-    }
+    let idx = grid_columns(path, &header)?;
     let mut rows: Vec<GridRow> = Vec::new();
     for (k, line) in lines.enumerate() {
         let ln = k + 2;
@@ -225,31 +260,7 @@ pub fn read_client(path: &Path, client: usize) -> Result<ClientGrid> {
             client_lr: num(4, true)?,
             client_momentum: num(5, true)?,
         };
-        if row.val_accuracy.is_finite() && !(0.0..=1.0).contains(&row.val_accuracy) {
-            return Err(err(format!(
-                "column val_accuracy: {} is not in [0, 1]",
-                row.val_accuracy
-            )));
-        }
-        if row.duration.is_finite() && row.duration < 0.0 {
-            return Err(err(format!(
-                "column duration: {} seconds is negative",
-                row.duration
-            )));
-        }
-        // The unit coordinates take logs of the learning rate and the batch size.
-        if row.client_lr <= 0.0 || row.batch_size < 1.0 {
-            return Err(err(format!(
-                "client_lr {} must be > 0 and batch_size {} >= 1",
-                row.client_lr, row.batch_size
-            )));
-        }
-        if !(0.0..1.0).contains(&row.client_momentum) {
-            return Err(err(format!(
-                "column client_momentum: {} is not in [0, 1)",
-                row.client_momentum
-            )));
-        }
+        check_row(&row).map_err(err)?;
         if let Some(other) = rows.iter().find(|r| r.key() == row.key()) {
             return Err(err(format!(
                 "the point client_lr {}, client_momentum {}, batch_size {} is also on line {}: one run per point is expected",

@@ -345,7 +345,8 @@ fn rho(y: &[f64], g: &[f64], alpha: &[f64], c: f64) -> f64 {
 /// violation first falls below 10 tol. Q in single precision as libsvm's cache holds it.
 /// Labels are negated on the way in and the coefficients on the way out, because libsvm's +1
 /// is scikit-learn's class 0; the model is the same, the path (and so an early stop) is not.
-// Index loops as in svm.cpp, so that the port can be read against it line by line.
+// Index loops, and one long body, as in svm.cpp (the one function over 100 lines, by issue
+// 44's exception for ported routines), so that the port can be read against it line by line.
 #[allow(clippy::needless_range_loop)]
 fn train_libsvm(k: &Array2<f64>, labels: &[f64], p: &SvmParams) -> SvmModel {
     let l = labels.len();

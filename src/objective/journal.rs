@@ -240,6 +240,41 @@ struct Read {
     needs_newline: bool,
 }
 
+/// How many bytes of `text` are whole lines, and whether the last of them lacks its
+/// newline: a last line without one counts if it parses as an entry (a write cut short
+/// leaves a fragment that does not).
+fn complete_prefix(text: &[u8]) -> (usize, bool) {
+    let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if complete < text.len() {
+        let tail = String::from_utf8_lossy(&text[complete..]);
+        if serde_json::from_str::<Entry>(tail.trim()).is_ok() {
+            return (text.len(), true);
+        }
+    }
+    (complete, false)
+}
+
+/// Whether `line` is a journal header; refused if it names another objective than `origin`.
+fn is_header_of(path: &Path, line: &str, origin: &Origin) -> Result<bool> {
+    if !line.contains(HEADER_TAG) {
+        return Ok(false);
+    }
+    let Ok(h) = serde_json::from_str::<Header>(line) else {
+        return Ok(false);
+    };
+    if h.objective != *origin {
+        return Err(FboError::spec(
+            path,
+            "",
+            format!(
+                "holds evaluations of another objective ({}); its values cannot be replayed for this spec: move the file away or choose another folder (`fbo run --overwrite` sets it aside)",
+                h.objective.changes(origin).join("; ")
+            ),
+        ));
+    }
+    Ok(true)
+}
+
 /// Reads the journal text of `path` into `done` and `asked`: refused if it holds another
 /// objective's values or an evaluation with two outcomes (also against what `done` held).
 fn read_entries(
@@ -251,7 +286,7 @@ fn read_entries(
     asked: &mut HashMap<Key, Entry>,
 ) -> Result<Read> {
     let io = |e| FboError::io(path, e);
-    let (mut header_seen, mut needs_newline) = (false, false);
+    let mut header_seen = false;
     let bad = |n: usize, msg: String| {
         FboError::spec(
             path,
@@ -261,34 +296,14 @@ fn read_entries(
             ),
         )
     };
-    let mut complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    // A last line without its newline: complete if it parses as an entry.
-    if complete < text.len() {
-        let tail = String::from_utf8_lossy(&text[complete..]);
-        if serde_json::from_str::<Entry>(tail.trim()).is_ok() {
-            complete = text.len();
-            needs_newline = true;
-        }
-    }
+    let (complete, needs_newline) = complete_prefix(text);
     for (i, line) in BufReader::new(&text[..complete]).lines().enumerate() {
         let n = i + 1;
         let line = line.map_err(io)?;
         if line.trim().is_empty() {
             continue;
         }
-        if line.contains(HEADER_TAG)
-            && let Ok(h) = serde_json::from_str::<Header>(&line)
-        {
-            if h.objective != *origin {
-                return Err(FboError::spec(
-                    path,
-                    "",
-                    format!(
-                        "holds evaluations of another objective ({}); its values cannot be replayed for this spec: move the file away or choose another folder (`fbo run --overwrite` sets it aside)",
-                        h.objective.changes(origin).join("; ")
-                    ),
-                ));
-            }
+        if is_header_of(path, &line, origin)? {
             header_seen = true;
             continue;
         }

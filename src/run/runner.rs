@@ -759,25 +759,29 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Result<RunReport> {
         return Ok(report);
     }
     merge_run(spec, opts, &dir, &jobs, (dim, &names), &failures, &parts)?;
-    // Skipped failures finish a run quietly otherwise: say so even with --quiet, as a run
-    // of nothing but failures would be all NaN.
-    if let Some(j) = &journal
-        && j.failures() > 0
-    {
-        eprintln!(
-            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and each error is kept in the evaluations {} in {}",
-            j.failures(),
-            j.len(),
-            out.join("trace.csv").display(),
-            journals(&dir),
-            out.display()
-        );
+    if let Some(j) = &journal {
+        warn_skipped_failures(j, &dir, out);
     }
     Ok(RunReport {
         wall_s: started.elapsed().as_secs_f64(),
         evaluations: journal.as_deref().map(evaluations_made),
         ..report
     })
+}
+
+/// Skipped failures finish a run quietly otherwise: say so even with --quiet, as a run of
+/// nothing but failures would be all NaN.
+fn warn_skipped_failures(j: &Journal, dir: &OutDir, out: &Path) {
+    if j.failures() > 0 {
+        eprintln!(
+            "warning: {} of {} evaluations failed and were skipped (objective.on_failure = \"skip\"): their rows in {} have source = failed, and each error is kept in the evaluations {} in {}",
+            j.failures(),
+            j.len(),
+            out.join("trace.csv").display(),
+            journals(dir),
+            out.display()
+        );
+    }
 }
 
 /// The units of `jobs` this invocation computes (not complete in `dir`, not left to a

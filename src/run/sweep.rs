@@ -503,23 +503,47 @@ pub(crate) fn csv_escape(s: &str) -> String {
     }
 }
 
+/// The records of the CSV file at `p` (none if it does not exist), header left out.
+fn csv_rows(p: &Path) -> Result<Vec<Vec<String>>> {
+    if !p.exists() {
+        return Ok(Vec::new());
+    }
+    let err = |e: csv::Error| FboError::Run(format!("{}: {e}", p.display()));
+    let mut rdr = csv::Reader::from_path(p).map_err(err)?;
+    rdr.records()
+        .map(|r| r.map(|r| r.iter().map(String::from).collect()).map_err(err))
+        .collect()
+}
+
+/// The fraction of selected agents clipped over algorithm `a`'s rounds in server.csv
+/// (algorithm, run, iteration, selected, clipped, ...); blank without a DP server and under
+/// secure aggregation, where the server never learns who clipped.
+fn clipped_fraction(a: &crate::spec::AlgorithmSpec, server: &[Vec<String>]) -> String {
+    let (sel, clip) =
+        server
+            .iter()
+            .filter(|r| r[0] == a.label)
+            .fold((0usize, 0usize), |(s, c), r| {
+                (
+                    s + r[3].parse::<usize>().unwrap_or(0),
+                    c + r[4].parse::<usize>().unwrap_or(0),
+                )
+            });
+    let known = a
+        .server
+        .as_ref()
+        .is_some_and(|s| s.dp.is_some() && s.secure.is_none());
+    if known && sel > 0 {
+        (clip as f64 / sel as f64).to_string()
+    } else {
+        String::new()
+    }
+}
+
 /// Reads a point's result files into its sweep.csv rows (one per algorithm).
 fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> {
     let spec = &point.spec;
-    let read = |f: &str| -> Result<Vec<Vec<String>>> {
-        let p = dir.join(f);
-        if !p.exists() {
-            return Ok(Vec::new());
-        }
-        let mut rdr = csv::Reader::from_path(&p)
-            .map_err(|e| FboError::Run(format!("{}: {e}", p.display())))?;
-        rdr.records()
-            .map(|r| {
-                r.map(|r| r.iter().map(String::from).collect())
-                    .map_err(|e| FboError::Run(format!("{}: {e}", p.display())))
-            })
-            .collect()
-    };
+    let read = |f: &str| csv_rows(&dir.join(f));
     let last = spec.evaluations().to_string();
     let summary = read("summary.csv")?;
     let privacy = read("privacy.csv")?;
@@ -558,26 +582,7 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
             .filter(|b| b.rounds < spec.iterations as u64)
             .map(|b| b.rounds.to_string())
             .unwrap_or_default();
-        let (sel, clip) =
-            server
-                .iter()
-                .filter(|r| r[0] == a.label)
-                .fold((0usize, 0usize), |(s, c), r| {
-                    (
-                        s + r[3].parse::<usize>().unwrap_or(0),
-                        c + r[4].parse::<usize>().unwrap_or(0),
-                    )
-                });
-        // Under secure aggregation the server never learns who clipped: left blank.
-        let known = a
-            .server
-            .as_ref()
-            .is_some_and(|s| s.dp.is_some() && s.secure.is_none());
-        let clipped = if known && sel > 0 {
-            (clip as f64 / sel as f64).to_string()
-        } else {
-            String::new()
-        };
+        let clipped = clipped_fraction(a, &server);
         let mut fields = vec![point.name.clone()];
         fields.extend(point.values.iter().map(|(_, v)| csv_escape(v)));
         fields.extend([
@@ -785,6 +790,25 @@ enum PointDone {
     Ran,
 }
 
+/// A merge's failure for a point whose units are not all computed: how many miss, and the
+/// first five of them.
+fn missing_units(name: &str, st: &crate::run::runner::Status) -> String {
+    let absent = st.missing.len() + st.running.len();
+    let first: Vec<String> = st
+        .missing
+        .iter()
+        .chain(&st.running)
+        .take(5)
+        .cloned()
+        .collect();
+    format!(
+        "{name}: {absent} of {} units missing ({}{})",
+        absent + st.done.len() + st.at_merge.len(),
+        first.join(", "),
+        if absent > 5 { ", ..." } else { "" }
+    )
+}
+
 /// One point of the sweep: skipped where an earlier invocation finished it, its runs copied
 /// from the point that ran an algorithm the swept keys do not reach (`computed`), else run
 /// (or merged) into points/NAME with its point.csv rows.
@@ -842,24 +866,7 @@ fn sweep_point(
     let st = merge_only
         .then(|| crate::run::runner::status_of(&point.spec, &pdir, (0, usize::MAX), &reuse));
     if let Some(st) = st.filter(|st| !st.missing.is_empty()) {
-        return Ok(PointDone::Failed(format!(
-            "{}: {} of {} units missing ({}{})",
-            point.name,
-            st.missing.len() + st.running.len(),
-            st.done.len() + st.missing.len() + st.running.len() + st.at_merge.len(),
-            st.missing
-                .iter()
-                .chain(&st.running)
-                .take(5)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
-            if st.missing.len() + st.running.len() > 5 {
-                ", ..."
-            } else {
-                ""
-            }
-        )));
+        return Ok(PointDone::Failed(missing_units(&point.name, &st)));
     }
     let started = Instant::now();
     let res = run_spec(

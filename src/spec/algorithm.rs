@@ -640,8 +640,20 @@ fn refuse_foreign_keys(
     ra: &RawAlgorithm,
     fed_messages: MessageMode,
 ) -> Result<()> {
+    refuse_federation_keys(c, i, kind, ra, fed_messages)?;
+    refuse_acquisition_keys(c, i, kind, ra)
+}
+
+/// The keys of the random-feature messages and the server (features, p_t, messages,
+/// p1_equals_p2, server, shared), on kinds that send no such messages or no such server.
+fn refuse_federation_keys(
+    c: &Check,
+    i: usize,
+    kind: AlgorithmKind,
+    ra: &RawAlgorithm,
+    fed_messages: MessageMode,
+) -> Result<()> {
     let key = |k: &str| format!("algorithm[{i}].{k}");
-    // The random-feature keys, for kinds that send no random-feature messages.
     if (kind.is_single_agent() || kind.is_framework())
         && (ra.features.is_some()
             || ra.p_t.is_some()
@@ -661,6 +673,47 @@ fn refuse_foreign_keys(
             format!("{why}: features, p_t, p1_equals_p2, messages and server do not apply to it"),
         ));
     }
+    if kind != AlgorithmKind::Fts && ra.messages.is_some() {
+        return Err(c.err(&key("messages"), "applies only to kind = \"fts\""));
+    }
+    let meta = matches!(kind, AlgorithmKind::Rgpe | AlgorithmKind::Taf);
+    if meta && (ra.p_t.is_some() || ra.p1_equals_p2.is_some()) {
+        return Err(c.err(
+            &key("p_t"),
+            "RGPE and TAF choose every query by their acquisition function; p_t and p1_equals_p2 do not apply",
+        ));
+    }
+    if meta && fed_messages != MessageMode::OneShot {
+        return Err(c.err(
+            "federation.messages",
+            "RGPE and TAF receive one message per agent before the target starts; every-iteration messages are an FTS option (set messages on the fts algorithm instead)",
+        ));
+    }
+    if kind != AlgorithmKind::DpFtsDe && ra.server.is_some() {
+        return Err(c.err(&key("server"), "applies only to kind = \"dp-fts-de\""));
+    }
+    let messages_on_features = matches!(
+        kind,
+        AlgorithmKind::Fts | AlgorithmKind::DpFtsDe | AlgorithmKind::Rgpe | AlgorithmKind::Taf
+    );
+    if ra.shared.is_some() && !messages_on_features {
+        return Err(c.err(
+            &key("shared"),
+            "applies only to kinds whose messages are random-feature weights: \"fts\", \"dp-fts-de\", \"rgpe\", \"taf\"",
+        ));
+    }
+    Ok(())
+}
+
+/// The keys of one kind's acquisition (ei, beta, own_sample, samples, bandwidth,
+/// incumbent, start), on kinds that do not read them.
+fn refuse_acquisition_keys(
+    c: &Check,
+    i: usize,
+    kind: AlgorithmKind,
+    ra: &RawAlgorithm,
+) -> Result<()> {
+    let key = |k: &str| format!("algorithm[{i}].{k}");
     if ra.ei.is_some()
         && kind != AlgorithmKind::Ei
         && !frameworks::keys_of(&ra.kind).contains(&"ei")
@@ -686,20 +739,10 @@ fn refuse_foreign_keys(
             "random, ei and ucb draw no Thompson sample; own_sample applies to ts, fts and dp-fts-de",
         ));
     }
-    if kind != AlgorithmKind::Fts && ra.messages.is_some() {
-        return Err(c.err(&key("messages"), "applies only to kind = \"fts\""));
-    }
-    let meta = matches!(kind, AlgorithmKind::Rgpe | AlgorithmKind::Taf);
-    if meta && (ra.p_t.is_some() || ra.p1_equals_p2.is_some()) {
+    if matches!(kind, AlgorithmKind::Rgpe | AlgorithmKind::Taf) && ra.own_sample.is_some() {
         return Err(c.err(
-            &key("p_t"),
-            "RGPE and TAF choose every query by their acquisition function; p_t and p1_equals_p2 do not apply",
-        ));
-    }
-    if meta && fed_messages != MessageMode::OneShot {
-        return Err(c.err(
-            "federation.messages",
-            "RGPE and TAF receive one message per agent before the target starts; every-iteration messages are an FTS option (set messages on the fts algorithm instead)",
+            &key("own_sample"),
+            "RGPE and TAF use the exact GP posterior, not a sample; own_sample applies to ts, fts and dp-fts-de",
         ));
     }
     if !matches!(
@@ -715,30 +758,11 @@ fn refuse_foreign_keys(
     if kind != AlgorithmKind::Taf && ra.bandwidth.is_some() {
         return Err(c.err(&key("bandwidth"), "applies only to kind = \"taf\""));
     }
-    if meta && ra.own_sample.is_some() {
-        return Err(c.err(
-            &key("own_sample"),
-            "RGPE and TAF use the exact GP posterior, not a sample; own_sample applies to ts, fts and dp-fts-de",
-        ));
-    }
     if kind != AlgorithmKind::Taf && ra.incumbent.is_some() {
         return Err(c.err(&key("incumbent"), "applies only to kind = \"taf\""));
     }
     if ra.start.is_some() && kind != AlgorithmKind::Ts {
         return Err(c.err(&key("start"), "applies only to kind = \"ts\""));
-    }
-    if kind != AlgorithmKind::DpFtsDe && ra.server.is_some() {
-        return Err(c.err(&key("server"), "applies only to kind = \"dp-fts-de\""));
-    }
-    let messages_on_features = matches!(
-        kind,
-        AlgorithmKind::Fts | AlgorithmKind::DpFtsDe | AlgorithmKind::Rgpe | AlgorithmKind::Taf
-    );
-    if ra.shared.is_some() && !messages_on_features {
-        return Err(c.err(
-            &key("shared"),
-            "applies only to kinds whose messages are random-feature weights: \"fts\", \"dp-fts-de\", \"rgpe\", \"taf\"",
-        ));
     }
     Ok(())
 }
