@@ -6,7 +6,8 @@
 # integrations/flower's app running a DP-FTS-DE spec. Checks:
 #   1. no faults: trace.csv, server.csv, privacy.csv, summary.csv byte-identical to fbo's own run
 #      (timing columns off); `flwr log` shows every round's progress line; 1b. the same under
-#      secure aggregation (the vectors travel only masked, in four steps per round);
+#      secure aggregation (the vectors travel only masked, in four steps per round) with each
+#      site's own noise shares and self-sampling coin;
 #   2. kill -9 of one SuperNode mid-run, restarted later: the run completes, that agent evaluated
 #      no round twice, its missing rounds are in federation-notes.txt and server.csv, privacy.csv
 #      is fbo's (the bound holds with messages missing);
@@ -225,12 +226,14 @@ grep -q "round 5 of 5: 5 of 5 agents answered; epsilon so far" "$W/serverapp.log
     fail "flwr log $run_id has no progress line for round 5: $(tail -n 5 "$W/serverapp.log"; tail -n 5 "$W/flwr-run.log")"
 echo "test-flower: 1. ok: byte-identical to fbo run ($wall s for 6 rounds); flwr log: $(grep -o "round 5 of 5: .*" "$W/serverapp.log" | head -n 1)" >&2
 
-echo "test-flower: 1b. the same federation under secure aggregation (server.secure)" >&2
+echo "test-flower: 1b. the same federation under secure aggregation (server.secure), with each site's own noise shares and coin" >&2
 # Every site reads the spec afresh for each message, so the new text reaches them all; the
-# vectors then travel only masked, in the protocol's four steps per round.
+# vectors then travel only masked, in the protocol's four steps per round, each site adding
+# its discrete Gaussian noise share and deciding by its own coin whether its vector or a zero
+# goes in (the server never holds an un-noised sum nor learns who took part).
 rm -rf "$W/state"
 cp "$W/spec.toml" "$W/spec-plain.toml"
-sed -i 's/^clip = 3.0$/clip = 3.0\nsecure = true/' "$W/spec.toml"
+sed -i 's/^clip = 3.0$/clip = 3.0\nsecure = true\nnoise = "distributed"\nself_sampling = true/' "$W/spec.toml"
 grep -q "^secure = true" "$W/spec.toml" || fail "the secure spec was not written"
 "$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-secure', no_timing=True)"
 run_app "$W/out1b" 60.0
@@ -241,7 +244,7 @@ done
 cut -d, -f5,6 "$W/out1b/server.csv" | sed -n 2p | grep -qx "," ||
     fail "the secure server.csv names clipped vectors it cannot know"
 cp "$W/spec-plain.toml" "$W/spec.toml"
-echo "test-flower: 1b. ok: secure aggregation over Flower byte-identical to fbo run" >&2
+echo "test-flower: 1b. ok: secure aggregation with distributed noise and self-sampling over Flower byte-identical to fbo run" >&2
 
 echo "test-flower: 4a. a SuperNode with an unregistered key is refused" >&2
 start_node 9 stranger ""

@@ -438,6 +438,21 @@ fn server_options_are_checked() {
             "key `server.self_sampling`: needs secure = true",
         ),
         (
+            "clip = 3.0",
+            "clip = 3.0\nsecure = true\nsecure_neighbours = 3",
+            "key `server.secure_neighbours`: must be an even number >= 2",
+        ),
+        (
+            "kind = \"dp-fts-de\"",
+            "kind = \"dp-fts-de\"\nserver = { secure_neighbours = 4 }",
+            "key `algorithm[1].server.secure_neighbours`: applies only with secure = true",
+        ),
+        (
+            "kind = \"dp-fts-de\"",
+            "kind = \"dp-fts-de\"\nshared = \"agreed\"\nserver = { secure = true, self_sampling = true }",
+            "key `algorithm[1].server.self_sampling`: under self-sampling the server must not learn who took part",
+        ),
+        (
             "[privacy]",
             "[output]\nserver_view = true\n\n[privacy]",
             "key `output.server_view`: shows what a server sees under secure aggregation, and no algorithm has one",

@@ -130,12 +130,22 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
     }
 }
 
-/// DP-FTS-DE under secure aggregation (central noise) and FTS's server form without DP
-/// under it, beside the plain DP-FTS-DE: what `fbo run` writes.
+/// DP-FTS-DE under secure aggregation with central noise, with each member masking with two
+/// neighbours only (SecAgg+), with the agents' distributed noise, and with distributed noise
+/// and self-sampling (each site's own coin), and FTS's server form without DP under it,
+/// beside the plain DP-FTS-DE: what `fbo run` writes.
 fn secure_spec() -> String {
     SMALL_DP.replace(
         "[[algorithm]]\nkind = \"dp-fts-de\"",
-        "[[algorithm]]\nkind = \"dp-fts-de\"\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure\"\nserver = { secure = true }\n\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure FTS\"\nserver = { subregions = 1, dp = false, secure = true }",
+        "[[algorithm]]\nkind = \"dp-fts-de\"\n\n\
+         [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure\"\nserver = { secure = true }\n\n\
+         [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"neighbours\"\n\
+         server = { secure = true, secure_neighbours = 2 }\n\n\
+         [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"distributed\"\n\
+         server = { secure = true, secure_dropout = 0.2, noise = \"distributed\" }\n\n\
+         [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"self-sampled\"\n\
+         server = { secure = true, noise = \"distributed\", self_sampling = true }\n\n\
+         [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure FTS\"\nserver = { subregions = 1, dp = false, secure = true }",
     )
 }
 
@@ -196,14 +206,36 @@ fn secure_aggregation_killed_every_few_steps_resumes_to_the_same_bytes() {
     killed_every_few_rounds(&secure_spec());
 }
 
-/// The forms whose agents draw privacy noise of their own are refused across machines by key.
+/// Under self-sampling the server's record says whom it asked (every agent) and not who took
+/// part, across machines as in one process; the agents' coins are their own (a site draws
+/// them, and the federation writes the simulation's bytes above).
 #[test]
-fn distributed_noise_is_refused_across_machines_by_name() {
+fn self_sampling_leaves_the_selection_out_of_the_servers_record() {
     let dir = tempfile::tempdir().unwrap();
-    let text = SMALL_DP.replace(
-        "clip = 3.0",
-        "clip = 3.0\nsecure = true\nnoise = \"distributed\"",
-    );
+    let spec = write(dir.path(), "secure.toml", &secure_spec());
+    let sim = dir.path().join("sim");
+    fbo_ok("run", &spec, &sim, &["--no-timing"]);
+    let server = fs::read_to_string(sim.join("server.csv")).unwrap();
+    let all: Vec<String> = (0..12).map(|a| a.to_string()).collect();
+    let rows: Vec<&str> = server
+        .lines()
+        .filter(|l| l.starts_with("self-sampled,"))
+        .collect();
+    assert!(!rows.is_empty());
+    for l in rows {
+        let f: Vec<&str> = l.split(',').collect();
+        assert_eq!((f[3], f[10]), ("12", all.join(";").as_str()), "{l}");
+    }
+}
+
+/// An agreement's fits travel beside the masked vector, so the agreed shared model under
+/// secure aggregation is refused across machines by key.
+#[test]
+fn an_agreement_under_secure_aggregation_is_refused_across_machines_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP
+        .replace("clip = 3.0", "clip = 3.0\nsecure = true")
+        .replace("[surrogate]\n", "[surrogate]\nshared = \"agreed\"\n");
     let spec = write(dir.path(), "secure.toml", &text);
     let err = federation::run_in_process(
         &spec,
@@ -213,10 +245,7 @@ fn distributed_noise_is_refused_across_machines_by_name() {
     )
     .unwrap_err()
     .to_string();
-    assert!(
-        err.contains("server.noise") && err.contains("noise = \"central\""),
-        "{err}"
-    );
+    assert!(err.contains("surrogate.shared"), "{err}");
 }
 
 /// Drives `rounds` rounds of every unfinished unit (then stops, as a killed server would),

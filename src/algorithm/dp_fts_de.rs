@@ -467,9 +467,10 @@ impl Federated for DpFtsDe {
             Some(total) => crate::server::decode_sums(total, p, m),
             None => vec![Array1::zeros(m); p],
         };
-        let (vectors, record) = self
-            .server
-            .release(plan, RoundSum::secure(sums, missing), None);
+        let noised = plan.shares_in_sum(sum.is_some());
+        let (vectors, record) =
+            self.server
+                .release(plan, RoundSum::secure(sums, missing, noised), None);
         let point = self.server_best(&vectors)?;
         self.agree(&record);
         self.records.push(record);

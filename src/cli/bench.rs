@@ -591,12 +591,19 @@ fn spec_wall_times(configs: &[std::path::PathBuf]) -> Result<()> {
 /// vector of `len` words, every member simulated in this process on one thread, and with
 /// `dropped` of them dropping out after masking. Prints milliseconds per round (median of
 /// `repeats`) and the bytes each step puts on the wire.
-pub fn secure_round(n: usize, len: usize, dropped: usize, repeats: usize) -> Result<()> {
-    use crate::server::secagg::{SecureSizes, round};
-    let threshold = crate::spec::SecureSpec {
+pub fn secure_round(
+    n: usize,
+    len: usize,
+    dropped: usize,
+    neighbours: Option<usize>,
+    repeats: usize,
+) -> Result<()> {
+    use crate::server::secagg::{Graph, Neighbourhoods, SecureSizes, round_among};
+    let secure = crate::spec::SecureSpec {
         dropout: crate::spec::SecureSpec::DEFAULT_DROPOUT,
-    }
-    .threshold(n);
+        neighbours,
+    };
+    let threshold = secure.threshold(n);
     if n < 2 || dropped > n - threshold {
         return Err(FboError::spec(
             "fbo bench",
@@ -607,31 +614,57 @@ pub fn secure_round(n: usize, len: usize, dropped: usize, repeats: usize) -> Res
             ),
         ));
     }
+    if neighbours.is_some_and(|k| k < 2 || k % 2 == 1) {
+        return Err(FboError::spec(
+            "fbo bench",
+            "--secure-round",
+            "K, the neighbours each member masks with, must be an even number >= 2",
+        ));
+    }
+    let ids: Vec<usize> = (0..n).collect();
+    let around = |r: usize| match neighbours {
+        None => Neighbourhoods::complete(&ids, threshold),
+        Some(k) => {
+            let graph = Graph::harary(&ids, k, [r as u8; 32]);
+            let size = graph.neighbourhood_size();
+            Neighbourhoods {
+                graph,
+                threshold: secure.threshold(size).clamp(1, size),
+            }
+        }
+    };
     let inputs: Vec<Option<Vec<u64>>> = (0..n)
         .map(|i| (i >= dropped).then(|| (0..len as u64).map(|k| k * 7 + i as u64).collect()))
         .collect();
     let mut times = Vec::with_capacity(repeats);
+    // With neighbourhoods a round is lost when the dropouts leave a neighbourhood below its
+    // threshold or split the survivors: counted, not refused (that is what is measured).
+    let mut completed = 0;
     for r in 0..repeats {
         let mut cohort: Vec<(usize, crate::math::rng::Rng)> = (0..n)
             .map(|a| (a, stream(r as u64, 0, a as u64, Purpose::SecureAggregation)))
             .collect();
+        let around = around(r);
         let start = Instant::now();
-        let (sum, _) = round(&mut cohort, &inputs, len, threshold);
+        let (sum, _) = round_among(&mut cohort, &inputs, len, threshold, &around);
         times.push(start.elapsed().as_secs_f64() * 1e3);
-        if sum.is_none() {
-            return Err(FboError::Run(
-                "the benchmark's round did not complete".into(),
-            ));
-        }
+        completed += usize::from(sum.is_some());
+    }
+    if neighbours.is_none() && completed < repeats {
+        return Err(FboError::Run(
+            "a round of plain secure aggregation within its dropout bound did not complete".into(),
+        ));
     }
     times.sort_by(f64::total_cmp);
-    let sizes = SecureSizes::of(n, len, dropped);
+    let size = around(0).graph.neighbourhood_size();
+    let sizes = SecureSizes::of(n, len, dropped, size - 1);
     println!("# secure aggregation, one round, every member in this process, one thread");
     println!(
-        "members,words,dropped,threshold,median_ms,advertise_bytes,shares_bytes,masked_bytes,reveal_bytes,total_bytes,plain_bytes"
+        "members,neighbours,words,dropped,threshold,rounds,completed,median_ms,advertise_bytes,shares_bytes,masked_bytes,reveal_bytes,total_bytes,plain_bytes"
     );
     println!(
-        "{n},{len},{dropped},{threshold},{:.2},{},{},{},{},{},{}",
+        "{n},{},{len},{dropped},{threshold},{repeats},{completed},{:.2},{},{},{},{},{},{}",
+        size - 1,
         times[times.len() / 2],
         sizes.advertise,
         sizes.shares,

@@ -425,7 +425,8 @@ pub struct BenchArgs {
     #[arg(long = "command-overhead", value_parser = clap::value_parser!(u32).range(1..=100000))]
     command_overhead: Option<u32>,
     /// Measure only one round of secure aggregation (server.secure) among N members
-    /// masking W words each, D of them dropping out after masking: N,W,D (e.g. 100,400,30).
+    /// masking W words each, D of them dropping out after masking: N,W,D (e.g. 100,400,30);
+    /// N,W,D,K with each member masking with K neighbours (server.secure_neighbours).
     #[arg(long = "secure-round", value_delimiter = ',')]
     secure_round: Option<Vec<usize>>,
 }
@@ -1081,14 +1082,18 @@ fn cmd_bench(a: BenchArgs) -> Result<()> {
         return bench::command_overhead(n as usize);
     }
     if let Some(v) = secure_round {
-        let [n, words, dropped] = v[..] else {
-            return Err(FboError::spec(
-                "fbo bench",
-                "--secure-round",
-                format!("takes three numbers N,W,D, got {}", v.len()),
-            ));
+        let (n, words, dropped, neighbours) = match v[..] {
+            [n, w, d] => (n, w, d, None),
+            [n, w, d, k] => (n, w, d, Some(k)),
+            _ => {
+                return Err(FboError::spec(
+                    "fbo bench",
+                    "--secure-round",
+                    format!("takes three numbers N,W,D or four N,W,D,K, got {}", v.len()),
+                ));
+            }
         };
-        return bench::secure_round(n, words, dropped, repeats.max(5));
+        return bench::secure_round(n, words, dropped, neighbours, repeats.max(5));
     }
     if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
         return Err(FboError::spec(

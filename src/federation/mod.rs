@@ -131,9 +131,10 @@ fn federated_algorithm(
     Ok(alg)
 }
 
-/// Secure aggregation runs across machines with central noise and the server's sample
-/// (`secure.rs`); the forms whose agents draw privacy noise or coins of their own, or whose
-/// messages carry an agreement's fits, are refused by name for now.
+/// Secure aggregation runs across machines (`secure.rs`), with central or distributed noise
+/// and the server's sample or self-sampling (each site draws its coin and noise shares from
+/// its own per-round streams); the form whose messages carry an agreement's fits is refused
+/// by name for now.
 fn refuse_secure_forms(spec: &Spec, alg_index: usize) -> Result<()> {
     let Some(server) = spec.algorithms[alg_index].server.as_ref() else {
         return Ok(());
@@ -141,20 +142,7 @@ fn refuse_secure_forms(spec: &Spec, alg_index: usize) -> Result<()> {
     if server.secure.is_none() {
         return Ok(());
     }
-    let why = if server.dp.is_some_and(|d| d.self_sampling) {
-        Some((
-            "server.self_sampling",
-            "each agent's coin would be drawn at its site and journaled there; not built yet across machines (it runs in one process)",
-        ))
-    } else if server
-        .dp
-        .is_some_and(|d| !matches!(d.noise, crate::privacy::Noise::Gaussian))
-    {
-        Some((
-            "server.noise",
-            "distributed noise draws each site's shares from its own stream, which its journal does not yet replay; across machines use noise = \"central\" (it runs in one process)",
-        ))
-    } else if spec.algorithms[alg_index].shared == crate::spec::SharedModel::Agreed {
+    let why = if spec.algorithms[alg_index].shared == crate::spec::SharedModel::Agreed {
         Some((
             "surrogate.shared",
             "an agreement's fits travel beside the vector, which secure aggregation would have to hide too; not built yet across machines",
@@ -296,9 +284,9 @@ pub struct AgentNode {
     /// The queries of a round asked and not yet told.
     pending: Option<(usize, Vec<(Query, Request)>)>,
     journal: Option<PathBuf>,
-    /// Under secure aggregation: the agent's base stream for its key material, and its
-    /// message of each round, held at the site (it leaves only masked).
-    secure: Option<(Rng, BTreeMap<usize, Array1<f64>>)>,
+    /// Under secure aggregation: the agent's own streams (key material, coin and noise
+    /// shares), and its message of each round, held at the site (it leaves only masked).
+    secure: Option<(secure::MemberStreams, BTreeMap<usize, Array1<f64>>)>,
 }
 
 impl AgentNode {
@@ -341,13 +329,12 @@ impl AgentNode {
                 .as_ref()
                 .and_then(|s| s.secure)
                 .map(|_| {
-                    let base = stream(
-                        spec.seed,
-                        run as u64,
-                        agent as u64,
-                        Purpose::SecureAggregation,
-                    );
-                    (base, BTreeMap::new())
+                    let own = |purpose| stream(spec.seed, run as u64, agent as u64, purpose);
+                    let streams = secure::MemberStreams {
+                        keys: own(Purpose::SecureAggregation),
+                        privacy: own(Purpose::AgentPrivacy),
+                    };
+                    (streams, BTreeMap::new())
                 }),
             spec: spec.clone(),
         };

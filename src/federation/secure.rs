@@ -23,7 +23,7 @@ use super::wire::{SecureAsk, SecureReply, WireAdvert, WirePart};
 use crate::math::hex;
 use crate::math::rng::Rng;
 use crate::server::secagg::{self, Advert, Reveal, shamir::Share};
-use crate::server::{MemberPart, RoundPlan};
+use crate::server::{Draw, MemberPart, RoundPlan, privacy_stream};
 use ndarray::Array1;
 
 fn key32(text: &str) -> Result<[u8; 32], String> {
@@ -164,10 +164,26 @@ impl SecurePhase {
         Some((sum.as_deref(), missing))
     }
 
-    fn wire_adverts(&self, who: &[usize]) -> Vec<WireAdvert> {
-        self.adverts
+    /// Who masks with whom this round (the plan's; every member with every other when it
+    /// has none).
+    fn around(&self) -> secagg::Neighbourhoods {
+        self.plan
+            .around
+            .clone()
+            .unwrap_or_else(|| secagg::Neighbourhoods::complete(&self.plan.members, self.threshold))
+    }
+
+    /// The adverts of `who` in `agent`'s neighbourhood, `agent`'s own included.
+    fn wire_adverts(&self, agent: usize, who: &[usize]) -> Vec<WireAdvert> {
+        let mine: Vec<Advert> = self
+            .adverts
             .iter()
             .filter(|a| who.contains(&a.id))
+            .copied()
+            .collect();
+        self.around()
+            .of(agent, &mine)
+            .iter()
             .map(wire_advert)
             .collect()
     }
@@ -197,19 +213,21 @@ impl SecurePhase {
             Step::Advertise if self.asked.contains(&agent) => SecureAsk::Advertise { round },
             Step::Share if advertisers.contains(&agent) => SecureAsk::Share {
                 round,
-                adverts: self.wire_adverts(&advertisers),
-                threshold: self.threshold,
+                adverts: self.wire_adverts(agent, &advertisers),
+                threshold: self.around().threshold,
             },
             Step::Mask if self.participants.contains(&agent) => {
                 let part = self.plan.member_part(agent);
                 SecureAsk::Mask {
                     round,
-                    participants: self.wire_adverts(&self.participants),
+                    participants: self.wire_adverts(agent, &self.participants),
                     part: WirePart {
                         weights: part.weights,
                         dp: part.dp,
                         selected: part.selected,
                         cohort: part.cohort,
+                        shares: part.share_sd.map(|sd| (sd, self.threshold)),
+                        coin: part.coin,
                     },
                 }
             }
@@ -217,7 +235,7 @@ impl SecurePhase {
                 let survivors = self.survivors();
                 SecureAsk::Reveal {
                     round,
-                    participants: self.wire_adverts(&self.participants),
+                    participants: self.wire_adverts(agent, &self.participants),
                     inbox: self
                         .sealed
                         .iter()
@@ -264,12 +282,15 @@ impl SecurePhase {
             }
             Step::Share => {
                 let advertisers: Vec<usize> = self.adverts.iter().map(|a| a.id).collect();
+                let around = self.around();
                 for (a, r) in answers {
                     let SecureReply::Share { sealed } = r else {
                         continue;
                     };
                     let to: Vec<usize> = sealed.iter().map(|(t, _)| *t).collect();
-                    let whole = to == advertisers
+                    let mine: Vec<usize> =
+                        around.of(*a, &self.adverts).iter().map(|x| x.id).collect();
+                    let whole = to == mine
                         && sealed
                             .iter()
                             .all(|(_, s)| s.len() == 2 * secagg::SEALED_LEN);
@@ -356,10 +377,10 @@ impl SecurePhase {
         match secagg::unmask(
             &adverts,
             &total,
-            &survivors,
-            &dropped,
+            (&survivors, &dropped),
             &self.reveals,
             self.threshold,
+            &self.around(),
         ) {
             Ok(sum) => Some(sum),
             Err(e) => {
@@ -373,15 +394,24 @@ impl SecurePhase {
     }
 }
 
-/// An agent's answer to a step of secure aggregation: `agent`'s keys for the round come
-/// from its base stream's part for it; `vector` is its message of the round the step sums
-/// (None: it holds none, and answers only the steps that need none).
+/// An agent's own streams for secure aggregation, held at its site: `keys` for its key
+/// material, `privacy` for its self-sampling coin and distributed-noise shares (each drawn
+/// per round: `secagg::round_stream`, `crate::server::privacy_stream`).
+pub struct MemberStreams {
+    pub keys: Rng,
+    pub privacy: Rng,
+}
+
+/// An agent's answer to a step of secure aggregation: `agent`'s keys, coin and noise shares
+/// for the round come from its own streams' parts for it; `vector` is its message of the
+/// round the step sums (None: it holds none, and answers only the steps that need none).
 pub fn answer(
     ask: &SecureAsk,
     agent: usize,
-    base: &Rng,
+    own: &MemberStreams,
     vector: Option<&Array1<f64>>,
 ) -> Result<SecureReply, String> {
+    let base = &own.keys;
     let member = |round: usize| {
         let mut rng = secagg::round_stream(base, round);
         let (m, advert) = secagg::advertise(agent, &mut rng);
@@ -420,17 +450,20 @@ pub fn answer(
         } => {
             let omega = vector.ok_or("asked to mask a vector it does not hold")?;
             let (m, _, _) = member(*round);
+            let (share_sd, threshold) = part.shares.map_or((None, 1), |(sd, t)| (Some(sd), t));
             let part = MemberPart {
                 weights: part.weights.clone(),
                 dp: part.dp,
                 selected: part.selected,
                 cohort: part.cohort,
-                share_sd: None,
-            };
+                share_sd,
+                coin: part.coin,
+            }
+            .decide(&own.privacy, *round);
             let (coef, _) = crate::server::coefficients(Some(omega), &part);
-            // Central noise: no shares, so this stream is never drawn.
-            let mut unused = base.clone();
-            let input = crate::server::member_input(agent, &coef, omega, &part, 1, &mut unused)?;
+            let mut shares = privacy_stream(&own.privacy, *round, Draw::Shares);
+            let input =
+                crate::server::member_input(agent, &coef, omega, &part, threshold, &mut shares)?;
             SecureReply::Mask {
                 masked: hex::words(&secagg::mask(&m, &adverts(participants)?, &input)),
             }
@@ -487,9 +520,7 @@ mod tests {
             t_decay: 5,
             init: InitRegion::Subregion,
             participation: Participation::default(),
-            secure: Some(SecureSpec {
-                dropout: SecureSpec::DEFAULT_DROPOUT,
-            }),
+            secure: Some(SecureSpec::plain(SecureSpec::DEFAULT_DROPOUT)),
         };
         let assignment: Vec<usize> = (0..n).map(|a| a % 2).collect();
         let mut server = Server::new(
@@ -501,8 +532,11 @@ mod tests {
         let omegas: Vec<Array1<f64>> = (0..n)
             .map(|a| Array1::from_iter((0..3).map(|j| (a * 3 + j) as f64 * 0.37 - 2.0)))
             .collect();
-        let bases: Vec<Rng> = (0..n)
-            .map(|a| stream(9, 0, a as u64, Purpose::SecureAggregation))
+        let bases: Vec<MemberStreams> = (0..n as u64)
+            .map(|a| MemberStreams {
+                keys: stream(9, 0, a, Purpose::SecureAggregation),
+                privacy: stream(9, 0, a, Purpose::AgentPrivacy),
+            })
             .collect();
         let plan = server.plan(4, &vec![true; n]);
         let threshold = spec.secure.unwrap().threshold(n);

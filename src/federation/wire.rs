@@ -82,14 +82,19 @@ pub struct WireAdvert {
 }
 
 /// What a member needs to compute its contribution (`crate::server::MemberPart`): its
-/// weight per sub-region, under DP (sampling rate, clip bound), whether it was selected, and
-/// the cohort's size.
+/// weight per sub-region, under DP (sampling rate, clip bound), whether it was selected, the
+/// cohort's size, under distributed noise the total s.d. its shares add to with the round's
+/// threshold, and under self-sampling the rate of its own coin.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WirePart {
     pub weights: Vec<f64>,
     pub dp: Option<(f64, f64)>,
     pub selected: bool,
     pub cohort: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shares: Option<(f64, usize)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coin: Option<f64>,
 }
 
 /// The server's ask in a step of secure aggregation (docs/algorithms.md "Secure aggregation
@@ -279,6 +284,8 @@ mod tests {
                 dp: Some((0.5, 2.0)),
                 selected: true,
                 cohort: 4,
+                shares: Some((3.5, 3)),
+                coin: None,
             },
         };
         let text = serde_json::to_string(&ask).unwrap();

@@ -9,8 +9,8 @@ use crate::objective::Region;
 use crate::privacy::Sampling;
 use crate::spec::{ServerSpec, WeightMode};
 use ndarray::{Array1, Array2, ArrayView1};
-use rand::Rng as _;
 use rand::seq::index::sample as sample_indices;
+use rand::{Rng as _, RngCore as _};
 use rand_distr::{Distribution, StandardNormal};
 
 /// P disjoint boxes of equal volume covering [0,1]^D (algorithms.md section 4): P = 4 with
@@ -241,7 +241,12 @@ impl Server {
             .iter()
             .map(|&agent| {
                 let omega = omegas[agent].filter(|_| plan.arrived[agent]);
-                let (coef, clipped) = coefficients(omega, &plan.member_part(agent));
+                let part = plan.member_part(agent);
+                let part = match self.agent_rngs.get(agent) {
+                    Some(own) => part.decide(own, round),
+                    None => part,
+                };
+                let (coef, clipped) = coefficients(omega, &part);
                 Contribution {
                     agent,
                     coef,
@@ -257,8 +262,41 @@ impl Server {
     }
 
     /// The round's plan, drawn before any vector is seen: the weights, which messages
-    /// arrived (`present` and the participation model), the selection and the cohort.
+    /// arrived (`present` and the participation model), the selection and the cohort, and
+    /// under secure aggregation who masks with whom.
     pub fn plan(&mut self, round: usize, present: &[bool]) -> RoundPlan {
+        let mut plan = self.selection(round, present);
+        if let Some(secure) = self.spec.secure {
+            plan.around = Some(self.neighbourhoods(&secure, &plan.members));
+        }
+        plan
+    }
+
+    /// Who masks with whom among `members`: everyone with everyone, or (SecAgg+,
+    /// `secure.neighbours = k`) the k neighbours on a cycle the server shuffles with a seed
+    /// from its own stream (drawn only then, so plain rounds keep their draws).
+    fn neighbourhoods(
+        &mut self,
+        secure: &crate::spec::SecureSpec,
+        members: &[usize],
+    ) -> secagg::Neighbourhoods {
+        let k = members.len();
+        let threshold = secure.threshold(k).clamp(1, k.max(1));
+        let Some(neighbours) = secure.neighbours else {
+            return secagg::Neighbourhoods::complete(members, threshold);
+        };
+        let mut seed = [0u8; 32];
+        self.rng.fill_bytes(&mut seed);
+        let graph = secagg::Graph::harary(members, neighbours, seed);
+        let size = graph.neighbourhood_size();
+        secagg::Neighbourhoods {
+            graph,
+            threshold: secure.threshold(size).clamp(1, size),
+        }
+    }
+
+    /// The weights, arrivals, selection and cohort of round `round`.
+    fn selection(&mut self, round: usize, present: &[bool]) -> RoundPlan {
         let p = self.spec.subregions;
         let n = present.len();
         let a = a_t(&self.spec, round);
@@ -285,6 +323,8 @@ impl Server {
             dp: None,
             noise_sd: 0.0,
             shares: None,
+            coin: None,
+            around: None,
         };
         let Some(dp) = self.spec.dp else {
             return plan;
@@ -293,15 +333,15 @@ impl Server {
         // accountant is given (`Mechanism::server`): for fixed-size sampling it is m / N.
         let rate = crate::privacy::realised_rate(dp.sampling, dp.q, n);
         let selected = self.select(&dp, n);
+        plan.coin = dp.self_sampling.then_some(dp.q);
         // A selected message that does not arrive is left out, with the weights, the 1/rate
         // scaling and the noise unchanged: rescaling by what arrived would tie the output's
         // scale to who was included, which the accountant does not see. Each agent's clip and
         // weights are public functions of its own vector, so under secure aggregation the
         // agent applies them itself.
-        // Under self-sampling every agent uploads, those not taking part a (masked) zero.
-        if !dp.self_sampling {
-            plan.members = selected.clone();
-        }
+        // Under self-sampling the server asks every agent, and each uploads its vector or,
+        // by its own coin, a (masked) zero: the server never learns who took part.
+        plan.members = selected.clone();
         plan.selected = Some(selected);
         plan.dp = Some((rate, dp.clip / (p as f64).sqrt()));
         plan.noise_sd = dp.z * plan.phi_max * dp.clip / rate;
@@ -377,14 +417,12 @@ impl Server {
         }
     }
 
-    /// The agents taking part in a round, in increasing order (callers search it): each by its
-    /// own coin under self-sampling (the server never learns the sample), else drawn by the
-    /// server, Poisson or fixed-size.
+    /// The agents the server asks to take part in a round, in increasing order (callers
+    /// search it): every agent under self-sampling (each then decides by its own coin,
+    /// `MemberPart::decide`), else drawn by the server, Poisson or fixed-size.
     fn select(&mut self, dp: &crate::spec::DpSpec, n: usize) -> Vec<usize> {
         match dp.sampling {
-            Sampling::Poisson if dp.self_sampling => (0..n)
-                .filter(|&a| self.agent_rngs[a].random::<f64>() < dp.q)
-                .collect(),
+            Sampling::Poisson if dp.self_sampling => (0..n).collect(),
             Sampling::Poisson => (0..n).filter(|_| self.rng.random::<f64>() < dp.q).collect(),
             Sampling::Fixed => {
                 let k = crate::privacy::fixed_sample_size(dp.q, n);
@@ -434,10 +472,10 @@ impl Server {
         let mut inputs: Vec<Option<Vec<u64>>> = Vec::with_capacity(k);
         for c in cohort {
             let part = plan.member_part(c.agent);
-            let rng = &mut self.agent_rngs[c.agent];
+            let mut rng = privacy_stream(&self.agent_rngs[c.agent], plan.round, Draw::Shares);
             let input = c
                 .omega
-                .map(|omega| member_input(c.agent, &c.coef, omega, &part, threshold, rng))
+                .map(|omega| member_input(c.agent, &c.coef, omega, &part, threshold, &mut rng))
                 .transpose()?;
             inputs.push(input);
         }
@@ -453,7 +491,16 @@ impl Server {
                 )
             })
             .collect();
-        let (total, view) = crate::server::secagg::round(&mut members, &inputs, p * m, threshold);
+        let complete;
+        let around = match &plan.around {
+            Some(a) => a,
+            None => {
+                let ids: Vec<usize> = cohort.iter().map(|c| c.agent).collect();
+                complete = secagg::Neighbourhoods::complete(&ids, threshold);
+                &complete
+            }
+        };
+        let (total, view) = secagg::round_among(&mut members, &inputs, p * m, threshold, around);
         let view = self.keep_views.then_some(view);
         let Some(total) = total else {
             return Ok(RoundSum {
@@ -466,7 +513,7 @@ impl Server {
         Ok(RoundSum {
             sums: decode_sums(&total, p, m),
             missing: missing(cohort),
-            noised: plan.shares.is_some() && k > 0,
+            noised: plan.shares_in_sum(true),
             view,
         })
     }
@@ -494,6 +541,11 @@ pub struct RoundPlan {
     noise_sd: f64,
     /// Under distributed noise: the total s.d. the members' shares add up to.
     shares: Option<f64>,
+    /// Under self-sampling: the rate q at which each member's own coin takes it part.
+    coin: Option<f64>,
+    /// Under secure aggregation: who masks with whom among the members, and the threshold
+    /// of each neighbourhood.
+    pub around: Option<secagg::Neighbourhoods>,
 }
 
 impl RoundPlan {
@@ -509,7 +561,15 @@ impl RoundPlan {
                 .is_none_or(|s| s.binary_search(&agent).is_ok()),
             cohort: self.members.len(),
             share_sd: self.shares,
+            coin: self.coin,
         }
+    }
+
+    /// Whether a recovered sum (`recovered`: the round yielded one) carries the members'
+    /// distributed-noise shares, so that the server adds none: an empty cohort's zero sum
+    /// carries none.
+    pub fn shares_in_sum(&self, recovered: bool) -> bool {
+        self.shares.is_some() && recovered && !self.members.is_empty()
     }
 
     /// Whether agent `agent`'s message counts as arrived this round.
@@ -531,6 +591,39 @@ pub struct MemberPart {
     pub cohort: usize,
     /// Under distributed noise: the total s.d. the members' shares add up to.
     pub share_sd: Option<f64>,
+    /// Under self-sampling: the rate q of the member's own coin (`decide`).
+    pub coin: Option<f64>,
+}
+
+impl MemberPart {
+    /// The part once the member has tossed its own coin for round `round` (self-sampling:
+    /// selected with probability q, from its privacy stream `own`, which only it holds in a
+    /// federation); unchanged without self-sampling.
+    pub fn decide(mut self, own: &Rng, round: usize) -> Self {
+        if let Some(q) = self.coin.take() {
+            let u: f64 = privacy_stream(own, round, Draw::Coin).random();
+            self.selected &= u < q;
+        }
+        self
+    }
+}
+
+/// What a member draws from its own privacy stream in a round.
+#[derive(Clone, Copy)]
+pub enum Draw {
+    /// Its self-sampling coin.
+    Coin,
+    /// Its distributed-noise shares.
+    Shares,
+}
+
+/// Member's stream for `draw` in round `round`: a ChaCha stream of its own privacy stream
+/// `own` fixed by the round and the draw (not a position in one long stream), so a site
+/// restarted mid-run, or asked for a round out of order, draws the same coin and shares as
+/// the simulation.
+pub fn privacy_stream(own: &Rng, round: usize, draw: Draw) -> Rng {
+    let id = 2 * round as u64 + matches!(draw, Draw::Shares) as u64;
+    secagg::round_stream(own, id as usize)
 }
 
 /// The factor a member's vector enters each sub-region's sum with: phi_i (no DP); under DP
@@ -615,12 +708,13 @@ pub struct RoundSum {
 
 impl RoundSum {
     /// A secure round's sums as the server decoded them (zeros when the round yielded
-    /// none, with every member `missing`), with no noise shares in them (central noise).
-    pub fn secure(sums: Vec<Array1<f64>>, missing: Vec<usize>) -> Self {
+    /// none, with every member `missing`); `noised`: the members' distributed-noise shares
+    /// are in them (`RoundPlan::shares_in_sum`), else the server adds the noise.
+    pub fn secure(sums: Vec<Array1<f64>>, missing: Vec<usize>, noised: bool) -> Self {
         RoundSum {
             sums,
             missing,
-            noised: false,
+            noised,
             view: None,
         }
     }
@@ -925,7 +1019,7 @@ mod tests {
                 ..spec(4, dp, WeightMode::Adaptive)
             };
             let secure = ServerSpec {
-                secure: Some(SecureSpec { dropout: 0.49 }),
+                secure: Some(SecureSpec::plain(0.49)),
                 ..plain.clone()
             };
             let mut a = secure_server(plain, n, 8);
@@ -941,7 +1035,7 @@ mod tests {
                     (&rb.selected_agents, rb.noise_sd)
                 );
                 dropped += ra.missing_agents.len();
-                if ra.arrived < (SecureSpec { dropout: 0.49 }).threshold(ra.selected) {
+                if ra.arrived < (SecureSpec::plain(0.49)).threshold(ra.selected) {
                     // Below the threshold the secure round loses every vector.
                     assert_eq!(rb.arrived, 0, "round {round}");
                     lost_rounds += 1;
@@ -977,7 +1071,7 @@ mod tests {
             ..poisson(0.6, 0.5, 4.0)
         };
         let s = ServerSpec {
-            secure: Some(SecureSpec { dropout: 0.0 }),
+            secure: Some(SecureSpec::plain(0.0)),
             ..spec(4, Some(dp), WeightMode::Adaptive)
         };
         let mut srv = secure_server(s, n, 11);
@@ -995,18 +1089,21 @@ mod tests {
         assert!((ratio - 1.0).abs() < 0.1, "{ratio}");
     }
 
+    /// Under self-sampling the server asks every agent (its record says so and nothing
+    /// more) and each decides by its own coin, the one a site tosses from its own privacy
+    /// stream: agent a's vector 2^(a-10) makes the sum name who took part, and two servers
+    /// whose own streams differ sum the same agents, about q N of them each round.
     #[test]
-    fn self_sampling_draws_no_selection_from_the_servers_stream() {
-        // Two servers whose own streams differ select the same agents: the coins are the
-        // agents' own. About q N of them each round.
-        let n = 16;
-        let omegas = vec![array![0.5]; n];
+    fn self_sampling_takes_the_members_own_coins_and_the_server_learns_none() {
+        let n: usize = 16;
+        let omegas: Vec<Array1<f64>> = (0..n).map(|a| array![2f64.powi(a as i32 - 10)]).collect();
+        let q = 0.25;
         let dp = DpSpec {
             self_sampling: true,
-            ..poisson(0.25, 1.0, 2.0)
+            ..poisson(q, 1e-12, 100.0)
         };
         let s = ServerSpec {
-            secure: Some(SecureSpec { dropout: 0.3 }),
+            secure: Some(SecureSpec::plain(0.3)),
             ..spec(1, Some(dp), WeightMode::Equal)
         };
         let streams = |seed: u64, purpose: Purpose| -> Vec<Rng> {
@@ -1016,15 +1113,25 @@ mod tests {
         let mut a =
             server(s.clone(), vec![0; n], 1).with_secure_streams(streams(1, keys), streams(5, own));
         let mut b = server(s, vec![0; n], 2).with_secure_streams(streams(2, keys), streams(5, own));
-        let mut selected = 0;
+        let sites = streams(5, own);
+        let mut taken = 0;
         for round in 0..100 {
-            let (_, ra) = a.aggregate(round, &omegas);
-            let (_, rb) = b.aggregate(round, &omegas);
-            assert_eq!(ra.selected_agents, rb.selected_agents, "round {round}");
-            selected += ra.selected;
+            let (va, ra) = a.aggregate(round, &omegas);
+            let (vb, _) = b.aggregate(round, &omegas);
+            // Each weighted 1/N, scaled by 1/q: the sum is 2^-10 (sum of 2^a over takers).
+            let who = |v: &[Array1<f64>]| (v[0][0] * q * n as f64 * 1024.0).round() as u64;
+            let coins: u64 = (0..n)
+                .filter(|&k| privacy_stream(&sites[k], round, Draw::Coin).random::<f64>() < q)
+                .map(|k| 1u64 << k)
+                .sum();
+            assert_eq!(who(&va), coins, "round {round}");
+            assert_eq!(who(&vb), coins, "round {round}");
+            assert_eq!(ra.selected, n);
+            assert_eq!(ra.selected_agents, Some((0..n).collect()));
+            taken += coins.count_ones();
         }
-        let rate = selected as f64 / (100 * n) as f64;
-        assert!((rate - 0.25).abs() < 0.04, "{rate}");
+        let rate = taken as f64 / (100 * n) as f64;
+        assert!((rate - q).abs() < 0.04, "{rate}");
     }
 
     #[test]
@@ -1043,7 +1150,7 @@ mod tests {
                 drop: vec![0.2; n],
                 ..Participation::default()
             },
-            secure: Some(SecureSpec { dropout: 0.0 }),
+            secure: Some(SecureSpec::plain(0.0)),
             ..spec(1, Some(dp), WeightMode::Equal)
         };
         let mut srv = secure_server(s, n, 3);
@@ -1061,7 +1168,7 @@ mod tests {
             }
         }
         assert!(whole > 5 && lost > 5, "{whole} {lost}");
-        assert_eq!(SecureSpec { dropout: 0.3 }.threshold(10), 7);
-        assert_eq!(SecureSpec { dropout: 0.49 }.threshold(1), 1);
+        assert_eq!(SecureSpec::plain(0.3).threshold(10), 7);
+        assert_eq!(SecureSpec::plain(0.49).threshold(1), 1);
     }
 }

@@ -134,6 +134,12 @@ fn settle_agreements(c: &Check, algorithms: &mut [AlgorithmSpec]) -> Result<()> 
                 "distributed noise covers the message vectors only, and shared = \"agreed\" releases an agreement beside them through the server's own noise; use shared = \"fixed\" or noise = \"central\"",
             ));
         }
+        if a.shared == SharedModel::Agreed && dp.self_sampling {
+            return Err(c.err(
+                &a.server_key(i, "self_sampling"),
+                "under self-sampling the server must not learn who took part, and shared = \"agreed\" sends each agent's fits beside its masked vector (a fit, or its absence, names the agent); use shared = \"fixed\" or self_sampling = false",
+            ));
+        }
         match (a.shared, dp.agreement) {
             (SharedModel::Agreed, None) => {
                 dp.agreement = Some(server::AgreementDp {

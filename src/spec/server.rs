@@ -148,16 +148,26 @@ pub struct ServerSpec {
     pub secure: Option<SecureSpec>,
 }
 
-/// Secure aggregation's setting: the fraction of a round's cohort that may drop out after
+/// Secure aggregation's settings: the fraction of a round's cohort that may drop out after
 /// masking with the round still completing (the Shamir threshold is the cohort minus that
-/// many, always more than half the cohort).
+/// many, always more than half the cohort), and how many neighbours each member masks with
+/// (SecAgg+, `crate::server::secagg::graph`; None: every other member).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SecureSpec {
     pub dropout: f64,
+    pub neighbours: Option<usize>,
 }
 
 impl SecureSpec {
     pub const DEFAULT_DROPOUT: f64 = 1.0 / 3.0;
+
+    /// Plain secure aggregation (every member masks with every other) at `dropout`.
+    pub fn plain(dropout: f64) -> Self {
+        SecureSpec {
+            dropout,
+            neighbours: None,
+        }
+    }
 
     /// The threshold for a cohort of `n`: n - floor(dropout n), at least 1.
     pub fn threshold(&self, n: usize) -> usize {
@@ -216,6 +226,7 @@ pub(super) struct RawServer {
     agreement_clip: Option<f64>,
     secure: Option<bool>,
     secure_dropout: Option<f64>,
+    secure_neighbours: Option<i64>,
     noise: Option<String>,
     self_sampling: Option<bool>,
 }
@@ -238,7 +249,7 @@ impl RawServer {
             .collect()
     }
 
-    const KEYS: [&'static str; 25] = [
+    const KEYS: [&'static str; 26] = [
         "subregions",
         "dp",
         "q",
@@ -262,6 +273,7 @@ impl RawServer {
         "agreement_clip",
         "secure",
         "secure_dropout",
+        "secure_neighbours",
         "noise",
         "self_sampling",
     ];
@@ -292,6 +304,7 @@ impl RawServer {
             "agreement_clip" => self.agreement_clip.is_some(),
             "secure" => self.secure.is_some(),
             "secure_dropout" => self.secure_dropout.is_some(),
+            "secure_neighbours" => self.secure_neighbours.is_some(),
             "noise" => self.noise.is_some(),
             "self_sampling" => self.self_sampling.is_some(),
             _ => false,
@@ -324,6 +337,7 @@ impl RawServer {
             agreement_clip: self.agreement_clip.or(b.agreement_clip),
             secure: self.secure.or(b.secure),
             secure_dropout: self.secure_dropout.or(b.secure_dropout),
+            secure_neighbours: self.secure_neighbours.or(b.secure_neighbours),
             noise: self.noise.or(b.noise),
             self_sampling: self.self_sampling.or(b.self_sampling),
         }
@@ -604,10 +618,27 @@ fn check_secure(
                 ),
             ));
         }
-        Some(SecureSpec { dropout })
+        let neighbours = match r.secure_neighbours {
+            None => None,
+            Some(n) if n >= 2 && n % 2 == 0 => Some(n as usize),
+            Some(n) => {
+                return Err(c.err(
+                    &k("secure_neighbours"),
+                    format!(
+                        "must be an even number >= 2 (each member masks with the k/2 members on either side of it on a random cycle; leave it out to mask with every other member), got {n}"
+                    ),
+                ));
+            }
+        };
+        Some(SecureSpec {
+            dropout,
+            neighbours,
+        })
     } else {
-        if own.is_some_and(|o| o.secure_dropout.is_some()) {
-            return Err(c.err(&k("secure_dropout"), "applies only with secure = true"));
+        for key in ["secure_dropout", "secure_neighbours"] {
+            if own.is_some_and(|o| o.sets(key)) {
+                return Err(c.err(&k(key), "applies only with secure = true"));
+            }
         }
         None
     })

@@ -19,8 +19,10 @@
 //!
 //! Values travel in fixed point (`encode`, 32 fraction bits) so that sums are exact modular
 //! integer sums: independent of the order of addition, hence of threads.
+pub mod graph;
 pub mod shamir;
 
+pub use graph::Graph;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use sha2::{Digest, Sha256};
@@ -244,11 +246,26 @@ pub fn add_into(acc: &mut [u64], m: &[u64], sign: bool) {
 
 /// Step 3: `m`'s masked input.
 pub fn mask(m: &Member, adverts: &[Advert], input: &[u64]) -> Vec<u64> {
+    mask_with(m, adverts, input, &mut PairSeeds::default())
+}
+
+/// The pair seeds a process has agreed, by (lower id, higher id): in one process both
+/// members of a pair would agree the same seed, so the simulation agrees it once (a site
+/// agrees each of its own).
+#[derive(Default)]
+struct PairSeeds(std::collections::HashMap<(usize, usize), [u8; 32]>);
+
+/// `mask`, taking each pair's seed from `seeds` where the other member agreed it already.
+fn mask_with(m: &Member, adverts: &[Advert], input: &[u64], seeds: &mut PairSeeds) -> Vec<u64> {
     let mut y = input.to_vec();
     let len = y.len();
     add_into(&mut y, &expand(&m.self_seed, len), true);
     for other in adverts.iter().filter(|a| a.id != m.id) {
-        let s = pair_seed(&m.secret, other, m.id);
+        let pair = (m.id.min(other.id), m.id.max(other.id));
+        let s = *seeds
+            .0
+            .entry(pair)
+            .or_insert_with(|| pair_seed(&m.secret, other, m.id));
         add_into(&mut y, &expand(&s, len), m.id < other.id);
     }
     y
@@ -278,15 +295,46 @@ pub fn reveal(
     })
 }
 
+/// Who masks with whom in a round (`graph`) and the threshold of each neighbourhood, the
+/// number of shares of a member's secrets that rebuild them (`graph::Graph`; for the
+/// complete graph, plain secure aggregation, the round's threshold).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Neighbourhoods {
+    pub graph: Graph,
+    pub threshold: usize,
+}
+
+impl Neighbourhoods {
+    /// Plain secure aggregation among `members` at the round's `threshold`.
+    pub fn complete(members: &[usize], threshold: usize) -> Self {
+        Neighbourhoods {
+            graph: Graph::complete(members),
+            threshold,
+        }
+    }
+
+    /// Of `adverts`, those of `u`'s neighbourhood (`u` included), in their order.
+    pub fn of(&self, u: usize, adverts: &[Advert]) -> Vec<Advert> {
+        let around = self.graph.around(u);
+        adverts
+            .iter()
+            .filter(|a| around.binary_search(&a.id).is_ok())
+            .copied()
+            .collect()
+    }
+}
+
 /// Step 4, the server's side: the sum of the survivors' inputs from the sum of their masked
-/// inputs and at least `threshold` reveals.
+/// inputs and at least `threshold` reveals, each member's secrets rebuilt from at least its
+/// neighbourhood's threshold of shares; refused when the survivors' graph is not connected
+/// (their pairwise masks would cancel part by part, and the server learn each part's sum).
 pub fn unmask(
     adverts: &[Advert],
     masked_sum: &[u64],
-    survivors: &[usize],
-    dropped: &[usize],
+    (survivors, dropped): (&[usize], &[usize]),
     reveals: &[Reveal],
     threshold: usize,
+    around: &Neighbourhoods,
 ) -> Result<Vec<u64>, String> {
     if reveals.len() < threshold {
         return Err(format!(
@@ -294,24 +342,43 @@ pub fn unmask(
             reveals.len()
         ));
     }
-    let shares_of = |u: usize, f: fn(&Reveal) -> &Vec<(usize, Share)>| -> Vec<Share> {
-        reveals
+    if !around.graph.connected(survivors) {
+        return Err(
+            "the survivors' masks do not connect them all (unmasking would reveal the sums of the parts)"
+                .into(),
+        );
+    }
+    let shares_of = |u: usize,
+                     f: fn(&Reveal) -> &Vec<(usize, Share)>|
+     -> Result<Vec<Share>, String> {
+        let s: Vec<Share> = reveals
             .iter()
             .filter_map(|r| f(r).iter().find(|(v, _)| *v == u).map(|(_, s)| *s))
-            .collect()
+            .collect();
+        if s.len() < around.threshold {
+            return Err(format!(
+                "{} shares of member {u}'s secrets came back, its neighbourhood's threshold is {}",
+                s.len(),
+                around.threshold
+            ));
+        }
+        Ok(s)
     };
     let mut sum = masked_sum.to_vec();
     let len = sum.len();
     for &u in survivors {
-        let seed = shamir::combine(&shares_of(u, |r| &r.self_seeds))
+        let seed = shamir::combine(&shares_of(u, |r| &r.self_seeds)?)
             .ok_or_else(|| format!("the self-mask seed of member {u} does not reconstruct"))?;
         add_into(&mut sum, &expand(&seed, len), false);
     }
     for &u in dropped {
-        let key = shamir::combine(&shares_of(u, |r| &r.secrets))
+        let key = shamir::combine(&shares_of(u, |r| &r.secrets)?)
             .ok_or_else(|| format!("the secret key of member {u} does not reconstruct"))?;
         let secret = StaticSecret::from(key);
-        for v in adverts.iter().filter(|a| survivors.contains(&a.id)) {
+        for v in adverts
+            .iter()
+            .filter(|a| survivors.contains(&a.id) && around.graph.adjacent(u, a.id))
+        {
             // v added +PRG(s_uv) if v < u, else -PRG(s_uv): take it back out.
             let s = pair_seed(&secret, v, u);
             add_into(&mut sum, &expand(&s, len), v.id > u);
@@ -320,9 +387,10 @@ pub fn unmask(
     Ok(sum)
 }
 
-/// Bytes each step puts on the wire in one round among `n` members (`dropped` of them after
-/// step 2), vectors of `len` words: an advert is an id and two 32-byte keys; a dealt pair of
-/// shares two (x, five limbs); a reveal one share per member asked about.
+/// Bytes each step puts on the wire in one round among `n` members with `k` neighbours each
+/// (n - 1: plain secure aggregation; `dropped` of them after step 2), vectors of `len` words:
+/// an advert is an id and two 32-byte keys; a dealt pair of shares two (x, five limbs); a
+/// reveal one share per member of the neighbourhood asked about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SecureSizes {
     pub advertise: usize,
@@ -335,15 +403,15 @@ impl SecureSizes {
     const ID: usize = 8;
     const SHARE: usize = 8 + 5 * 8;
 
-    pub fn of(n: usize, len: usize, dropped: usize) -> Self {
+    pub fn of(n: usize, len: usize, dropped: usize, k: usize) -> Self {
         let survivors = n - dropped;
         SecureSizes {
-            // Up to the server and its broadcast back down to every member.
-            advertise: n * (Self::ID + 64) * (1 + n),
-            // Every ordered pair, relayed through the server (up and down).
-            shares: 2 * n * (n - 1) * (Self::ID + 2 * Self::SHARE),
+            // Up to the server, and each member's neighbourhood back down to it.
+            advertise: n * (Self::ID + 64) * (2 + k),
+            // Every ordered pair of neighbours, relayed through the server (up and down).
+            shares: 2 * n * k * (Self::ID + 2 * Self::SHARE),
             masked: survivors * len * 8,
-            reveal: survivors * n * (Self::ID + Self::SHARE),
+            reveal: survivors * (k + 1) * (Self::ID + Self::SHARE),
         }
     }
 
@@ -363,14 +431,35 @@ pub struct ServerView {
     pub sum: Option<Vec<u64>>,
 }
 
-/// One round among `cohort` (ids with their streams), where `inputs[k]` is member k's
-/// encoded vector or None when it drops out after step 2: the survivors' sum, or None when
-/// fewer than `threshold` survive; with what the server saw.
+/// One round of plain secure aggregation among `cohort` (`round_among` on the complete
+/// graph).
 pub fn round<R: RngCore>(
     cohort: &mut [(usize, R)],
     inputs: &[Option<Vec<u64>>],
     len: usize,
     threshold: usize,
+) -> (Option<Vec<u64>>, ServerView) {
+    let threshold = threshold.clamp(1, cohort.len().max(1));
+    let ids: Vec<usize> = cohort.iter().map(|(id, _)| *id).collect();
+    round_among(
+        cohort,
+        inputs,
+        len,
+        threshold,
+        &Neighbourhoods::complete(&ids, threshold),
+    )
+}
+
+/// One round among `cohort` (ids with their streams), each member masking with and dealing
+/// to its neighbourhood in `around`, where `inputs[k]` is member k's encoded vector or None
+/// when it drops out after step 2: the survivors' sum, or None when fewer than `threshold`
+/// survive or a secret does not rebuild (`unmask`); with what the server saw.
+pub fn round_among<R: RngCore>(
+    cohort: &mut [(usize, R)],
+    inputs: &[Option<Vec<u64>>],
+    len: usize,
+    threshold: usize,
+    around: &Neighbourhoods,
 ) -> (Option<Vec<u64>>, ServerView) {
     let threshold = threshold.clamp(1, cohort.len().max(1));
     let mut view = ServerView::default();
@@ -386,7 +475,8 @@ pub fn round<R: RngCore>(
     // inbox[k]: what member k was dealt.
     let mut inbox: Vec<Vec<Dealt>> = vec![Vec::new(); members.len()];
     for (m, (_, rng)) in members.iter().zip(cohort.iter_mut()) {
-        for (to, d) in deal(m, &view.adverts, threshold, rng) {
+        let local = around.of(m.id, &view.adverts);
+        for (to, d) in deal(m, &local, around.threshold, rng) {
             let k = view
                 .adverts
                 .iter()
@@ -397,10 +487,11 @@ pub fn round<R: RngCore>(
     }
     let mut masked_sum = vec![0u64; len];
     let (mut survivors, mut dropped) = (Vec::new(), Vec::new());
+    let mut seeds = PairSeeds::default();
     for (m, input) in members.iter().zip(inputs) {
         match input {
             Some(x) => {
-                let y = mask(m, &view.adverts, x);
+                let y = mask_with(m, &around.of(m.id, &view.adverts), x, &mut seeds);
                 add_into(&mut masked_sum, &y, true);
                 view.masked.push((m.id, y));
                 survivors.push(m.id);
@@ -420,14 +511,14 @@ pub fn round<R: RngCore>(
     let sum = unmask(
         &view.adverts,
         &masked_sum,
-        &survivors,
-        &dropped,
+        (&survivors, &dropped),
         &view.reveals,
         threshold,
+        around,
     )
-    .expect("honest members' shares reconstruct");
-    view.sum = Some(sum.clone());
-    (Some(sum), view)
+    .ok();
+    view.sum = sum.clone();
+    (sum, view)
 }
 
 #[cfg(test)]
@@ -507,6 +598,77 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// With neighbourhoods (k = 4 of 10 members, each neighbourhood of 5 rebuilding a secret
+    /// from 4 shares) a round gives exactly the survivors' sum when every survivor and every
+    /// dropped member keeps 4 surviving members in its neighbourhood and the survivors stay
+    /// connected, and nothing otherwise, for every dropout pattern within the round's bound.
+    #[test]
+    fn neighbourhoods_give_the_survivors_sum_exactly_when_each_neighbourhood_holds() {
+        let (n, len, t) = (10, 3, 7);
+        let xs = inputs(n, len);
+        let ids: Vec<usize> = (0..n).map(|i| 3 * i + 1).collect();
+        let around = Neighbourhoods {
+            graph: Graph::harary(&ids, 4, [11; 32]),
+            threshold: 4,
+        };
+        let (mut exact, mut lost) = (0, 0);
+        for pattern in 0u32..(1 << n) {
+            if pattern.count_ones() as usize > n - t {
+                continue;
+            }
+            let keep: Vec<bool> = (0..n).map(|i| pattern >> i & 1 == 0).collect();
+            let survivors: Vec<usize> = (0..n).filter(|&i| keep[i]).map(|i| ids[i]).collect();
+            let holds = ids.iter().all(|&u| {
+                let alive = around
+                    .graph
+                    .around(u)
+                    .iter()
+                    .filter(|v| survivors.contains(v))
+                    .count();
+                alive >= around.threshold
+            }) && around.graph.connected(&survivors);
+            let ins: Vec<Option<Vec<u64>>> = xs
+                .iter()
+                .zip(&keep)
+                .map(|(x, &k)| k.then(|| x.clone()))
+                .collect();
+            let (sum, _) = round_among(&mut cohort(n, pattern as u64), &ins, len, t, &around);
+            if holds {
+                assert_eq!(sum, Some(plain_sum(&xs, &keep)), "dropped {pattern:b}");
+                exact += 1;
+            } else {
+                assert_eq!(sum, None, "dropped {pattern:b}");
+                lost += 1;
+            }
+        }
+        // No dropout and every single one always hold (a neighbourhood of 5 loses one
+        // member at most, and a 4-regular cycle stays connected without any one member).
+        assert!(exact > n && lost > 0, "{exact} exact, {lost} lost");
+    }
+
+    /// A member's masked input carries pairwise masks with its neighbours only: with every
+    /// other member's input zero and no dropout, the sum is exact, and the plain round's
+    /// masked input of the same member differs (its masks come from all nine others).
+    #[test]
+    fn a_member_masks_with_its_neighbours_only() {
+        let (n, len) = (10, 4);
+        let ids: Vec<usize> = (0..n).map(|i| 3 * i + 1).collect();
+        let xs = inputs(n, len);
+        let ins: Vec<Option<Vec<u64>>> = xs.iter().cloned().map(Some).collect();
+        let around = Neighbourhoods {
+            graph: Graph::harary(&ids, 2, [5; 32]),
+            threshold: 2,
+        };
+        let (sum, view) = round_among(&mut cohort(n, 1), &ins, len, 7, &around);
+        assert_eq!(sum, Some(plain_sum(&xs, &vec![true; n])));
+        let (_, plain) = round(&mut cohort(n, 1), &ins, len, 7);
+        assert_eq!(
+            view.adverts, plain.adverts,
+            "the same keys from the same streams"
+        );
+        assert_ne!(view.masked[0], plain.masked[0]);
     }
 
     /// Pearson's chi-square of the bytes of `words` against uniform on 256 values (255 d.f.;
