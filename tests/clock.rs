@@ -157,6 +157,83 @@ fn asynchronous_runs_are_byte_identical_across_threads_and_release_at_most_itera
     assert_shards_merge_to_a_fresh_run(&path, &shards, &scratch, 3);
 }
 
+/// The frameworks with a server step at their own pace: consensus, CGP-UCB, design
+/// densities and FMTBO run on the clock like DP-FTS-DE, never wait (each agent's finish times
+/// are the lone agent's), write the same bytes on one and two threads, and a fast agent queries
+/// each consensus point at most once.
+#[test]
+fn frameworks_at_their_own_pace_never_wait_and_use_a_point_once() {
+    let head = CLOCKED[..CLOCKED.find("[[algorithm]]").unwrap()].replace(
+        "[server]\nsubregions = 2\ndp = true\nq = 0.5\nz = 1.0\nclip = 3.0\n\n[privacy]\naccountants = [\"rdp-int\"]\n\n",
+        "",
+    );
+    assert!(!head.contains("[server]"));
+    // A release every 40 s, so that counting releases before a query is plain arithmetic.
+    let head = head.replace("spread = 0.5\n", "spread = 0.5\nperiod_s = 40\n");
+    let text = format!(
+        "{head}[[algorithm]]\nkind = \"ts\"\nlabel = \"alone\"\n\n\
+         [[algorithm]]\nkind = \"consensus\"\nlabel = \"consensus\"\npace = \"asynchronous\"\n\n\
+         [[algorithm]]\nkind = \"cgp\"\nlabel = \"cgp\"\npace = \"asynchronous\"\n\n\
+         [[algorithm]]\nkind = \"design-density\"\nlabel = \"density\"\npace = \"asynchronous\"\n\n\
+         [[algorithm]]\nkind = \"fmtbo\"\nlabel = \"fmtbo\"\npace = \"asynchronous\"\n"
+    );
+    let s = spec(&text);
+    let land = s.landscapes().unwrap()[0].clone();
+    let alone = finish_times(&run_one(&s, 0, 1, land.clone()).unwrap().rows);
+    for a in 1..5 {
+        let own = finish_times(&run_one(&s, a, 1, land.clone()).unwrap().rows);
+        assert_eq!(own.len(), alone.len(), "{}", s.algorithms[a].label);
+        for (k, t) in &alone {
+            assert!(
+                (own[k] - t).abs() <= 1e-9 * t,
+                "{} {k:?}: {} vs {t}",
+                s.algorithms[a].label,
+                own[k]
+            );
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "frameworks.toml", &text);
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    fbo_ok("run", &path, &one, &["--no-timing", "--threads", "1"]);
+    fbo_ok("run", &path, &two, &["--no-timing", "--threads", "2"]);
+    for f in ["trace.csv", "summary.csv"] {
+        assert!(
+            std::fs::read(one.join(f)).unwrap() == std::fs::read(two.join(f)).unwrap(),
+            "{f} differs across thread counts"
+        );
+    }
+    // Consensus points reach agents at their own pace, and no agent queries one twice: by
+    // the time an agent starts a query (its previous evaluation's finish), it has queried at
+    // most one server point per release made so far (one every 40 s).
+    let trace = std::fs::read_to_string(one.join("trace.csv")).unwrap();
+    let header: Vec<&str> = trace.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (alg, run, agent) = (col("algorithm"), col("run"), col("agent"));
+    let (source, clock) = (col("source"), col("sim_clock_s"));
+    let mut last: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+    let mut from_server = 0;
+    for l in trace.lines().skip(1) {
+        let f: Vec<&str> = l.split(',').collect();
+        if f[alg] != "consensus" {
+            continue;
+        }
+        let key = (f[run].to_string(), f[agent].to_string());
+        let (started, mut used) = last.get(&key).copied().unwrap_or((0.0, 0));
+        if f[source] == "server" {
+            used += 1;
+            from_server += 1;
+            let releases = (started / 40.0).floor() as usize;
+            assert!(
+                used <= releases,
+                "{key:?}: {used} server points by {started} s"
+            );
+        }
+        last.insert(key, (f[clock].parse().unwrap(), used));
+    }
+    assert!(from_server > 0, "no consensus point was queried");
+}
+
 #[test]
 fn a_wall_clock_budget_stops_every_agent_at_the_horizon_and_resumes() {
     let text = CLOCKED.replace("spread = 0.5\n", "spread = 0.5\nhorizon_s = 150\n");
@@ -292,7 +369,10 @@ fn pace_and_clock_are_refused_where_they_do_not_apply() {
         "kind = \"ts\"\npace = \"asynchronous\"\n",
     );
     let p = write(dir.path(), "b.toml", &ts);
-    assert_refused(&p, "applies to kind = \"dp-fts-de\"");
+    assert_refused(
+        &p,
+        "applies to kinds whose server takes whatever messages are fresh",
+    );
     let p = write(
         dir.path(),
         "c.toml",

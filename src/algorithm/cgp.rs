@@ -440,6 +440,10 @@ impl Federated for Cgp {
     fn message_len(&self) -> usize {
         self.agents[0].learner.space().dim() + 1
     }
+
+    fn release_reusable(&self) -> bool {
+        true
+    }
 }
 
 impl Algorithm for Cgp {

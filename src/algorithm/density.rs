@@ -218,6 +218,10 @@ impl Federated for DesignDensity {
     fn message_len(&self) -> usize {
         self.per() * self.agents[0].space().dim()
     }
+
+    fn release_reusable(&self) -> bool {
+        true
+    }
 }
 
 impl Algorithm for DesignDensity {

@@ -247,6 +247,10 @@ impl Federated for Fmtbo {
     fn message_len(&self) -> usize {
         self.shared.ncols() + self.shared.nrows()
     }
+
+    fn release_reusable(&self) -> bool {
+        true
+    }
 }
 
 impl Algorithm for Fmtbo {

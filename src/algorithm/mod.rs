@@ -252,6 +252,14 @@ pub trait Federated: Send {
     /// The length of every message (validated by the server before it aggregates).
     fn message_len(&self) -> usize;
 
+    /// At their own pace (`crate::run::pace`): whether an agent keeps choosing with the
+    /// server's latest release until a newer one comes (what it carries is information the
+    /// agent's model uses: densities, offers, hyperparameters), rather than using it once and
+    /// then choosing on its own (a point to query, which a fast agent must not query twice).
+    fn release_reusable(&self) -> bool {
+        false
+    }
+
     /// Under secure aggregation (`server.secure`), the plan of the server round before
     /// iteration t from which agents' messages are present, and the round's threshold; None
     /// for an algorithm without it (its messages travel in the clear, to `broadcast`).

@@ -1,13 +1,18 @@
-//! Agents at their own pace (`pace = "asynchronous"`, DP-FTS-DE): on the simulated clock
+//! Agents at their own pace (`pace = "asynchronous"`: DP-FTS-DE and the frameworks with a
+//! server step, consensus, CGP-UCB, design densities and FMTBO): on the simulated clock
 //! (`[clock]`) every agent proposes as soon as its last evaluation returns, and the server
-//! releases every `clock.period_s` seconds from whatever messages are fresh.
+//! releases every `clock.period_s` seconds from whatever messages are fresh. Any algorithm
+//! split into agent and server steps (`Federated`) runs here unchanged.
 //!
 //! The events, in simulated time (ties: the server first, then agents by index):
 //! - an agent's evaluation returns: it observes the value, sends the message its posterior now
 //!   gives (kept by the server, replacing its earlier one), and, with iterations left, chooses
-//!   its next query: the server's latest point with probability 1 - p_t if that release is one
-//!   it has not yet used, otherwise its own Thompson sample (a fast agent does not query one
-//!   released point twice);
+//!   its next query from the server's latest release. A release that is a point to query
+//!   (DP-FTS-DE's, consensus's) it uses once: with a release it has used, it chooses on its
+//!   own (DP-FTS-DE: its own Thompson sample; a fast agent does not query one released point
+//!   twice). A release that is information its model uses (the others' densities, CGP-UCB's
+//!   offers, FMTBO's averaged hyperparameters; `Federated::release_reusable`) it keeps using
+//!   until a newer one comes;
 //! - release k at k * period_s (k = 1 ..= iterations; period_s by default the slowest site's
 //!   median cost, so that the releases span the slowest agent's iterations): the server aggregates the latest
 //!   message of every agent sent after release k - staleness, exactly as a synchronous round
@@ -97,7 +102,10 @@ pub(crate) fn run_asynchronous(
                         .map(|h| h.message.clone())
                 })
                 .collect();
-            let fed = u.alg.federated().expect("dp-fts-de is federated");
+            let fed = u
+                .alg
+                .federated()
+                .expect("an asynchronous kind is federated");
             latest = (k, fed.broadcast(k, &messages)?);
             continue;
         }
@@ -111,25 +119,28 @@ pub(crate) fn run_asynchronous(
             done[s] = t_max;
             continue;
         }
-        let fed = u.alg.federated().expect("dp-fts-de is federated");
+        let fed = u
+            .alg
+            .federated()
+            .expect("an asynchronous kind is federated");
         held[s] = fed.message(agent, releases + 1).map(|message| Held {
             message,
             releases_before: releases,
         });
         let t = done[s] + 1;
         let fresh = latest.0 > used[s];
-        let broadcast = if fresh {
+        let broadcast = if fresh || u.alg.federated().is_some_and(|f| f.release_reusable()) {
             used[s] = latest.0;
             latest.1.clone()
         } else {
             Broadcast::none()
         };
         beliefs.extend(u.belief(agent, t));
-        let query = u.alg.federated().expect("dp-fts-de is federated").choose(
-            agent,
-            t,
-            broadcast.for_agent(agent),
-        )?;
+        let query = u
+            .alg
+            .federated()
+            .expect("an asynchronous kind is federated")
+            .choose(agent, t, broadcast.for_agent(agent))?;
         let request = Request::new(u.label.to_string(), run, agent, t as i64);
         let (f, y, cost) = u.evaluator.evaluate(&[(&query, request)], &mut u.noise)?[0];
         let params = u.alg.params_sent(t);

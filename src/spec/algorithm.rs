@@ -532,8 +532,10 @@ fn meta_keys(c: &Check, key: &dyn Fn(&str) -> String, ra: &RawAlgorithm) -> Resu
     })
 }
 
-/// `pace`: the asynchronous form needs a server that aggregates whatever has arrived; the
-/// FTS paper's target-and-senders form, the meta-learners and the frameworks keep rounds.
+/// `pace`: the asynchronous form needs a server step that takes whatever has arrived:
+/// DP-FTS-DE's and the frameworks' that have one; the FTS paper's target-and-senders form, the
+/// meta-learners and FedGP (whose likelihood needs every agent in lockstep) keep rounds, and
+/// the single-agent kinds have none to wait for.
 fn checked_pace(
     c: &Check,
     key: &str,
@@ -548,11 +550,19 @@ fn checked_pace(
         super::Pace::NAMES,
         super::Pace::parse,
     )?;
-    if pace == super::Pace::Asynchronous && kind != AlgorithmKind::DpFtsDe {
+    let own_pace = matches!(
+        kind,
+        AlgorithmKind::DpFtsDe
+            | AlgorithmKind::Consensus
+            | AlgorithmKind::Cgp
+            | AlgorithmKind::DesignDensity
+            | AlgorithmKind::Fmtbo
+    );
+    if pace == super::Pace::Asynchronous && !own_pace {
         return Err(c.err(
             key,
             format!(
-                "\"asynchronous\" applies to kind = \"dp-fts-de\" (its server aggregates whatever messages are fresh); {} keeps synchronous rounds",
+                "\"asynchronous\" applies to kinds whose server takes whatever messages are fresh: \"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\"; {} keeps synchronous rounds",
                 ra.kind
             ),
         ));
