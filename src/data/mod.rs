@@ -92,6 +92,21 @@ pub fn as_text<'a>(path: &Path, bytes: &'a [u8]) -> Result<&'a str> {
     std::str::from_utf8(bytes).map_err(|_| FboError::spec(path, "", "not UTF-8 text"))
 }
 
+/// A CSV text's header fields and its remaining lines. A spreadsheet saves a byte-order mark
+/// before the header (and CRLF line ends, which lines() takes off), and pads fields with
+/// spaces: none of it is part of the table.
+pub fn csv_header(text: &str) -> (Vec<&str>, std::str::Lines<'_>) {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.lines();
+    let header = lines
+        .next()
+        .unwrap_or("")
+        .split(',')
+        .map(str::trim)
+        .collect();
+    (header, lines)
+}
+
 /// Stratified split: within each class, a seeded shuffle puts floor(n_c / 2) rows in training
 /// and the rest in validation. Returns true for training rows. (scikit-learn's shuffle, which
 /// the authors used, cannot be reproduced outside Python; this split is recorded instead.)

@@ -214,14 +214,7 @@ fn check_row(row: &GridRow) -> std::result::Result<(), String> {
 /// A client's grid file, every value checked: an error names the file, line and column.
 pub fn read_client(path: &Path, client: usize) -> Result<ClientGrid> {
     let (text, sha256) = text_of(path, "client grid")?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines
-        .next()
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .collect();
+    let (header, lines) = super::csv_header(&text);
     let idx = grid_columns(path, &header)?;
     let mut rows: Vec<GridRow> = Vec::new();
     for (k, line) in lines.enumerate() {

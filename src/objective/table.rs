@@ -89,19 +89,9 @@ pub fn load(meta: &TableMeta, agents: &[usize]) -> Result<Table> {
     // Imported tables are committed compressed (table.csv.gz): read_checked takes either.
     let (bytes, _) = crate::data::read_checked(&csv_path, None, "table")?;
     let text = crate::data::as_text(&csv_path, &bytes)?.to_string();
-    // A spreadsheet saves a byte-order mark before the header (and CRLF line ends, which
-    // lines() takes off): neither is part of the table.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let d = meta.dims.len();
     let err = |line: usize, msg: String| FboError::spec(&csv_path, format!("line {line}"), msg);
-    let mut lines = text.lines();
-    // Spaces around a field (a spreadsheet's padding) are not part of it.
-    let header: Vec<&str> = lines
-        .next()
-        .unwrap_or("")
-        .split(',')
-        .map(str::trim)
-        .collect();
+    let (header, lines) = crate::data::csv_header(&text);
     let want = 2 + 2 * d + 2;
     check_header(&header, d).map_err(|m| err(1, m))?;
     let slot: Vec<Option<usize>> = (0..meta.agents)
