@@ -248,10 +248,28 @@ fn an_agreement_under_secure_aggregation_is_refused_across_machines_by_name() {
     assert!(err.contains("surrogate.shared"), "{err}");
 }
 
+/// The federation of `out` opened again right after the last one was dropped. Its folder
+/// lock (a flock) is released when that server closed it, unless another test of this
+/// process forked a child for `fbo` in the meantime: until the child execs, it holds a copy
+/// of every open file, the lock included. So a busy lock is waited for, briefly; any other
+/// error fails at once.
+fn reopen(spec: &Path, out: &Path) -> Federation {
+    for _ in 0..100 {
+        match Federation::open(spec, out, false) {
+            Ok(fed) => return fed,
+            Err(e) if e.to_string().contains("in use by another fbo process") => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    panic!("{}: still locked after 2 s", out.display())
+}
+
 /// Drives `rounds` rounds of every unfinished unit (then stops, as a killed server would),
 /// with fresh sites resumed from their journals; true if every unit finished.
 fn drive(spec: &Path, out: &Path, state: &Path, rounds: usize) -> bool {
-    let fed = Federation::open(spec, out, false).unwrap();
+    let fed = reopen(spec, out);
     let mut sites: Vec<Site> = (0..fed.spec().total_agents())
         .map(|a| Site::open(spec, a, Some(&state.join(format!("agent{a}")))).unwrap())
         .collect();

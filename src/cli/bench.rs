@@ -658,7 +658,9 @@ pub fn secure_round(
     times.sort_by(f64::total_cmp);
     let size = around(0).graph.neighbourhood_size();
     let sizes = SecureSizes::of(n, len, dropped, size - 1);
-    println!("# secure aggregation, one round, every member in this process, one thread");
+    println!(
+        "# secure aggregation, one round, every member in this process, members in parallel on the process's threads (RAYON_NUM_THREADS)"
+    );
     println!(
         "members,neighbours,words,dropped,threshold,rounds,completed,median_ms,advertise_bytes,shares_bytes,masked_bytes,reveal_bytes,total_bytes,plain_bytes"
     );

@@ -25,6 +25,7 @@ pub mod shamir;
 pub use graph::Graph;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
+use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 use shamir::Share;
 use x25519_dalek::{PublicKey, StaticSecret};
@@ -246,29 +247,44 @@ pub fn add_into(acc: &mut [u64], m: &[u64], sign: bool) {
 
 /// Step 3: `m`'s masked input.
 pub fn mask(m: &Member, adverts: &[Advert], input: &[u64]) -> Vec<u64> {
-    mask_with(m, adverts, input, &mut PairSeeds::default())
+    masked_with(m, adverts, input, |other| pair_seed(&m.secret, other, m.id))
 }
 
-/// The pair seeds a process has agreed, by (lower id, higher id): in one process both
-/// members of a pair would agree the same seed, so the simulation agrees it once (a site
-/// agrees each of its own).
-#[derive(Default)]
-struct PairSeeds(std::collections::HashMap<(usize, usize), [u8; 32]>);
-
-/// `mask`, taking each pair's seed from `seeds` where the other member agreed it already.
-fn mask_with(m: &Member, adverts: &[Advert], input: &[u64], seeds: &mut PairSeeds) -> Vec<u64> {
+/// `m`'s masked input, with `seed(v)` the seed it shares with member v.
+fn masked_with(
+    m: &Member,
+    adverts: &[Advert],
+    input: &[u64],
+    seed: impl Fn(&Advert) -> [u8; 32],
+) -> Vec<u64> {
     let mut y = input.to_vec();
     let len = y.len();
     add_into(&mut y, &expand(&m.self_seed, len), true);
     for other in adverts.iter().filter(|a| a.id != m.id) {
-        let pair = (m.id.min(other.id), m.id.max(other.id));
-        let s = *seeds
-            .0
-            .entry(pair)
-            .or_insert_with(|| pair_seed(&m.secret, other, m.id));
-        add_into(&mut y, &expand(&s, len), m.id < other.id);
+        add_into(&mut y, &expand(&seed(other), len), m.id < other.id);
     }
     y
+}
+
+/// Every pair's seed among `members`, by (lower id, higher id), agreed once by the lower id:
+/// in one process both members of a pair would agree the same seed (a site agrees each of its
+/// own). The members agree in parallel.
+fn pair_seeds(
+    members: &[Member],
+    adverts: &[Advert],
+    around: &Neighbourhoods,
+) -> std::collections::HashMap<(usize, usize), [u8; 32]> {
+    members
+        .par_iter()
+        .flat_map_iter(|m| {
+            around
+                .of(m.id, adverts)
+                .into_iter()
+                .filter(|a| a.id > m.id)
+                .map(|a| ((m.id, a.id), pair_seed(&m.secret, &a, m.id)))
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// Step 4, a survivor's side: from what it was dealt, the self-mask seed shares of the
@@ -366,22 +382,39 @@ pub fn unmask(
     };
     let mut sum = masked_sum.to_vec();
     let len = sum.len();
-    for &u in survivors {
-        let seed = shamir::combine(&shares_of(u, |r| &r.self_seeds)?)
-            .ok_or_else(|| format!("the self-mask seed of member {u} does not reconstruct"))?;
-        add_into(&mut sum, &expand(&seed, len), false);
+    // Each member's masks are rebuilt on their own, in parallel; the first failure in member
+    // order is the one reported, so the message does not depend on the threads.
+    let self_masks: Vec<Result<Vec<u64>, String>> = survivors
+        .par_iter()
+        .map(|&u| {
+            let seed = shamir::combine(&shares_of(u, |r| &r.self_seeds)?)
+                .ok_or_else(|| format!("the self-mask seed of member {u} does not reconstruct"))?;
+            Ok(expand(&seed, len))
+        })
+        .collect();
+    for m in self_masks {
+        add_into(&mut sum, &m?, false);
     }
-    for &u in dropped {
-        let key = shamir::combine(&shares_of(u, |r| &r.secrets)?)
-            .ok_or_else(|| format!("the secret key of member {u} does not reconstruct"))?;
-        let secret = StaticSecret::from(key);
-        for v in adverts
-            .iter()
-            .filter(|a| survivors.contains(&a.id) && around.graph.adjacent(u, a.id))
-        {
-            // v added +PRG(s_uv) if v < u, else -PRG(s_uv): take it back out.
-            let s = pair_seed(&secret, v, u);
-            add_into(&mut sum, &expand(&s, len), v.id > u);
+    // Per dropped member: its pairwise masks with its surviving neighbours, each with the
+    // sign the neighbour added it with.
+    type Masks = Vec<(Vec<u64>, bool)>;
+    let pair_masks: Vec<Result<Masks, String>> = dropped
+        .par_iter()
+        .map(|&u| {
+            let key = shamir::combine(&shares_of(u, |r| &r.secrets)?)
+                .ok_or_else(|| format!("the secret key of member {u} does not reconstruct"))?;
+            let secret = StaticSecret::from(key);
+            Ok(adverts
+                .iter()
+                .filter(|a| survivors.contains(&a.id) && around.graph.adjacent(u, a.id))
+                // v added +PRG(s_uv) if v < u, else -PRG(s_uv): take it back out.
+                .map(|v| (expand(&pair_seed(&secret, v, u), len), v.id > u))
+                .collect())
+        })
+        .collect();
+    for masks in pair_masks {
+        for (m, sign) in masks? {
+            add_into(&mut sum, &m, sign);
         }
     }
     Ok(sum)
@@ -433,7 +466,7 @@ pub struct ServerView {
 
 /// One round of plain secure aggregation among `cohort` (`round_among` on the complete
 /// graph).
-pub fn round<R: RngCore>(
+pub fn round<R: RngCore + Send>(
     cohort: &mut [(usize, R)],
     inputs: &[Option<Vec<u64>>],
     len: usize,
@@ -454,7 +487,7 @@ pub fn round<R: RngCore>(
 /// to its neighbourhood in `around`, where `inputs[k]` is member k's encoded vector or None
 /// when it drops out after step 2: the survivors' sum, or None when fewer than `threshold`
 /// survive or a secret does not rebuild (`unmask`); with what the server saw.
-pub fn round_among<R: RngCore>(
+pub fn round_among<R: RngCore + Send>(
     cohort: &mut [(usize, R)],
     inputs: &[Option<Vec<u64>>],
     len: usize,
@@ -466,32 +499,44 @@ pub fn round_among<R: RngCore>(
     if cohort.is_empty() {
         return (Some(vec![0; len]), view);
     }
-    let mut members = Vec::with_capacity(cohort.len());
-    for (id, rng) in cohort.iter_mut() {
-        let (m, a) = advertise(*id, rng);
-        members.push(m);
-        view.adverts.push(a);
-    }
+    // Each member works on its own stream and material, so the members run in parallel; what
+    // the server adds up is summed modulo 2^64, the same in any order.
+    let (members, adverts): (Vec<Member>, Vec<Advert>) = cohort
+        .par_iter_mut()
+        .map(|(id, rng)| advertise(*id, rng))
+        .unzip();
+    view.adverts = adverts;
+    let dealt: Vec<Vec<(usize, Dealt)>> = members
+        .par_iter()
+        .zip(cohort.par_iter_mut())
+        .map(|(m, (_, rng))| deal(m, &around.of(m.id, &view.adverts), around.threshold, rng))
+        .collect();
     // inbox[k]: what member k was dealt.
     let mut inbox: Vec<Vec<Dealt>> = vec![Vec::new(); members.len()];
-    for (m, (_, rng)) in members.iter().zip(cohort.iter_mut()) {
-        let local = around.of(m.id, &view.adverts);
-        for (to, d) in deal(m, &local, around.threshold, rng) {
-            let k = view
-                .adverts
-                .iter()
-                .position(|a| a.id == to)
-                .expect("a member");
-            inbox[k].push(d);
-        }
+    for (to, d) in dealt.into_iter().flatten() {
+        let k = view
+            .adverts
+            .iter()
+            .position(|a| a.id == to)
+            .expect("a member");
+        inbox[k].push(d);
     }
+    let seeds = pair_seeds(&members, &view.adverts, around);
+    let masked: Vec<Option<Vec<u64>>> = members
+        .par_iter()
+        .zip(inputs.par_iter())
+        .map(|(m, input)| {
+            input.as_ref().map(|x| {
+                let seed = |v: &Advert| seeds[&(m.id.min(v.id), m.id.max(v.id))];
+                masked_with(m, &around.of(m.id, &view.adverts), x, seed)
+            })
+        })
+        .collect();
     let mut masked_sum = vec![0u64; len];
     let (mut survivors, mut dropped) = (Vec::new(), Vec::new());
-    let mut seeds = PairSeeds::default();
-    for (m, input) in members.iter().zip(inputs) {
-        match input {
-            Some(x) => {
-                let y = mask_with(m, &around.of(m.id, &view.adverts), x, &mut seeds);
+    for (m, y) in members.iter().zip(masked) {
+        match y {
+            Some(y) => {
                 add_into(&mut masked_sum, &y, true);
                 view.masked.push((m.id, y));
                 survivors.push(m.id);
