@@ -5,7 +5,7 @@
 
 mod common;
 use common::*;
-use fbo::federation::{self, Federation, Site};
+use fbo::federation::{self, Federation, Instruction, SecureAsk, Site};
 use std::fs;
 use std::path::Path;
 
@@ -226,6 +226,54 @@ fn self_sampling_leaves_the_selection_out_of_the_servers_record() {
         let f: Vec<&str> = l.split(',').collect();
         assert_eq!((f[3], f[10]), ("12", all.join(";").as_str()), "{l}");
     }
+}
+
+/// A site masks only as its own spec says: a mask step that drops its self-sampling coin or
+/// its noise shares (the server would then see its vector, un-noised, every round) is refused,
+/// and the same step as the server planned it is answered.
+#[test]
+fn a_site_refuses_a_mask_step_without_its_coin_or_noise_shares() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP
+        .replace("runs = 3", "runs = 1")
+        .replace("[[algorithm]]\nkind = \"ts\"\n\n", "")
+        .replace(
+            "clip = 3.0",
+            "clip = 3.0\nsecure = true\nnoise = \"distributed\"\nself_sampling = true",
+        );
+    let spec = write(dir.path(), "secure.toml", &text);
+    let fed = Federation::open(&spec, &dir.path().join("fed"), false).unwrap();
+    let n = fed.spec().total_agents();
+    let mut sites: Vec<Site> = (0..n)
+        .map(|a| Site::open(&spec, a, None).unwrap())
+        .collect();
+    let mut server = fed.server(fed.units()[0]).unwrap();
+    for _ in 0..200 {
+        let ins: Vec<Instruction> = (0..n).map(|a| server.instruction_for(a).unwrap()).collect();
+        if let Some(SecureAsk::Mask { part, .. }) = &ins[0].secure {
+            assert!(part.coin.is_some() && part.shares.is_some(), "{part:?}");
+            for tamper in [0, 1] {
+                let mut bad = ins[0].clone();
+                if let Some(SecureAsk::Mask { part, .. }) = &mut bad.secure {
+                    match tamper {
+                        0 => part.coin = None,
+                        _ => part.shares = None,
+                    }
+                }
+                let e = sites[0].step(&bad).unwrap_err().to_string();
+                assert!(e.contains("refused"), "{e}");
+            }
+            sites[0].step(&ins[0]).unwrap();
+            return;
+        }
+        let replies = ins
+            .iter()
+            .zip(&mut sites)
+            .map(|(i, s)| s.step(i).unwrap())
+            .collect();
+        server.receive(replies).unwrap();
+    }
+    panic!("no mask step in 200 exchanges");
 }
 
 /// An agreement's fits travel beside the masked vector, so the agreed shared model under

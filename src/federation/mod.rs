@@ -595,12 +595,42 @@ impl AgentNode {
         Ok(())
     }
 
+    /// A mask step's privacy settings as this site's own spec has them: its coin at rate q
+    /// under self-sampling, and noise shares under distributed noise. The site's epsilon
+    /// rests on both, so a server that asks otherwise (by a bug, or to see a vector without
+    /// the site's noise or coin) is refused rather than followed.
+    fn check_privacy_part(&self, part: &wire::WirePart) -> Result<()> {
+        let dp = self.spec.algorithms[self.alg_index]
+            .server
+            .as_ref()
+            .and_then(|s| s.dp);
+        let coin = dp.filter(|d| d.self_sampling).map(|d| d.q);
+        let shares = dp.is_some_and(|d| matches!(d.noise, crate::privacy::Noise::Distributed(_)));
+        if part.coin != coin
+            || part.shares.is_some() != shares
+            || (dp.is_some() != part.dp.is_some())
+        {
+            return Err(FboError::Run(format!(
+                "agent {}: the server's mask step asks for coin {:?}, noise shares {}, DP {} where this site's spec has coin {coin:?}, noise shares {shares}, DP {}: refused (the site's privacy rests on its own settings)",
+                self.agent,
+                part.coin,
+                part.shares.is_some(),
+                part.dp.is_some(),
+                dp.is_some()
+            )));
+        }
+        Ok(())
+    }
+
     /// The answer to a step of secure aggregation (`secure::answer`): nothing evaluated,
     /// nothing journaled (the keys are drawn again from the round's stream, the message is
     /// rebuilt by replaying the evaluations).
     fn secure_step(&mut self, ins: &Instruction) -> Result<Reply> {
         self.check_addressed(ins, "a secure-aggregation step")?;
         let ask = ins.secure.as_ref().expect("a secure step");
+        if let SecureAsk::Mask { part, .. } = ask {
+            self.check_privacy_part(part)?;
+        }
         let Some((base, held)) = &self.secure else {
             return Err(FboError::Run(format!(
                 "agent {}: a secure-aggregation step for an algorithm without server.secure",
