@@ -587,9 +587,10 @@ fn spec_wall_times(configs: &[std::path::PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// One round of secure aggregation (`crate::server::secagg::round`) among `n` members each masking a
-/// vector of `len` words, every member simulated in this process on one thread, and with
-/// `dropped` of them dropping out after masking. Prints milliseconds per round (median of
+/// One round of secure aggregation (`crate::server::secagg::round_among`) among `n` members
+/// each masking a vector of `len` words with `neighbours` others (None: all), every member
+/// simulated in this process (members in parallel on its threads), and with `dropped` of them
+/// dropping out after masking. Prints milliseconds per round (median of
 /// `repeats`) and the bytes each step puts on the wire.
 pub fn secure_round(
     n: usize,
@@ -598,7 +599,7 @@ pub fn secure_round(
     neighbours: Option<usize>,
     repeats: usize,
 ) -> Result<()> {
-    use crate::server::secagg::{Graph, Neighbourhoods, SecureSizes, round_among};
+    use crate::server::secagg::{Neighbourhoods, SecureSizes, round_among};
     let secure = crate::spec::SecureSpec {
         dropout: crate::spec::SecureSpec::DEFAULT_DROPOUT,
         neighbours,
@@ -614,7 +615,7 @@ pub fn secure_round(
             ),
         ));
     }
-    if neighbours.is_some_and(|k| k < 2 || k % 2 == 1) {
+    if neighbours.is_some_and(|k| !crate::spec::SecureSpec::neighbours_ok(k)) {
         return Err(FboError::spec(
             "fbo bench",
             "--secure-round",
@@ -622,17 +623,7 @@ pub fn secure_round(
         ));
     }
     let ids: Vec<usize> = (0..n).collect();
-    let around = |r: usize| match neighbours {
-        None => Neighbourhoods::complete(&ids, threshold),
-        Some(k) => {
-            let graph = Graph::harary(&ids, k, [r as u8; 32]);
-            let size = graph.neighbourhood_size();
-            Neighbourhoods {
-                graph,
-                threshold: secure.threshold(size).clamp(1, size),
-            }
-        }
-    };
+    let around = |r: usize| Neighbourhoods::of_round(&secure, &ids, || [r as u8; 32]);
     let inputs: Vec<Option<Vec<u64>>> = (0..n)
         .map(|i| (i >= dropped).then(|| (0..len as u64).map(|k| k * 7 + i as u64).collect()))
         .collect();

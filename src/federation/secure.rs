@@ -81,6 +81,8 @@ pub struct SecurePhase {
     len: usize,
     /// The cohort members whose message is ready: those asked to advertise.
     asked: Vec<usize>,
+    /// Who masks with whom (the plan's).
+    around: secagg::Neighbourhoods,
     step: Step,
     /// Step 1's adverts, in agent order.
     adverts: Vec<Advert>,
@@ -111,11 +113,16 @@ impl SecurePhase {
         } else {
             Step::Advertise
         };
+        let around = plan
+            .around
+            .clone()
+            .expect("a secure server's plan has its neighbourhoods (`Server::plan`)");
         SecurePhase {
             plan,
             threshold,
             len,
             asked,
+            around,
             step,
             adverts: Vec::new(),
             sealed: Vec::new(),
@@ -164,15 +171,6 @@ impl SecurePhase {
         Some((sum.as_deref(), missing))
     }
 
-    /// Who masks with whom this round (the plan's; every member with every other when it
-    /// has none).
-    fn around(&self) -> secagg::Neighbourhoods {
-        self.plan
-            .around
-            .clone()
-            .unwrap_or_else(|| secagg::Neighbourhoods::complete(&self.plan.members, self.threshold))
-    }
-
     /// The adverts of `who` in `agent`'s neighbourhood, `agent`'s own included.
     fn wire_adverts(&self, agent: usize, who: &[usize]) -> Vec<WireAdvert> {
         let mine: Vec<Advert> = self
@@ -181,7 +179,7 @@ impl SecurePhase {
             .filter(|a| who.contains(&a.id))
             .copied()
             .collect();
-        self.around()
+        self.around
             .of(agent, &mine)
             .iter()
             .map(wire_advert)
@@ -214,7 +212,7 @@ impl SecurePhase {
             Step::Share if advertisers.contains(&agent) => SecureAsk::Share {
                 round,
                 adverts: self.wire_adverts(agent, &advertisers),
-                threshold: self.around().threshold,
+                threshold: self.around.threshold,
             },
             Step::Mask if self.participants.contains(&agent) => {
                 let part = self.plan.member_part(agent);
@@ -282,14 +280,17 @@ impl SecurePhase {
             }
             Step::Share => {
                 let advertisers: Vec<usize> = self.adverts.iter().map(|a| a.id).collect();
-                let around = self.around();
                 for (a, r) in answers {
                     let SecureReply::Share { sealed } = r else {
                         continue;
                     };
                     let to: Vec<usize> = sealed.iter().map(|(t, _)| *t).collect();
-                    let mine: Vec<usize> =
-                        around.of(*a, &self.adverts).iter().map(|x| x.id).collect();
+                    let mine: Vec<usize> = self
+                        .around
+                        .of(*a, &self.adverts)
+                        .iter()
+                        .map(|x| x.id)
+                        .collect();
                     let whole = to == mine
                         && sealed
                             .iter()
@@ -380,7 +381,7 @@ impl SecurePhase {
             (&survivors, &dropped),
             &self.reveals,
             self.threshold,
-            &self.around(),
+            &self.around,
         ) {
             Ok(sum) => Some(sum),
             Err(e) => {

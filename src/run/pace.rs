@@ -84,6 +84,7 @@ pub(crate) fn run_asynchronous(
     let mut used = vec![0usize; n];
     let mut latest: (usize, Broadcast) = (0, Broadcast::none());
     let mut beliefs = Vec::new();
+    let reusable = u.alg.federated().is_some_and(|f| f.release_reusable());
     loop {
         crate::run::progress::check_stop()?;
         // The next agent event: the earliest free agent with work or an observation left.
@@ -129,7 +130,7 @@ pub(crate) fn run_asynchronous(
         });
         let t = done[s] + 1;
         let fresh = latest.0 > used[s];
-        let broadcast = if fresh || u.alg.federated().is_some_and(|f| f.release_reusable()) {
+        let broadcast = if fresh || reusable {
             used[s] = latest.0;
             latest.1.clone()
         } else {

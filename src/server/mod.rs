@@ -267,32 +267,19 @@ impl Server {
     pub fn plan(&mut self, round: usize, present: &[bool]) -> RoundPlan {
         let mut plan = self.selection(round, present);
         if let Some(secure) = self.spec.secure {
-            plan.around = Some(self.neighbourhoods(&secure, &plan.members));
+            // SecAgg+'s cycle is shuffled with a seed from the server's own stream.
+            let rng = &mut self.rng;
+            plan.around = Some(secagg::Neighbourhoods::of_round(
+                &secure,
+                &plan.members,
+                || {
+                    let mut seed = [0u8; 32];
+                    rng.fill_bytes(&mut seed);
+                    seed
+                },
+            ));
         }
         plan
-    }
-
-    /// Who masks with whom among `members`: everyone with everyone, or (SecAgg+,
-    /// `secure.neighbours = k`) the k neighbours on a cycle the server shuffles with a seed
-    /// from its own stream (drawn only then, so plain rounds keep their draws).
-    fn neighbourhoods(
-        &mut self,
-        secure: &crate::spec::SecureSpec,
-        members: &[usize],
-    ) -> secagg::Neighbourhoods {
-        let k = members.len();
-        let threshold = secure.threshold(k).clamp(1, k.max(1));
-        let Some(neighbours) = secure.neighbours else {
-            return secagg::Neighbourhoods::complete(members, threshold);
-        };
-        let mut seed = [0u8; 32];
-        self.rng.fill_bytes(&mut seed);
-        let graph = secagg::Graph::harary(members, neighbours, seed);
-        let size = graph.neighbourhood_size();
-        secagg::Neighbourhoods {
-            graph,
-            threshold: secure.threshold(size).clamp(1, size),
-        }
     }
 
     /// The weights, arrivals, selection and cohort of round `round`.
@@ -491,15 +478,10 @@ impl Server {
                 )
             })
             .collect();
-        let complete;
-        let around = match &plan.around {
-            Some(a) => a,
-            None => {
-                let ids: Vec<usize> = cohort.iter().map(|c| c.agent).collect();
-                complete = secagg::Neighbourhoods::complete(&ids, threshold);
-                &complete
-            }
-        };
+        let around = plan
+            .around
+            .as_ref()
+            .expect("a secure server's plan has its neighbourhoods (`plan`)");
         let (total, view) = secagg::round_among(&mut members, &inputs, p * m, threshold, around);
         let view = self.keep_views.then_some(view);
         let Some(total) = total else {

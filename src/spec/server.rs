@@ -161,6 +161,12 @@ pub struct SecureSpec {
 impl SecureSpec {
     pub const DEFAULT_DROPOUT: f64 = 1.0 / 3.0;
 
+    /// Whether `k` neighbours make a cycle's neighbourhoods: k/2 on either side, so an even
+    /// number >= 2.
+    pub fn neighbours_ok(k: usize) -> bool {
+        k >= 2 && k.is_multiple_of(2)
+    }
+
     /// Plain secure aggregation (every member masks with every other) at `dropout`.
     pub fn plain(dropout: f64) -> Self {
         SecureSpec {
@@ -620,7 +626,7 @@ fn check_secure(
         }
         let neighbours = match r.secure_neighbours {
             None => None,
-            Some(n) if n >= 2 && n % 2 == 0 => Some(n as usize),
+            Some(n) if usize::try_from(n).is_ok_and(SecureSpec::neighbours_ok) => Some(n as usize),
             Some(n) => {
                 return Err(c.err(
                     &k("secure_neighbours"),

@@ -266,22 +266,20 @@ fn masked_with(
     y
 }
 
-/// Every pair's seed among `members`, by (lower id, higher id), agreed once by the lower id:
-/// in one process both members of a pair would agree the same seed (a site agrees each of its
-/// own). The members agree in parallel.
+/// Every pair's seed among `members` (`local[k]`: member k's neighbourhood), by (lower id,
+/// higher id), agreed once by the lower id: in one process both members of a pair would agree
+/// the same seed (a site agrees each of its own). The members agree in parallel.
 fn pair_seeds(
     members: &[Member],
-    adverts: &[Advert],
-    around: &Neighbourhoods,
+    local: &[Vec<Advert>],
 ) -> std::collections::HashMap<(usize, usize), [u8; 32]> {
     members
         .par_iter()
-        .flat_map_iter(|m| {
-            around
-                .of(m.id, adverts)
-                .into_iter()
+        .zip(local)
+        .flat_map_iter(|(m, mine)| {
+            mine.iter()
                 .filter(|a| a.id > m.id)
-                .map(|a| ((m.id, a.id), pair_seed(&m.secret, &a, m.id)))
+                .map(|a| ((m.id, a.id), pair_seed(&m.secret, a, m.id)))
                 .collect::<Vec<_>>()
         })
         .collect()
@@ -327,6 +325,23 @@ impl Neighbourhoods {
             graph: Graph::complete(members),
             threshold,
         }
+    }
+
+    /// A round's neighbourhoods among `members` under `secure`: the complete graph, or with
+    /// `secure.neighbours = k` the Harary graph on a cycle shuffled by `seed()` (called only
+    /// then, so plain rounds draw nothing), each neighbourhood at the threshold of its size.
+    pub fn of_round(
+        secure: &crate::spec::SecureSpec,
+        members: &[usize],
+        seed: impl FnOnce() -> [u8; 32],
+    ) -> Self {
+        let graph = match secure.neighbours {
+            None => Graph::complete(members),
+            Some(k) => Graph::harary(members, k, seed()),
+        };
+        // threshold(n) is within 1..=n for n >= 1 (and 1 for an empty cohort).
+        let threshold = secure.threshold(graph.neighbourhood_size());
+        Neighbourhoods { graph, threshold }
     }
 
     /// Of `adverts`, those of `u`'s neighbourhood (`u` included), in their order.
@@ -404,9 +419,11 @@ pub fn unmask(
             let key = shamir::combine(&shares_of(u, |r| &r.secrets)?)
                 .ok_or_else(|| format!("the secret key of member {u} does not reconstruct"))?;
             let secret = StaticSecret::from(key);
+            // Its surviving neighbours (u, dropped, is no survivor).
+            let neighbours = around.graph.around(u);
             Ok(adverts
                 .iter()
-                .filter(|a| survivors.contains(&a.id) && around.graph.adjacent(u, a.id))
+                .filter(|a| survivors.contains(&a.id) && neighbours.binary_search(&a.id).is_ok())
                 // v added +PRG(s_uv) if v < u, else -PRG(s_uv): take it back out.
                 .map(|v| (expand(&pair_seed(&secret, v, u), len), v.id > u))
                 .collect())
@@ -506,10 +523,16 @@ pub fn round_among<R: RngCore + Send>(
         .map(|(id, rng)| advertise(*id, rng))
         .unzip();
     view.adverts = adverts;
+    // Each member's neighbourhood (its own advert included), for its shares and its masks.
+    let local: Vec<Vec<Advert>> = members
+        .iter()
+        .map(|m| around.of(m.id, &view.adverts))
+        .collect();
     let dealt: Vec<Vec<(usize, Dealt)>> = members
         .par_iter()
+        .zip(&local)
         .zip(cohort.par_iter_mut())
-        .map(|(m, (_, rng))| deal(m, &around.of(m.id, &view.adverts), around.threshold, rng))
+        .map(|((m, mine), (_, rng))| deal(m, mine, around.threshold, rng))
         .collect();
     // inbox[k]: what member k was dealt.
     let mut inbox: Vec<Vec<Dealt>> = vec![Vec::new(); members.len()];
@@ -521,14 +544,15 @@ pub fn round_among<R: RngCore + Send>(
             .expect("a member");
         inbox[k].push(d);
     }
-    let seeds = pair_seeds(&members, &view.adverts, around);
+    let seeds = pair_seeds(&members, &local);
     let masked: Vec<Option<Vec<u64>>> = members
         .par_iter()
+        .zip(&local)
         .zip(inputs.par_iter())
-        .map(|(m, input)| {
+        .map(|((m, mine), input)| {
             input.as_ref().map(|x| {
                 let seed = |v: &Advert| seeds[&(m.id.min(v.id), m.id.max(v.id))];
-                masked_with(m, &around.of(m.id, &view.adverts), x, seed)
+                masked_with(m, mine, x, seed)
             })
         })
         .collect();
