@@ -61,30 +61,32 @@ fn best_is_the_highest_observation_of_each_algorithm_and_agent() {
         "algorithm,agent,run,evaluation,evaluations,x1,x2,observed,noiseless"
     );
     assert_eq!(best.len(), 1 + 4);
-    let trace = csv_rows(&std::fs::read_to_string(out.join("trace.csv")).unwrap());
-    let h = &trace[0];
-    let c = |n: &str| h.iter().position(|x| x == n).unwrap();
+    let trace = Csv::read(&out.join("trace.csv"));
     // The raw columns x1, x2 come after the unit columns x0, x1.
-    let (cx1, cx2) = (c("x_index") + 3, c("x_index") + 4);
-    assert_eq!((h[cx1].as_str(), h[cx2].as_str()), ("x1", "x2"));
+    let (cx1, cx2) = (trace.col("x_index") + 3, trace.col("x_index") + 4);
+    assert_eq!(
+        (trace.header[cx1].as_str(), trace.header[cx2].as_str()),
+        ("x1", "x2")
+    );
     for b in &best[1..] {
-        let mine: Vec<&Vec<String>> = trace[1..]
-            .iter()
-            .filter(|r| r[c("algorithm")] == b[0] && r[c("agent")] == b[1])
+        let mine: Vec<Record> = trace
+            .records()
+            .filter(|r| r.get("algorithm") == b[0] && r.get("agent") == b[1])
             .collect();
-        let y = |r: &Vec<String>| r[c("y")].parse::<f64>().unwrap();
-        let top = mine.iter().map(|r| y(r)).fold(f64::NEG_INFINITY, f64::max);
-        let row = mine.iter().find(|r| y(r) == top).unwrap();
-        assert_eq!(b[2], row[c("run")]);
-        let it: i64 = row[c("iteration")].parse().unwrap();
+        let top = mine
+            .iter()
+            .map(|r| r.num("y"))
+            .fold(f64::NEG_INFINITY, f64::max);
+        let row = mine.iter().find(|r| r.num("y") == top).unwrap();
+        assert_eq!(b[2], row.get("run"));
+        let it: i64 = row.get("iteration").parse().unwrap();
         assert_eq!(b[3], (it + 3).to_string());
         assert_eq!(b[4], "9");
-        assert_eq!((&b[5], &b[6]), (&row[cx1], &row[cx2]));
+        assert_eq!((&b[5], &b[6]), (&row.fields[cx1], &row.fields[cx2]));
         // In the objective's own direction: the metric's sign to fbo's maximised scale.
-        let num = |n: &str| row[c(n)].parse::<f64>().unwrap();
-        let sign = num("metric") / num("f");
+        let sign = row.num("metric") / row.num("f");
         assert_eq!(b[7].parse::<f64>().unwrap(), sign * top);
-        assert_eq!(b[8], row[c("metric")]);
+        assert_eq!(b[8], row.get("metric"));
     }
 }
 

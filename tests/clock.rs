@@ -206,21 +206,16 @@ fn frameworks_at_their_own_pace_never_wait_and_use_a_point_once() {
     // Consensus points reach agents at their own pace, and no agent queries one twice: by
     // the time an agent starts a query (its previous evaluation's finish), it has queried at
     // most one server point per release made so far (one every 40 s).
-    let trace = std::fs::read_to_string(one.join("trace.csv")).unwrap();
-    let header: Vec<&str> = trace.lines().next().unwrap().split(',').collect();
-    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let (alg, run, agent) = (col("algorithm"), col("run"), col("agent"));
-    let (source, clock) = (col("source"), col("sim_clock_s"));
-    let mut last: BTreeMap<(String, String), (f64, usize)> = BTreeMap::new();
+    let trace = Csv::read(&one.join("trace.csv"));
+    let mut last: BTreeMap<(&str, &str), (f64, usize)> = BTreeMap::new();
     let mut from_server = 0;
-    for l in trace.lines().skip(1) {
-        let f: Vec<&str> = l.split(',').collect();
-        if f[alg] != "consensus" {
+    for r in trace.records() {
+        if r.get("algorithm") != "consensus" {
             continue;
         }
-        let key = (f[run].to_string(), f[agent].to_string());
+        let key = (r.get("run"), r.get("agent"));
         let (started, mut used) = last.get(&key).copied().unwrap_or((0.0, 0));
-        if f[source] == "server" {
+        if r.get("source") == "server" {
             used += 1;
             from_server += 1;
             let releases = (started / 40.0).floor() as usize;
@@ -229,7 +224,7 @@ fn frameworks_at_their_own_pace_never_wait_and_use_a_point_once() {
                 "{key:?}: {used} server points by {started} s"
             );
         }
-        last.insert(key, (f[clock].parse().unwrap(), used));
+        last.insert(key, (r.num("sim_clock_s"), used));
     }
     assert!(from_server > 0, "no consensus point was queried");
 }
@@ -343,17 +338,9 @@ fn recorded_training_seconds_are_the_clock_of_a_table() {
     );
     let res = dir.path().join("res");
     fbo_ok("run", &spec, &res, &["--no-timing"]);
-    let trace = std::fs::read_to_string(res.join("trace.csv")).unwrap();
-    let head: Vec<&str> = trace.lines().next().unwrap().split(',').collect();
-    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
-    for line in trace.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        let (train, clock): (f64, f64) = (
-            f[col("train_s")].parse().unwrap(),
-            f[col("sim_clock_s")].parse().unwrap(),
-        );
+    for r in Csv::read(&res.join("trace.csv")).records() {
         // An agent alone: its clock is the sum of the recorded seconds it evaluated.
-        assert_eq!(train, clock, "{line}");
+        assert_eq!(r.num("train_s"), r.num("sim_clock_s"), "{:?}", r.fields);
     }
 }
 

@@ -581,34 +581,26 @@ fn the_example_tunes_its_training_program_with_three_agents() {
     let spec = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/federated-tuning/spec.toml");
     let out = dir.path().join("example");
     common::fbo_ok("run", &spec, &out, &["--runs", "1", "--no-timing"]);
-    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
-    let rows: Vec<Vec<&str>> = trace
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
+    let trace = common::Csv::read(&out.join("trace.csv"));
     // 2 algorithms x 3 agents x (3 initial points + 15 iterations), every one trained.
-    assert_eq!(rows.len(), 2 * 3 * 18);
-    let header: Vec<&str> = trace.lines().next().unwrap().split(',').collect();
-    let metric = header.iter().position(|h| *h == "metric").unwrap();
-    let best = header.iter().position(|h| *h == "best_metric").unwrap();
-    for r in &rows {
-        let m: f64 = r[metric].parse().unwrap();
+    assert_eq!(trace.rows.len(), 2 * 3 * 18);
+    for r in trace.records() {
+        let m = r.num("metric");
         assert!(m > 0.0 && m < 5.0, "a validation log-loss: {m}");
-        assert!(r[best].parse::<f64>().unwrap() <= m);
+        assert!(r.num("best_metric") <= m);
     }
     // Tuning helps every agent: its best loss after 15 iterations is below its best of the
     // 3 initial points, in at least 4 of the 6 (algorithm, agent) traces.
-    let at = |it: &str, r: &Vec<&str>| r[3] == it;
-    let improved = rows
-        .iter()
-        .filter(|r| at("15", r))
+    let unit = ["algorithm", "agent"];
+    let improved = trace
+        .records()
+        .filter(|r| r.get("iteration") == "15")
         .filter(|end| {
-            let start = rows
-                .iter()
-                .find(|r| at("0", r) && r[0] == end[0] && r[2] == end[2])
+            let start = trace
+                .records()
+                .find(|r| r.get("iteration") == "0" && r.key(unit) == end.key(unit))
                 .unwrap();
-            end[best].parse::<f64>().unwrap() < start[best].parse::<f64>().unwrap()
+            end.num("best_metric") < start.num("best_metric")
         })
         .count();
     assert!(improved >= 4, "{improved} of 6 improved");

@@ -140,28 +140,28 @@ fn a_sweep_compares_points_with_the_reference_and_reports_the_trend_on_epsilon()
     );
     // The trend: only DP-FTS-DE has an epsilon. Its slope must equal the least-squares slope of
     // the points' final mean best metric (summary.csv) on their rdp-int epsilon (sweep.csv).
-    let trend = fs::read_to_string(out.join("trend.csv")).unwrap();
-    let rows: Vec<&str> = trend.lines().collect();
-    assert_eq!(rows.len(), 2, "{trend}");
-    let f: Vec<&str> = rows[1].split(',').collect();
-    assert!(f[2].starts_with("DP-FTS-DE") && f[3] == "3", "{trend}");
-    let slope: f64 = f[7].parse().unwrap();
-    let sweep = fs::read_to_string(out.join("sweep.csv")).unwrap();
-    let head: Vec<&str> = sweep.lines().next().unwrap().split(',').collect();
-    let c_eps = head.iter().position(|h| *h == "epsilon_rdp_int").unwrap();
+    let trend = Csv::read(&out.join("trend.csv"));
+    assert_eq!(trend.rows.len(), 1, "{:?}", trend.rows);
+    let t = trend.records().next().unwrap();
+    assert!(
+        t.get("algorithm").starts_with("DP-FTS-DE") && t.get("points") == "3",
+        "{:?}",
+        t.fields
+    );
+    let slope = t.num("slope");
+    let sweep = Csv::read(&out.join("sweep.csv"));
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
-    for line in sweep.lines().skip(1).filter(|l| l.contains("DP-FTS-DE")) {
-        let g: Vec<&str> = line.split(',').collect();
-        xs.push(g[c_eps].parse::<f64>().unwrap());
-        let summary =
-            fs::read_to_string(out.join("points").join(g[0]).join("summary.csv")).unwrap();
+    for g in sweep
+        .records()
+        .filter(|g| g.fields.iter().any(|f| f.contains("DP-FTS-DE")))
+    {
+        xs.push(g.num("epsilon_rdp_int"));
+        let summary = Csv::read(&out.join("points").join(g.get("point")).join("summary.csv"));
         let last = summary
-            .lines()
-            .filter(|l| l.starts_with("DP-FTS-DE"))
-            .map(|l| l.split(',').collect::<Vec<_>>())
-            .find(|r| r[1] == "8")
+            .records()
+            .find(|r| r.get("algorithm").starts_with("DP-FTS-DE") && r.get("iteration") == "8")
             .unwrap();
-        ys.push(last[9].parse::<f64>().unwrap());
+        ys.push(last.num("mean_best_metric"));
     }
     let (mx, my) = (xs.iter().sum::<f64>() / 3.0, ys.iter().sum::<f64>() / 3.0);
     let num: f64 = xs.iter().zip(&ys).map(|(x, y)| (x - mx) * (y - my)).sum();
@@ -171,8 +171,8 @@ fn a_sweep_compares_points_with_the_reference_and_reports_the_trend_on_epsilon()
         "{slope} vs {}",
         num / den
     );
-    let (lo, hi): (f64, f64) = (f[8].parse().unwrap(), f[9].parse().unwrap());
-    assert!(lo <= hi, "{trend}");
+    let (lo, hi) = (t.num("ci_low"), t.num("ci_high"));
+    assert!(lo <= hi, "{:?}", t.fields);
 }
 
 /// A hand-made trace: two algorithms, three (run, agent) units, two iterations.

@@ -63,18 +63,15 @@ fn run_counting(spec: &Path, out: &Path, count: &Path) -> Vec<String> {
 
 /// (algorithm, run, agent) -> the initial points' columns `cols` as written.
 fn initial(out: &Path, cols: &[&str]) -> BTreeMap<(String, String, String), Vec<Vec<String>>> {
-    let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
-    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-    let at = |n: &str| header.iter().position(|h| *h == n).unwrap();
     let mut m: BTreeMap<_, Vec<Vec<String>>> = BTreeMap::new();
-    for l in text.lines().skip(1) {
-        let f: Vec<&str> = l.split(',').collect();
-        if f[at("iteration")].parse::<i64>().unwrap() > 0 {
+    for r in Csv::read(&out.join("trace.csv")).records() {
+        if r.num("iteration") > 0.0 {
             continue;
         }
-        m.entry((f[0].to_string(), f[1].to_string(), f[2].to_string()))
+        let [alg, run, agent] = r.key(["algorithm", "run", "agent"]).map(String::from);
+        m.entry((alg, run, agent))
             .or_default()
-            .push(cols.iter().map(|c| f[at(c)].to_string()).collect());
+            .push(cols.iter().map(|c| r.get(c).to_string()).collect());
     }
     m
 }
@@ -374,21 +371,17 @@ fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
     );
     let out = dir.path().join("o");
     fbo_ok("run", &spec, &out, &["--no-timing"]);
-    let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
-    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-    let at = |n: &str| header.iter().position(|h| *h == n).unwrap();
-    let (x1, x2, y, i3) = (at("x1"), at("x2"), at("y"), at("inert3"));
+    let trace = Csv::read(&out.join("trace.csv"));
     let branin = |a: f64, b: f64| {
         let pi = std::f64::consts::PI;
         let t = b - 5.1 / (4.0 * pi * pi) * a * a + 5.0 / pi * a - 6.0;
         -(t * t + 10.0 * (1.0 - 1.0 / (8.0 * pi)) * a.cos() + 10.0)
     };
     let mut inert = Vec::new();
-    for l in text.lines().skip(1) {
-        let f: Vec<&str> = l.split(',').collect();
-        let v = |k: usize| f[k].parse::<f64>().unwrap();
-        assert!((v(y) - branin(v(x1), v(x2))).abs() < 1e-9, "{l}");
-        inert.push(v(i3));
+    for r in trace.records() {
+        let (x1, x2) = (r.num("x1"), r.num("x2"));
+        assert!((r.num("y") - branin(x1, x2)).abs() < 1e-9, "{:?}", r.fields);
+        inert.push(r.num("inert3"));
     }
     assert!(inert.iter().all(|v| (0.0..=1.0).contains(v)));
     assert!(

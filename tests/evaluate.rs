@@ -131,52 +131,44 @@ fn incumbents_are_valued_by_the_reference_objective() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
     // The trace: per unit, the rows in iteration order with (y, f).
-    let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
-    let mut lines = trace.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let c = |n: &str| head.iter().position(|h| *h == n).unwrap();
     // (algorithm, run, agent) -> its rows as (iteration, y, f)
-    type Rows = Vec<(i64, f64, f64)>;
-    let mut units: std::collections::BTreeMap<(String, String, String), Rows> = Default::default();
-    for l in lines {
-        let r: Vec<&str> = l.split(',').collect();
+    type Rows = Vec<(f64, f64, f64)>;
+    let mut units: std::collections::BTreeMap<[&str; 3], Rows> = Default::default();
+    let trace = Csv::read(&out.join("trace.csv"));
+    let unit = ["algorithm", "run", "agent"];
+    for r in trace.records() {
         units
-            .entry((
-                r[c("algorithm")].into(),
-                r[c("run")].into(),
-                r[c("agent")].into(),
-            ))
+            .entry(r.key(unit))
             .or_default()
-            .push((
-                r[c("iteration")].parse().unwrap(),
-                r[c("y")].parse().unwrap(),
-                r[c("f")].parse().unwrap(),
-            ));
+            .push((r.num("iteration"), r.num("y"), r.num("f")));
     }
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert!(head.contains(&"incumbent_x1") && head.contains(&"observed_best_metric"));
-    let c = |n: &str| head.iter().position(|h| *h == n).unwrap();
+    let incumbents = Csv::parse(std::path::Path::new("fbo incumbents"), text.as_bytes());
+    assert!(
+        incumbents.header.iter().any(|h| h == "incumbent_x1")
+            && incumbents
+                .header
+                .iter()
+                .any(|h| h == "observed_best_metric")
+    );
     let mut checked = 0;
     let mut moved = 0;
-    for l in lines {
-        let r: Vec<&str> = l.split(',').collect();
-        let rows = &units[&(
-            r[c("algorithm")].into(),
-            r[c("run")].into(),
-            r[c("agent")].into(),
-        )];
-        let it: i64 = r[c("iteration")].parse().unwrap();
+    for r in incumbents.records() {
+        let rows = &units[&r.key(unit)];
+        let it = r.num("iteration");
         let mut best = (f64::NEG_INFINITY, 0.0);
         for &(_, y, f) in rows.iter().filter(|row| row.0 <= it) {
             if y > best.0 {
                 best = (y, f);
             }
         }
-        let got: f64 = r[c("best_f")].parse().unwrap();
-        assert!((got - best.1).abs() < 1e-9, "{l}: want {}", best.1);
-        let observed: f64 = r[c("observed_best_metric")].parse().unwrap();
-        if (observed - got).abs() > 1e-6 {
+        let got = r.num("best_f");
+        assert!(
+            (got - best.1).abs() < 1e-9,
+            "{:?}: want {}",
+            r.fields,
+            best.1
+        );
+        if (r.num("observed_best_metric") - got).abs() > 1e-6 {
             moved += 1;
         }
         checked += 1;

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{SMALL, fbo, fbo_ok, fbo_out, stderr, tell_branin, tell_branin_cut, toy, write};
+use common::{Csv, SMALL, fbo, fbo_ok, fbo_out, stderr, tell_branin, tell_branin_cut, toy, write};
 
 /// A shell script `name` in `dir`, executable.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -56,16 +56,9 @@ fn calls(count: &Path) -> usize {
 
 /// (raw a, metric) of every row of a trace.
 fn raw_and_metric(out: &Path) -> Vec<(f64, f64)> {
-    let text = std::fs::read_to_string(out.join("trace.csv")).unwrap();
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let col = |n: &str| head.iter().position(|h| *h == n).unwrap();
-    let (ca, cm) = (col("a"), col("metric"));
-    lines
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            (f[ca].parse().unwrap(), f[cm].parse().unwrap())
-        })
+    Csv::read(&out.join("trace.csv"))
+        .records()
+        .map(|r| (r.num("a"), r.num("metric")))
         .collect()
 }
 

@@ -95,16 +95,17 @@ fn the_heart_config_runs_every_hospital() {
     let out = dir.path().join("heart");
     fbo_ok("run", &spec, &out, &["--runs", "2", "--no-timing"]);
     let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
-    let header: Vec<&str> = trace.lines().next().unwrap().split(',').collect();
-    let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
-    let (agent, metric, weight) = (col("agent"), col("metric"), col("class_weight"));
+    let rows = Csv::read(&out.join("trace.csv"));
     let mut agents = std::collections::BTreeSet::new();
-    for line in trace.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
-        agents.insert(f[agent].to_string());
-        let auc: f64 = f[metric].parse().unwrap();
-        assert!((0.0..=1.0).contains(&auc), "{line}");
-        assert!(["none", "balanced"].contains(&f[weight]), "{line}");
+    for r in rows.records() {
+        agents.insert(r.get("agent"));
+        let auc = r.num("metric");
+        assert!((0.0..=1.0).contains(&auc), "{:?}", r.fields);
+        assert!(
+            ["none", "balanced"].contains(&r.get("class_weight")),
+            "{:?}",
+            r.fields
+        );
     }
     assert_eq!(agents.len(), 4);
     // Live training is deterministic: a second run gives the same trace.

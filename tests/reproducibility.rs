@@ -256,22 +256,18 @@ fn table_configs_make_the_previous_releases_queries() {
         let spec = write(dir.path(), config, &text);
         let out = dir.path().join(config.replace(".toml", ""));
         fbo_ok("run", &spec, &out, &["--runs", "1", "--no-timing"]);
-        let trace = fs::read_to_string(out.join("trace.csv")).unwrap();
-        let mut lines = trace.lines();
-        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-        let col = |n: &str| header.iter().position(|h| *h == n).unwrap();
-        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let trace = Csv::read(&out.join("trace.csv"));
         for (alg, agent, it, x, source, best) in pins {
-            let row = rows
-                .iter()
+            let row = trace
+                .records()
                 .find(|r| {
-                    r[col("algorithm")] == *alg
-                        && r[col("agent")] == *agent
-                        && r[col("iteration")] == *it
+                    r.get("algorithm") == *alg
+                        && r.get("agent") == *agent
+                        && r.get("iteration") == *it
                 })
                 .unwrap_or_else(|| panic!("{config}: no row {alg} agent {agent} iteration {it}"));
             assert_eq!(
-                (row[col("x_index")], row[col("source")], row[col("best_f")]),
+                (row.get("x_index"), row.get("source"), row.get("best_f")),
                 (*x, *source, *best),
                 "{config}: {alg} agent {agent} iteration {it}"
             );

@@ -35,21 +35,14 @@ fn trace_has_one_row_per_query_with_consistent_regret() {
     let spec = write(dir.path(), "small.toml", SMALL);
     let out = dir.path().join("o");
     run(&spec, &out, &[]);
-    let mut rdr = csv::Reader::from_path(out.join("trace.csv")).unwrap();
-    let h = rdr.headers().unwrap().clone();
-    let col = |n: &str| h.iter().position(|c| c == n).unwrap();
-    let mut count: HashMap<(String, String), usize> = HashMap::new();
-    for rec in rdr.records() {
-        let r = rec.unwrap();
-        *count
-            .entry((r[col("algorithm")].to_string(), r[col("run")].to_string()))
-            .or_default() += 1;
-        let best: f64 = r[col("best_f")].parse().unwrap();
-        let f: f64 = r[col("f")].parse().unwrap();
-        let sr: f64 = r[col("simple_regret")].parse().unwrap();
+    let trace = Csv::read(&out.join("trace.csv"));
+    let mut count: HashMap<(&str, &str), usize> = HashMap::new();
+    for r in trace.records() {
+        *count.entry((r.get("algorithm"), r.get("run"))).or_default() += 1;
+        let (best, f, sr) = (r.num("best_f"), r.num("f"), r.num("simple_regret"));
         assert!(best >= f && (-1e-12..=1.0 + 1e-12).contains(&sr));
-        assert!(!r[col("elapsed_s")].is_empty(), "timing is on by default");
-        let src = &r[col("source")];
+        assert!(!r.get("elapsed_s").is_empty(), "timing is on by default");
+        let src = r.get("source");
         assert!(
             src == "init"
                 || src == "own"

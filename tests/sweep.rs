@@ -23,16 +23,17 @@ fn product_sweep_writes_one_row_per_point_and_algorithm_and_resumes() {
     assert!(rows[0].starts_with("point,server.q,server.z,algorithm,runs,mean_best_metric"));
     assert_eq!(rows.len(), 1 + 4 * 2, "{csv}");
     // Privacy: larger z, smaller epsilon at the same q; larger q, larger epsilon.
-    let eps_col = rows[0]
-        .split(',')
-        .position(|h| h == "epsilon_rdp_int")
-        .unwrap();
+    let sweep = Csv::read(&out.join("sweep.csv"));
     let eps = |q: &str, z: &str| -> f64 {
-        let r = rows
-            .iter()
-            .find(|r| r.contains(&format!(",{q},{z},DP-FTS-DE")))
-            .unwrap_or_else(|| panic!("no row for q={q} z={z}"));
-        r.split(',').nth(eps_col).unwrap().parse().unwrap()
+        sweep
+            .records()
+            .find(|r| {
+                r.get("server.q") == q
+                    && r.get("server.z") == z
+                    && r.get("algorithm").starts_with("DP-FTS-DE")
+            })
+            .unwrap_or_else(|| panic!("no row for q={q} z={z}"))
+            .num("epsilon_rdp_int")
     };
     assert!(eps("0.25", "2.0") < eps("0.25", "1.0"));
     assert!(eps("0.5", "1.0") > eps("0.25", "1.0"));
@@ -64,18 +65,10 @@ fn explicit_points_and_algorithm_paths() {
     );
     let out = dir.path().join("o");
     fbo_ok("sweep", &p, &out, &[]);
-    let csv = fs::read_to_string(out.join("sweep.csv")).unwrap();
-    let col = csv
-        .lines()
-        .next()
-        .unwrap()
-        .split(',')
-        .position(|h| h == "clipped_fraction")
-        .unwrap();
-    let clipped: Vec<f64> = csv
-        .lines()
-        .filter(|l| l.contains("DP-FTS-DE"))
-        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+    let clipped: Vec<f64> = Csv::read(&out.join("sweep.csv"))
+        .records()
+        .filter(|r| r.get("algorithm").contains("DP-FTS-DE"))
+        .map(|r| r.num("clipped_fraction"))
         .collect();
     assert_eq!(clipped.len(), 2);
     assert!(
@@ -155,14 +148,11 @@ fn a_sweep_without_timing_is_byte_identical_across_threads_and_leaves_no_stale_p
     fbo_ok("sweep", &p, &b, &["--no-timing", "--threads", "2"]);
     let csv = fs::read(a.join("sweep.csv")).unwrap();
     assert_eq!(csv, fs::read(b.join("sweep.csv")).unwrap());
-    let text = String::from_utf8(csv).unwrap();
-    let header: Vec<&str> = text.lines().next().unwrap().split(',').collect();
-    let wall = header.iter().position(|h| *h == "wall_s").unwrap();
+    let walls = Csv::read(&a.join("sweep.csv"));
     assert!(
-        text.lines()
-            .skip(1)
-            .all(|r| r.split(',').nth(wall) == Some("")),
-        "{text}"
+        walls.column("wall_s").iter().all(|w| w.is_empty()),
+        "{:?}",
+        walls.rows
     );
     // The same sweep file, edited to fewer points: the dropped point's folder goes.
     fs::write(&p, sweep_spec("\"server.q\" = [0.25, 0.5]")).unwrap();

@@ -93,22 +93,16 @@ kind = "dp-fts-de"
     let p = write(dir.path(), "spec.toml", &spec);
     let out = dir.path().join("o");
     fbo_ok("run", &p, &out, &[]);
-    let mut rdr = csv::Reader::from_path(out.join("trace.csv")).unwrap();
-    let h = rdr.headers().unwrap().clone();
-    let col = |n: &str| h.iter().position(|c| c == n).unwrap();
-    let mut agents = std::collections::BTreeMap::<String, std::collections::BTreeSet<usize>>::new();
-    for r in rdr.records() {
-        let r = r.unwrap();
-        let (f, m): (f64, f64) = (
-            r[col("f")].parse().unwrap(),
-            r[col("metric")].parse().unwrap(),
-        );
+    let trace = Csv::read(&out.join("trace.csv"));
+    let mut agents = std::collections::BTreeMap::<&str, std::collections::BTreeSet<usize>>::new();
+    for r in trace.records() {
+        let (f, m) = (r.num("f"), r.num("metric"));
         assert_eq!(f, m, "AUC is maximised: metric = f");
         assert!((0.0..=1.0).contains(&m));
         agents
-            .entry(r[col("algorithm")].to_string())
+            .entry(r.get("algorithm"))
             .or_default()
-            .insert(r[col("agent")].parse().unwrap());
+            .insert(r.get("agent").parse().unwrap());
     }
     assert_eq!(agents["TS"], [0, 2].into());
     assert_eq!(agents["FTS M=20"], [0, 2].into());

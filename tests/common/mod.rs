@@ -159,6 +159,92 @@ pub fn trace_columns(out: &Path, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// A CSV that fbo wrote, read whole: its header and its rows, each field as written. Tests
+/// name columns, never positions, so a column added to an output breaks no test that does not
+/// read it.
+pub struct Csv {
+    path: PathBuf,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Csv {
+    pub fn read(path: &Path) -> Csv {
+        let text = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        Csv::parse(path, &text)
+    }
+
+    /// CSV text that did not come from a file (a command's output), named `path` in messages.
+    pub fn parse(path: &Path, text: &[u8]) -> Csv {
+        let mut r = csv::Reader::from_reader(text);
+        let header = r.headers().unwrap().iter().map(String::from).collect();
+        let rows = r
+            .records()
+            .map(|rec| rec.unwrap().iter().map(String::from).collect())
+            .collect();
+        Csv {
+            path: path.to_path_buf(),
+            header,
+            rows,
+        }
+    }
+
+    /// The position of column `name`; a test naming a column the file lacks fails saying so.
+    pub fn col(&self, name: &str) -> usize {
+        self.header
+            .iter()
+            .position(|h| h == name)
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} has no column {name:?}: {:?}",
+                    self.path.display(),
+                    self.header
+                )
+            })
+    }
+
+    /// Every row, each readable by column name.
+    pub fn records(&self) -> impl Iterator<Item = Record<'_>> {
+        self.rows
+            .iter()
+            .map(move |fields| Record { csv: self, fields })
+    }
+
+    /// Column `name`, top to bottom.
+    pub fn column(&self, name: &str) -> Vec<&str> {
+        let c = self.col(name);
+        self.rows.iter().map(|r| r[c].as_str()).collect()
+    }
+}
+
+/// One row of a `Csv`.
+pub struct Record<'a> {
+    csv: &'a Csv,
+    pub fields: &'a [String],
+}
+
+impl<'a> Record<'a> {
+    pub fn get(&self, name: &str) -> &'a str {
+        &self.fields[self.csv.col(name)]
+    }
+
+    /// The fields of several columns, e.g. a unit's `["algorithm", "run", "agent"]`.
+    pub fn key<const N: usize>(&self, names: [&str; N]) -> [&'a str; N] {
+        names.map(|n| self.get(n))
+    }
+
+    /// The field of column `name` as a number.
+    pub fn num(&self, name: &str) -> f64 {
+        let v = self.get(name);
+        v.parse().unwrap_or_else(|_| {
+            panic!(
+                "{}: {name} = {v:?} is not a number",
+                self.csv.path.display()
+            )
+        })
+    }
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
