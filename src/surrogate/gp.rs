@@ -292,19 +292,42 @@ pub struct HyperModel {
 /// The training inputs' squared differences, grouped as the length scales are: all axes
 /// summed (one length scale), or one matrix per axis (ARD).
 pub struct Distances {
-    groups: Vec<Array2<f64>>,
+    n: usize,
+    /// Per group, the lower triangle with its diagonal, row by row (`tri_row`): what the
+    /// kernel's h sums over groups, one vectorised pass per group.
+    groups: Vec<Vec<f64>>,
+    /// The same numbers pair by pair, each pair's groups side by side: what the gradient's
+    /// length-scale terms read, one vectorised pass over the groups per pair.
+    pairs: Vec<f64>,
+}
+
+/// Where row i of a lower triangle stored row by row starts.
+fn tri_row(i: usize) -> usize {
+    i * (i + 1) / 2
 }
 
 impl Distances {
     pub fn new(x: ArrayView2<f64>, ard: bool) -> Self {
-        let groups = if ard {
+        let full: Vec<Array2<f64>> = if ard {
             (0..x.ncols())
                 .map(|d| sq_dists(x.slice(ndarray::s![.., d..d + 1])))
                 .collect()
         } else {
             vec![sq_dists(x)]
         };
-        Distances { groups }
+        let n = x.nrows();
+        let groups: Vec<Vec<f64>> = full
+            .iter()
+            .map(|d| {
+                (0..n)
+                    .flat_map(|i| (0..=i).map(move |j| d[[i, j]]))
+                    .collect()
+            })
+            .collect();
+        let pairs = (0..tri_row(n))
+            .flat_map(|t| groups.iter().map(move |g| g[t]))
+            .collect();
+        Distances { n, groups, pairs }
     }
 
     /// How many length scales they serve.
@@ -318,13 +341,12 @@ impl Distances {
 
     /// h = r^2 / 2 for every pair, row-major n x n (lower triangle and diagonal filled).
     fn half_r2(&self, inv2l2: &[f64]) -> Vec<f64> {
-        let n = self.groups[0].nrows();
+        let n = self.n;
         let mut h = vec![0.0; n * n];
-        for (g, (dg, &c)) in self.groups.iter().zip(inv2l2).enumerate() {
-            let ds = dg.as_slice().expect("fresh arrays are contiguous");
+        for (g, (ds, &c)) in self.groups.iter().zip(inv2l2).enumerate() {
             for i in 0..n {
                 let row = i * n..i * n + i + 1;
-                for (hv, &d) in h[row.clone()].iter_mut().zip(&ds[row]) {
+                for (hv, &d) in h[row].iter_mut().zip(&ds[tri_row(i)..tri_row(i + 1)]) {
                     // The first group is assigned, not added to 0: the isotropic h is then
                     // d2 c itself, as it always was.
                     *hv = if g == 0 { d * c } else { *hv + d * c };
@@ -404,24 +426,42 @@ impl Factored {
         let (alpha, kf) = (&self.alpha, &self.kf);
         let dk = self.dk.as_ref().unwrap_or(kf);
         let kinv = crate::math::linalg::cho_inverse(self.l.view());
-        let mut g_ls = vec![0.0; dist.len()];
+        // w_ij dk_ij for every (i, j), then each group's sum over them.
+        let mut wdk = vec![0.0; n * n];
         let (mut g_sv, mut g_nv) = (0.0, 0.0);
         for i in 0..n {
             for j in 0..n {
                 let w = alpha[i] * alpha[j] - kinv[[i, j]];
-                let kij = kf[[i, j]];
-                let dkij = dk[[i, j]];
-                for (g, (dg, c)) in g_ls.iter_mut().zip(dist.groups.iter().zip(&inv)) {
-                    *g += w * dkij * dg[[i, j]] * 2.0 * c;
-                }
-                g_sv += w * kij;
+                wdk[i * n + j] = w * dk[[i, j]];
+                g_sv += w * kf[[i, j]];
             }
             g_nv += (alpha[i] * alpha[i] - kinv[[i, i]]) * h.noise_var;
         }
+        let mut g_ls = vec![0.0; dist.len()];
+        length_scale_terms(&mut g_ls, &wdk, &dist.pairs, &inv, n);
         let mut g: Vec<f64> = g_ls.into_iter().map(|v| 0.5 * v).collect();
         g.push(0.5 * g_sv);
         g.push(0.5 * g_nv);
         g
+    }
+}
+
+crate::multiversion! {
+    /// Per group g, the sum over every (i, j) of wdk_ij d^g_ij 2 c_g. The pairs are visited in
+    /// the order of the full matrix, both (i, j) and (j, i), so each group's sum adds the same
+    /// numbers in the same order as a plain double loop (bit for bit); the groups of one pair
+    /// are independent sums, which is what vectorises.
+    fn length_scale_terms(g_ls: &mut [f64], wdk: &[f64], pairs: &[f64], inv2l2: &[f64], n: usize) {
+        let p = inv2l2.len();
+        for i in 0..n {
+            for j in 0..n {
+                let t = if j <= i { tri_row(i) + j } else { tri_row(j) + i };
+                let m = wdk[i * n + j];
+                for ((gv, &d), &c) in g_ls.iter_mut().zip(&pairs[t * p..t * p + p]).zip(inv2l2) {
+                    *gv += m * d * 2.0 * c;
+                }
+            }
+        }
     }
 }
 

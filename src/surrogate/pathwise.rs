@@ -21,6 +21,8 @@ use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 #[derive(Clone, Debug)]
 pub struct KernelUpdate {
     x: Array2<f64>,
+    /// x by column (axis d's n values at d n..), for `half_r2_all`.
+    xt: Vec<f64>,
     v: Array1<f64>,
     constant: f64,
     hyper: GpHyper,
@@ -51,6 +53,7 @@ impl KernelUpdate {
         }
         Some(KernelUpdate {
             x: x.as_standard_layout().into_owned(),
+            xt: x.t().iter().copied().collect(),
             v,
             constant,
             hyper: hyper.clone(),
@@ -169,9 +172,10 @@ impl KernelUpdate {
         let kernel = self.hyper.kernel;
         let mut value = self.constant;
         let mut g = grad;
-        for (xi, &vi) in self.x.rows().into_iter().zip(&self.v) {
+        let mut hs = vec![0.0; self.v.len()];
+        half_r2_all(&mut hs, x, &self.xt, inv);
+        for ((xi, &vi), &h) in self.x.rows().into_iter().zip(&self.v).zip(&hs) {
             let xi = xi.as_slice().expect("standard layout");
-            let h = half_r2(x, xi, inv);
             value += s2 * kernel.corr(h) * vi;
             if let Some(g) = g.as_deref_mut() {
                 let slope = s2 * kernel.neg_dcorr(h) * vi;
@@ -181,6 +185,35 @@ impl KernelUpdate {
             }
         }
         value
+    }
+}
+
+crate::multiversion! {
+    /// `half_r2(x, X_i, inv2l2)` for every row X_i at once, from X by column (`xt`). Each
+    /// h_i adds its axes' terms in the order `half_r2` does, so the values are the same bit
+    /// for bit; the rows are independent sums, which is what vectorises.
+    fn half_r2_all(hs: &mut [f64], x: &[f64], xt: &[f64], inv2l2: &[f64]) {
+        let n = hs.len();
+        // -0.0 is the exact identity of addition (and the start of `Iterator::sum`).
+        hs.fill(-0.0);
+        for (d, &u) in x.iter().enumerate() {
+            let col = &xt[d * n..(d + 1) * n];
+            if let [_] = inv2l2 {
+                for (h, &v) in hs.iter_mut().zip(col) {
+                    *h += (u - v) * (u - v);
+                }
+            } else {
+                let c = inv2l2[d];
+                for (h, &v) in hs.iter_mut().zip(col) {
+                    *h += (u - v) * (u - v) * c;
+                }
+            }
+        }
+        if let [c] = inv2l2 {
+            for h in hs.iter_mut() {
+                *h *= c;
+            }
+        }
     }
 }
 

@@ -104,6 +104,8 @@ pub struct RandomFeatures {
     /// Frequencies stored by input dimension: `freq[d][j]` is s_{j,d}. Laid out so the inner
     /// loop over features is contiguous and vectorises.
     freq: Vec<Vec<f64>>,
+    /// The same frequencies feature by feature (s_j at j dim..), for `gradient_sums`.
+    by_feature: Vec<f64>,
     phase: Vec<f64>,
     variance: f64,
     normalize: bool,
@@ -136,6 +138,9 @@ impl RandomFeatures {
             phase[j] = rng.random::<f64>() * 2.0 * PI;
         }
         RandomFeatures {
+            by_feature: (0..m)
+                .flat_map(|j| freq.iter().map(move |f| f[j]))
+                .collect(),
             freq,
             phase,
             variance,
@@ -232,10 +237,13 @@ impl RandomFeatures {
             let sin: Vec<f64> = arg.iter().map(|&a| fast_sin(a)).collect();
             let wsin: Vec<f64> = sin.iter().zip(w).map(|(s, wj)| s * wj).collect();
             let csin: Vec<f64> = sin.iter().zip(&cos).map(|(s, c)| s * c).collect();
-            for (d, f) in self.freq.iter().enumerate() {
-                let dg: f64 = -wsin.iter().zip(f).map(|(a, b)| a * b).sum::<f64>();
-                grad[d] = if self.normalize && q > 0.0 {
-                    let dq: f64 = -2.0 * csin.iter().zip(f).map(|(a, b)| a * b).sum::<f64>();
+            let with_q = self.normalize && q > 0.0;
+            let (mut sw, mut sc) = (vec![-0.0; self.dim()], vec![-0.0; self.dim()]);
+            gradient_sums(&mut sw, &mut sc, &wsin, &csin, &self.by_feature, with_q);
+            for (d, gd) in grad.iter_mut().enumerate() {
+                let dg = -sw[d];
+                *gd = if with_q {
+                    let dq = -2.0 * sc[d];
                     scale * (dg - g * dq / (2.0 * q))
                 } else {
                     scale * dg
@@ -372,6 +380,28 @@ impl RandomFeatures {
             }
         }
         best.0
+    }
+}
+
+crate::multiversion! {
+    /// sw_d = sum_j wsin_j s_jd and (with `with_q`) sc_d = sum_j csin_j s_jd, from the
+    /// frequencies feature by feature. Each sum adds its features in order j = 0.. from -0.0,
+    /// as `Iterator::sum` over one axis's frequencies does, so the values are the same bit for
+    /// bit; the axes are independent sums, which is what vectorises.
+    fn gradient_sums(sw: &mut [f64], sc: &mut [f64], wsin: &[f64], csin: &[f64], by_feature: &[f64], with_q: bool) {
+        let dim = sw.len();
+        for (j, s) in by_feature.chunks_exact(dim).enumerate() {
+            let a = wsin[j];
+            for (t, &sd) in sw.iter_mut().zip(s) {
+                *t += a * sd;
+            }
+            if with_q {
+                let b = csin[j];
+                for (t, &sd) in sc.iter_mut().zip(s) {
+                    *t += b * sd;
+                }
+            }
+        }
     }
 }
 
