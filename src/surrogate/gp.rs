@@ -5,7 +5,7 @@
 //! that checks the random-feature posterior.
 
 pub use super::kernel::Kernel;
-use super::kernel::{for_axis, half_r2};
+use super::kernel::{for_axis, half_r2, half_r2_all};
 use crate::math::fastmath::fast_exp;
 pub use crate::math::linalg::sq_dists;
 use crate::math::optim::{LbfgsOptions, lbfgs};
@@ -861,6 +861,8 @@ pub struct GpPosterior {
     hyper: GpHyper,
     /// hyper.inv2l2(), kept: every pointwise prediction needs it.
     inv: Vec<f64>,
+    /// x by column, for `half_r2_all`.
+    xt: Vec<f64>,
     chol: Array2<f64>,
     alpha: Array1<f64>,
     /// The profiled constant mean (zero for the zero mean), added to every prediction.
@@ -890,6 +892,7 @@ impl GpPosterior {
             x: x.as_standard_layout().into_owned(),
             hyper: hyper.clone(),
             inv: hyper.inv2l2(),
+            xt: x.t().iter().copied().collect(),
             chol,
             alpha,
             constant,
@@ -918,23 +921,25 @@ impl GpPosterior {
         let h = &self.hyper;
         let n = self.x.nrows();
         let inv = &self.inv;
-        let c = |k: usize| for_axis(inv, k);
-        let hs: Vec<f64> = (0..n)
-            .map(|i| half_r2(self.x.row(i).as_slice().expect("standard layout"), x, inv))
-            .collect();
+        // half_r2(X_i, x) = half_r2(x, X_i): each term is a square.
+        let mut hs = vec![0.0; n];
+        half_r2_all(&mut hs, x, &self.xt, inv);
         let kx = Array1::from_iter(hs.iter().map(|&hi| h.signal_var * h.kernel.corr(hi)));
         let v = crate::math::linalg::cho_solve(self.chol.view(), kx.view());
         let mean = self.constant + kx.dot(&self.alpha);
         let raw_var = h.signal_var - kx.dot(&v);
         let d = x.len();
         let (mut dm, mut dv) = (vec![0.0; d], vec![0.0; d]);
-        for i in 0..n {
+        let c: Vec<f64> = (0..d).map(|k| for_axis(inv, k)).collect();
+        for (i, xi) in self.x.rows().into_iter().enumerate() {
+            let xi = xi.to_slice().expect("standard layout");
             let slope = h.signal_var * h.kernel.neg_dcorr(hs[i]);
+            let (ai, vi) = (self.alpha[i], v[i]);
             for k in 0..d {
                 // dk/dx_k = dk/dh dh/dx_k = -slope (x_k - X_ik) / l_k^2.
-                let dk = -slope * (x[k] - self.x[[i, k]]) * 2.0 * c(k);
-                dm[k] += dk * self.alpha[i];
-                dv[k] -= 2.0 * dk * v[i];
+                let dk = -slope * (x[k] - xi[k]) * 2.0 * c[k];
+                dm[k] += dk * ai;
+                dv[k] -= 2.0 * dk * vi;
             }
         }
         if raw_var < 1e-12 {

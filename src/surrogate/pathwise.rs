@@ -11,7 +11,7 @@
 //! domain, against the M x M posterior of the feature weights.
 
 use super::gp::{GpHyper, kernel_matrix, profiled_constant};
-use super::kernel::{for_axis, half_r2};
+use super::kernel::{for_axis, half_r2, half_r2_all};
 use crate::math::linalg::{cho_solve, cholesky_jittered, dot};
 use crate::objective::space::Domain;
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
@@ -185,35 +185,6 @@ impl KernelUpdate {
             }
         }
         value
-    }
-}
-
-crate::multiversion! {
-    /// `half_r2(x, X_i, inv2l2)` for every row X_i at once, from X by column (`xt`). Each
-    /// h_i adds its axes' terms in the order `half_r2` does, so the values are the same bit
-    /// for bit; the rows are independent sums, which is what vectorises.
-    fn half_r2_all(hs: &mut [f64], x: &[f64], xt: &[f64], inv2l2: &[f64]) {
-        let n = hs.len();
-        // -0.0 is the exact identity of addition (and the start of `Iterator::sum`).
-        hs.fill(-0.0);
-        for (d, &u) in x.iter().enumerate() {
-            let col = &xt[d * n..(d + 1) * n];
-            if let [_] = inv2l2 {
-                for (h, &v) in hs.iter_mut().zip(col) {
-                    *h += (u - v) * (u - v);
-                }
-            } else {
-                let c = inv2l2[d];
-                for (h, &v) in hs.iter_mut().zip(col) {
-                    *h += (u - v) * (u - v) * c;
-                }
-            }
-        }
-        if let [c] = inv2l2 {
-            for h in hs.iter_mut() {
-                *h *= c;
-            }
-        }
     }
 }
 
