@@ -121,7 +121,11 @@ fn baseline_keys_are_checked() {
         ),
         (
             "[[algorithm]]\nkind = \"ucb\"\nlabel = \"u\"\nei = \"log\"\n",
-            "key `algorithm[4].ei`: applies only to kind = ei, consensus or fedgp",
+            "key `algorithm[4].ei`: applies only to kind = ei, consensus, fedgp, fmtbo or design-density",
+        ),
+        (
+            "[[algorithm]]\nkind = \"fmtbo\"\nei = \"log-noisy\"\n",
+            "key `algorithm[4].ei`: allowed here: \"plain\" (the default), \"log\"; \"log-noisy\" applies to kind = ei, consensus and fedgp",
         ),
         (
             "[[algorithm]]\nkind = \"consensus\"\nei = \"log\"\n",

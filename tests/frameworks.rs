@@ -341,6 +341,42 @@ fn fmtbo_refits_its_global_model_when_asked() {
     );
 }
 
+/// `ei = "log"` in FMTBO and design densities: labelled apart, and the log of the same
+/// acquisition, so where EI does not underflow (Branin's first iterations) each agent's
+/// first query after its initial points is the plain form's, to the maximiser's tolerance.
+#[test]
+fn fmtbo_and_design_density_take_log_ei() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "name = \"l\"\nseed = 3\nruns = 1\niterations = 3\ninitial_points = 5\n\
+                [objective]\nkind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.3\n\
+                noise_var = 0.01\n[federation]\nagents = 3\n\
+                [[algorithm]]\nkind = \"fmtbo\"\n[[algorithm]]\nkind = \"fmtbo\"\nei = \"log\"\n\
+                [[algorithm]]\nkind = \"design-density\"\n\
+                [[algorithm]]\nkind = \"design-density\"\nei = \"log\"\n";
+    let spec = write(dir.path(), "l.toml", text);
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let trace = Csv::read(&out.join("trace.csv"));
+    let first = |label: &str| -> Vec<[f64; 2]> {
+        trace
+            .records()
+            .filter(|r| r.get("algorithm") == label && r.get("iteration") == "1")
+            .map(|r| [r.num("u0"), r.num("u1")])
+            .collect()
+    };
+    for (plain, log) in [
+        ("FMTBO", "FMTBO log-EI"),
+        ("Design density", "Design density log-EI"),
+    ] {
+        let (a, b) = (first(plain), first(log));
+        assert_eq!((a.len(), b.len()), (3, 3), "{plain}, {log}");
+        for (p, q) in a.iter().zip(&b) {
+            let d = (p[0] - q[0]).abs().max((p[1] - q[1]).abs());
+            assert!(d < 1e-3, "{plain} {p:?} against {log} {q:?}");
+        }
+    }
+}
+
 /// The density's power: beta / t (piBO's decay, the default) or beta / T throughout (the
 /// peer's), labelled apart; a bad value is named.
 #[test]

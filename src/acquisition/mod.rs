@@ -103,6 +103,37 @@ pub fn log_expected_improvement(mean: f64, sd: f64, best: f64) -> f64 {
     libm::log(sd) + log_h((mean - best) / sd).0
 }
 
+/// ln(sum_k w_k e^(a_k)) and its gradient sum_k s_k da_k, s the softmax of ln w_k + a_k, over
+/// the terms (w_k, a_k, da_k) with w_k > 0: a weighted sum of EIs formed from their logs, so
+/// that it stays finite (with a gradient) where every EI underflows. -inf with a zero
+/// gradient when no term is finite. `da_k` may be empty where only the value is wanted.
+pub fn log_mix(terms: &[(f64, f64, &[f64])]) -> (f64, Vec<f64>) {
+    let dim = terms.iter().map(|t| t.2.len()).max().unwrap_or(0);
+    let logs: Vec<f64> = terms
+        .iter()
+        .map(|&(w, a, _)| {
+            if w > 0.0 {
+                libm::log(w) + a
+            } else {
+                f64::NEG_INFINITY
+            }
+        })
+        .collect();
+    let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !top.is_finite() {
+        return (top, vec![0.0; dim]);
+    }
+    let shares: Vec<f64> = logs.iter().map(|l| libm::exp(l - top)).collect();
+    let sum: f64 = shares.iter().sum();
+    let mut grad = vec![0.0; dim];
+    for (s, t) in shares.iter().zip(terms) {
+        for (g, d) in grad.iter_mut().zip(t.2) {
+            *g += s / sum * d;
+        }
+    }
+    (top + libm::log(sum), grad)
+}
+
 /// GP-UCB of N(m, v), m + sqrt(beta v), with its gradient from those of m and v.
 pub fn ucb_grad(m: f64, v: f64, dm: &[f64], dv: &[f64], beta: f64) -> (f64, Vec<f64>) {
     let s = v.max(0.0).sqrt();
@@ -127,6 +158,31 @@ pub fn ucb_beta(t: usize, domain: usize, delta: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// log_mix is ln of the weighted sum, its gradient that sum's derivative over the sum,
+    /// a zero weight drops its term, and it stays finite where the plain sum underflows.
+    #[test]
+    fn log_mix_is_the_log_of_the_weighted_sum() {
+        let (a, da) = (libm::log(0.3), [0.5, -1.0]);
+        let (b, db) = (libm::log(0.05), [2.0, 4.0]);
+        let (v, g) = log_mix(&[(0.25, a, &da), (0.75, b, &db)]);
+        let sum = 0.25 * 0.3 + 0.75 * 0.05;
+        assert!((v - libm::log(sum)).abs() < 1e-15);
+        // d ln(sum w e^a) = sum w e^a da / sum w e^a.
+        for k in 0..2 {
+            let want = (0.25 * 0.3 * da[k] + 0.75 * 0.05 * db[k]) / sum;
+            assert!((g[k] - want).abs() < 1e-14, "{} vs {want}", g[k]);
+        }
+        let (v0, g0) = log_mix(&[(0.0, a, &da), (1.0, b, &db)]);
+        assert_eq!((v0, g0), (b, db.to_vec()));
+        // Two EIs of e^-800 each: the plain sum is 0, the log mixture -800 + ln 1.
+        let (v, _) = log_mix(&[(0.5, -800.0, &[]), (0.5, -800.0, &[])]);
+        assert!((v + 800.0).abs() < 1e-12);
+        assert_eq!(
+            log_mix(&[(0.0, 1.0, &[1.0])]),
+            (f64::NEG_INFINITY, vec![0.0])
+        );
+    }
 
     #[test]
     fn normal_cdf_known_values() {

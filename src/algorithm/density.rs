@@ -5,7 +5,7 @@
 
 use super::agent::{Learner, observe_all};
 use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source};
-use crate::acquisition::{ei_grad, expected_improvement};
+use crate::acquisition::{ei_grad, expected_improvement, log_ei_grad, log_expected_improvement};
 use crate::error::Result;
 use crate::objective::space::Domain;
 use crate::spec::frameworks::{Density, Framework};
@@ -33,23 +33,26 @@ pub fn log_mixture(x: &[f64], centres: &[Vec<f64>], width: f64) -> (f64, Vec<f64
     (top + libm::log(total), grad)
 }
 
-/// ln EI plus `power` times the sum of the others' log densities, and its gradient: the log
-/// of eq. 8's product (the same argmax, without its underflow). EI below 1e-300 is floored.
+/// ln of plain EI (and its gradient) as eq. 8's product in logs takes it: EI below 1e-300 is
+/// floored there, where the score has no gradient.
+fn ln_plain_ei((e, de): (f64, Vec<f64>)) -> (f64, Vec<f64>) {
+    if e <= 1e-300 {
+        return (libm::log(e.max(1e-300)), vec![0.0; de.len()]);
+    }
+    (libm::log(e), de.iter().map(|d| d / e).collect())
+}
+
+/// ln EI (`ln_ei`: plain EI's log or log-EI, with its gradient) plus `power` times the sum of
+/// the others' log densities, and its gradient: the log of eq. 8's product (the same argmax,
+/// without its underflow).
 fn score(
-    ei: (f64, Vec<f64>),
+    ln_ei: (f64, Vec<f64>),
     x: &[f64],
     others: &[&Vec<Vec<f64>>],
     width: f64,
     power: f64,
 ) -> (f64, Vec<f64>) {
-    let (e, de) = ei;
-    let floored = e <= 1e-300;
-    let mut v = libm::log(e.max(1e-300));
-    let mut g: Vec<f64> = if floored {
-        vec![0.0; x.len()]
-    } else {
-        de.iter().map(|d| d / e).collect()
-    };
+    let (mut v, mut g) = ln_ei;
     for centres in others {
         let (lp, dlp) = log_mixture(x, centres, width);
         v += power * lp;
@@ -67,6 +70,8 @@ pub struct DesignDensity {
     width: f64,
     beta: f64,
     constant_power: bool,
+    /// The score's EI term from log-EI (`ei = "log"`).
+    log_ei: bool,
     iterations: usize,
 }
 
@@ -77,6 +82,7 @@ impl DesignDensity {
             width,
             beta,
             constant_power,
+            log_ei,
         } = ctx.algorithm.framework
         else {
             unreachable!("design-density specs carry its settings")
@@ -90,6 +96,7 @@ impl DesignDensity {
             // piBO's recommendation: beta = budget / 10.
             beta: beta.unwrap_or(ctx.spec.iterations as f64 / 10.0),
             constant_power,
+            log_ei,
             iterations: ctx.spec.iterations,
         }
     }
@@ -127,6 +134,7 @@ fn choose_one(
     others: &[Vec<Vec<f64>>],
     width: f64,
     power: f64,
+    log_ei: bool,
 ) -> Result<Query> {
     let others: Vec<&Vec<Vec<f64>>> = others.iter().collect();
     let hyper = a.fitted_hyper();
@@ -138,14 +146,27 @@ fn choose_one(
         (0..grid.len())
             .map(|i| {
                 let x = grid.point(i).to_vec();
-                let ei = expected_improvement(mean[i], var[i].max(0.0).sqrt(), best);
-                score((ei, vec![0.0; x.len()]), &x, &others, width, power).0
+                let sd = var[i].max(0.0).sqrt();
+                let ln_ei = if log_ei {
+                    (
+                        log_expected_improvement(mean[i], sd, best),
+                        vec![0.0; x.len()],
+                    )
+                } else {
+                    ln_plain_ei((expected_improvement(mean[i], sd, best), vec![0.0; x.len()]))
+                };
+                score(ln_ei, &x, &others, width, power).0
             })
             .collect()
     };
     let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
         let (m, v, dm, dv) = post.predict_grad(x);
-        let (s, ds) = score(ei_grad(m, v, &dm, &dv, best), x, &others, width, power);
+        let ln_ei = if log_ei {
+            log_ei_grad(m, v, &dm, &dv, best)
+        } else {
+            ln_plain_ei(ei_grad(m, v, &dm, &dv, best))
+        };
+        let (s, ds) = score(ln_ei, x, &others, width, power);
         if let Some(g) = g {
             g.copy_from_slice(&ds);
         }
@@ -212,7 +233,14 @@ impl Federated for DesignDensity {
     fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
         let others = self.densities(&received.shared);
         let (width, power) = (self.width, self.power(t));
-        choose_one(&mut self.agents[agent], agent, &others, width, power)
+        choose_one(
+            &mut self.agents[agent],
+            agent,
+            &others,
+            width,
+            power,
+            self.log_ei,
+        )
     }
 
     fn message_len(&self) -> usize {
@@ -246,12 +274,12 @@ impl Algorithm for DesignDensity {
         let others: Vec<Vec<Vec<Vec<f64>>>> = (0..self.agents.len())
             .map(|k| self.densities(&broadcast.for_agent(k).shared))
             .collect();
-        let (width, power) = (self.width, self.power(t));
+        let (width, power, log_ei) = (self.width, self.power(t), self.log_ei);
         self.agents
             .par_iter_mut()
             .zip(others)
             .enumerate()
-            .map(|(k, (a, others))| choose_one(a, k, &others, width, power))
+            .map(|(k, (a, others))| choose_one(a, k, &others, width, power, log_ei))
             .collect()
     }
 

@@ -6,7 +6,9 @@
 
 use super::agent::{Learner, observe_all};
 use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source};
-use crate::acquisition::{ei_grad, expected_improvement};
+use crate::acquisition::{
+    ei_grad, expected_improvement, log_ei_grad, log_expected_improvement, log_mix,
+};
 use crate::error::Result;
 use crate::math::rng::{Purpose, SHARED, stream};
 use crate::objective::space::Domain;
@@ -88,6 +90,8 @@ pub struct Fmtbo {
     /// The shared ranking set, one row per point (unit coordinates).
     shared: Array2<f64>,
     refit: bool,
+    /// The acquisition from log-EI (`ei = "log"`).
+    log_ei: bool,
     /// Per agent, the local fit it made with its last message (kept for its choice).
     locals: Vec<Option<GpHyper>>,
 }
@@ -99,6 +103,7 @@ impl Fmtbo {
             fraction,
             shared_points,
             refit,
+            log_ei,
         } = ctx.algorithm.framework
         else {
             unreachable!("fmtbo specs carry fmtbo settings")
@@ -120,19 +125,22 @@ impl Fmtbo {
             fraction,
             shared,
             refit,
+            log_ei,
             locals: vec![None; n],
         }
     }
 }
 
 /// Agent `a`'s query: the maximiser of gamma EI under its global model + (1 - gamma) EI
-/// under its local one, both on its own data.
+/// under its local one, both on its own data (with `log_ei`, of the log of that sum, formed
+/// from log-EI: the same maximiser where the EIs do not underflow).
 fn choose_one(
     a: &mut Learner,
     local: &GpHyper,
     global: GpHyper,
     gamma: f64,
     refit: bool,
+    log_ei: bool,
 ) -> Result<Query> {
     let global = if refit { refit_from(a, global) } else { global };
     let pl = a.posterior(local)?;
@@ -144,12 +152,30 @@ fn choose_one(
         let (mg, vg) = pg.predict(grid.points());
         (0..grid.len())
             .map(|i| {
-                gamma * expected_improvement(mg[i], vg[i].max(0.0).sqrt(), best)
-                    + (1.0 - gamma) * expected_improvement(ml[i], vl[i].max(0.0).sqrt(), best)
+                let (sg, sl) = (vg[i].max(0.0).sqrt(), vl[i].max(0.0).sqrt());
+                if log_ei {
+                    let eg = log_expected_improvement(mg[i], sg, best);
+                    let el = log_expected_improvement(ml[i], sl, best);
+                    log_mix(&[(gamma, eg, &[]), (1.0 - gamma, el, &[])]).0
+                } else {
+                    gamma * expected_improvement(mg[i], sg, best)
+                        + (1.0 - gamma) * expected_improvement(ml[i], sl, best)
+                }
             })
             .collect()
     };
     let mut acq = |x: &[f64], g: Option<&mut [f64]>| {
+        if log_ei {
+            let (m, v, dm, dv) = pg.predict_grad(x);
+            let (eg, dg) = log_ei_grad(m, v, &dm, &dv, best);
+            let (m, v, dm, dv) = pl.predict_grad(x);
+            let (el, dl) = log_ei_grad(m, v, &dm, &dv, best);
+            let (value, grad) = log_mix(&[(gamma, eg, &dg), (1.0 - gamma, el, &dl)]);
+            if let Some(g) = g {
+                g.copy_from_slice(&grad);
+            }
+            return value;
+        }
         let (m, v, dm, dv) = pg.predict_grad(x);
         let (eg, dg) = ei_grad(m, v, &dm, &dv, best);
         let (m, v, dm, dv) = pl.predict_grad(x);
@@ -241,6 +267,7 @@ impl Federated for Fmtbo {
             global,
             self.gamma,
             self.refit,
+            self.log_ei,
         )
     }
 
@@ -274,7 +301,7 @@ impl Algorithm for Fmtbo {
         let messages: Vec<Option<Array1<f64>>> =
             locals.iter().map(|(_, m)| Some(m.clone())).collect();
         let broadcast = self.relay(&messages);
-        let (gamma, refit) = (self.gamma, self.refit);
+        let (gamma, refit, log_ei) = (self.gamma, self.refit, self.log_ei);
         self.agents
             .par_iter_mut()
             .zip(locals)
@@ -284,7 +311,7 @@ impl Algorithm for Fmtbo {
                     length_scales: broadcast.for_agent(k).shared.clone(),
                     ..local.clone()
                 };
-                choose_one(a, &local, global, gamma, refit)
+                choose_one(a, &local, global, gamma, refit, log_ei)
             })
             .collect()
     }
@@ -322,6 +349,7 @@ mod tests {
             fraction,
             shared: Array2::zeros((2, 1)),
             refit: false,
+            log_ei: false,
             locals: Vec::new(),
         };
         let m = |l: f64, r: [f64; 2]| Some(Array1::from(vec![l, r[0], r[1]]));

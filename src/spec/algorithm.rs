@@ -728,7 +728,10 @@ fn refuse_acquisition_keys(
         && kind != AlgorithmKind::Ei
         && !frameworks::keys_of(&ra.kind).contains(&"ei")
     {
-        return Err(c.err(&key("ei"), "applies only to kind = ei, consensus or fedgp"));
+        return Err(c.err(
+            &key("ei"),
+            "applies only to kind = ei, consensus, fedgp, fmtbo or design-density",
+        ));
     }
     if ra.beta.is_some()
         && !matches!(kind, AlgorithmKind::Ucb)

@@ -95,6 +95,9 @@ pub enum Framework {
         /// The power held at beta / T (T = iterations) instead of decaying as beta / t (the
         /// peer's choice: the others' beliefs weigh the same throughout).
         constant_power: bool,
+        /// `ei = "log"`: the score's EI term is log-EI (finite where EI underflows), not
+        /// ln of EI floored at 1e-300.
+        log_ei: bool,
     },
     FedGp {
         decide: Decide,
@@ -119,6 +122,9 @@ pub enum Framework {
         /// The global GP: the averaged length scales as they are (false), or a refit of the
         /// agent's own likelihood started from them (true; the peer implementation's).
         refit: bool,
+        /// `ei = "log"`: the acquisition is ln(gamma EI_global + (1 - gamma) EI_local),
+        /// formed from log-EI (finite where both EIs underflow), not the plain sum.
+        log_ei: bool,
     },
 }
 
@@ -166,6 +172,7 @@ impl Framework {
             Framework::DesignDensity {
                 density,
                 constant_power,
+                log_ei,
                 ..
             } => {
                 let base = match density {
@@ -173,8 +180,13 @@ impl Framework {
                     Density::Thompson { samples } => format!("Design density TS x{samples}"),
                     Density::Lcb { .. } => "Design density LCB".to_string(),
                 };
-                if *constant_power {
+                let base = if *constant_power {
                     format!("{base} beta/T")
+                } else {
+                    base
+                };
+                if *log_ei {
+                    format!("{base} log-EI")
                 } else {
                     base
                 }
@@ -187,8 +199,11 @@ impl Framework {
                     FedGpSolver::Lbfgs => " L-BFGS",
                 }
             ),
-            Framework::Fmtbo { refit: false, .. } => "FMTBO".into(),
-            Framework::Fmtbo { refit: true, .. } => "FMTBO refit".into(),
+            Framework::Fmtbo { refit, log_ei, .. } => format!(
+                "FMTBO{}{}",
+                if *refit { " refit" } else { "" },
+                if *log_ei { " log-EI" } else { "" }
+            ),
         }
     }
 }
@@ -256,7 +271,7 @@ pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
             "own_weight",
         ],
         "cgp" => &["eta", "samples", "beta", "group", "rejection"],
-        "design-density" => &["density", "width", "samples", "beta", "power", "eta"],
+        "design-density" => &["density", "width", "samples", "beta", "power", "eta", "ei"],
         "fedgp" => &[
             "acquisition",
             "rounds",
@@ -267,7 +282,7 @@ pub(super) fn keys_of(kind: &str) -> &'static [&'static str] {
             "tolerance",
             "solver",
         ],
-        "fmtbo" => &["gamma", "fraction", "shared_points", "global"],
+        "fmtbo" => &["gamma", "fraction", "shared_points", "global", "ei"],
         _ => &[],
     }
 }
@@ -408,6 +423,20 @@ impl Keys<'_> {
         Ok(d)
     }
 
+    /// Where EI enters a sum or product with other terms (FMTBO, design densities): `ei =
+    /// "log"` (true) or `"plain"` (false, unwritten: these methods' published form). The
+    /// noisy incumbent belongs to one posterior's EI, which these mix: refused.
+    fn ei_in_a_product(&self) -> Result<bool> {
+        match self.raw.ei {
+            None | Some(EiForm::Plain) => Ok(false),
+            Some(EiForm::Log) => Ok(true),
+            Some(EiForm::LogNoisy) => Err(self.err(
+                "ei",
+                "allowed here: \"plain\" (the default), \"log\"; \"log-noisy\" applies to kind = ei, consensus and fedgp",
+            )),
+        }
+    }
+
     /// A two-way choice: false for `no`, true for `yes` (`what` names it, `allowed` lists).
     fn flag(
         &self,
@@ -528,6 +557,7 @@ fn design_density(k: &Keys) -> Result<Framework> {
             "beta/T",
             "\"beta/t\" (decaying), \"beta/T\" (constant)",
         )?,
+        log_ei: k.ei_in_a_product()?,
     })
 }
 
@@ -565,6 +595,7 @@ fn fmtbo(k: &Keys) -> Result<Framework> {
             "refit",
             "\"average\", \"refit\"",
         )?,
+        log_ei: k.ei_in_a_product()?,
     })
 }
 
