@@ -108,25 +108,9 @@ fn every_iteration_messages_can_reuse_agents() {
 fn messages_from_near_identical_agents_find_good_points() {
     // With d = 0 and plenty of data the other agents' posteriors know the target's function:
     // FTS driven by messages alone should reach a small regret quickly.
-    let text = common::SMALL
-        .replace("grid = 200", "grid = 200\nd = 0.0")
-        .replace("observations = 10", "observations = 150\np_t = 0.05")
-        .replace(
-            "features = 20",
-            "features = 100\nlength_scale = 0.03\nlambda = 0.01",
-        );
-    let s = Spec::parse(&text, Path::new("t.toml")).unwrap();
-    let mut final_regret = 0.0;
-    for run in 0..4 {
-        let rows = run_one(&s, 1, run, landscape(&s, run)).unwrap().rows;
-        // Regret after the three message-driven iterations (1..=3).
-        final_regret += rows
-            .iter()
-            .find(|r| r.iteration == 3)
-            .unwrap()
-            .simple_regret
-            .expect("synthetic objectives know their maximum");
-    }
+    let s = identical_agents("[[algorithm]]\nkind = \"fts\"\n", "\np_t = 0.05");
+    // Regret after the three message-driven iterations (1..=3).
+    let final_regret: f64 = (0..4).map(|run| regret_at_3(&s, run).0).sum();
     assert!(
         final_regret / 4.0 < 0.1,
         "mean regret after 3 message iterations {}",
@@ -159,17 +143,33 @@ fn fts_runs_every_target_of_the_dp_family_with_the_others_as_senders() {
     }
 }
 
-/// The spec of `messages_from_near_identical_agents_find_good_points` with one algorithm.
-fn identical_agents(algorithm: &str) -> Spec {
+/// SMALL with agents that have the target's own function (d = 0) and 150 observations each,
+/// `algorithm` in place of its FTS and `federation` appended to its federation table.
+fn identical_agents(algorithm: &str, federation: &str) -> Spec {
     let text = common::SMALL
         .replace("grid = 200", "grid = 200\nd = 0.0")
-        .replace("observations = 10", "observations = 150")
+        .replace(
+            "observations = 10",
+            &format!("observations = 150{federation}"),
+        )
         .replace(
             "features = 20",
             "features = 100\nlength_scale = 0.03\nlambda = 0.01",
         )
         .replace("[[algorithm]]\nkind = \"fts\"\n", algorithm);
     Spec::parse(&text, Path::new("t.toml")).unwrap()
+}
+
+/// Algorithm 1's simple regret at iteration 3 of run `run`, and the run's rows.
+fn regret_at_3(s: &Spec, run: usize) -> (f64, Vec<fbo::run::output::TraceRow>) {
+    let rows = run_one(s, 1, run, landscape(s, run)).unwrap().rows;
+    let regret = rows
+        .iter()
+        .find(|r| r.iteration == 3)
+        .unwrap()
+        .simple_regret
+        .expect("synthetic objectives know their maximum");
+    (regret, rows)
 }
 
 #[test]
@@ -184,16 +184,11 @@ fn rgpe_and_taf_learn_from_identical_agents() {
         "[[algorithm]]\nkind = \"rgpe\"\n",
         "[[algorithm]]\nkind = \"taf\"\nincumbent = \"target\"\n",
     ] {
-        let s = identical_agents(alg);
+        let s = identical_agents(alg, "");
         let mut regret = 0.0;
         for run in 0..4 {
-            let rows = run_one(&s, 1, run, landscape(&s, run)).unwrap().rows;
-            regret += rows
-                .iter()
-                .find(|r| r.iteration == 3)
-                .unwrap()
-                .simple_regret
-                .expect("synthetic objectives know their maximum");
+            let (r3, rows) = regret_at_3(&s, run);
+            regret += r3;
             assert!(
                 rows.iter()
                     .filter(|r| r.iteration > 0)
