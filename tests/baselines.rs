@@ -150,6 +150,70 @@ fn baseline_keys_are_checked() {
     );
 }
 
+/// `fantasy = "kriging-believer"`: EI's later batch points are chosen with the earlier ones
+/// believed at the posterior mean, not the worst value. A round's first point sees no
+/// pending point, so round 1 opens on the same point under either rule; the rest of the
+/// round differs, stays distinct, and the label says which. Other kinds refuse the key.
+#[test]
+fn a_batch_can_believe_the_model_instead_of_lying() {
+    let text = BRANIN
+        .replace("iterations = 30", "iterations = 2\nbatch = 3")
+        .replace(
+            "[[algorithm]]\nkind = \"ucb\"\n[[algorithm]]\nkind = \"ucb\"\nbeta = 1e-9\n",
+            "[[algorithm]]\nkind = \"ei\"\nfantasy = \"kriging-believer\"\n",
+        );
+    let s = spec(&text);
+    let labels: Vec<&str> = s.algorithms.iter().map(|a| a.label.as_str()).collect();
+    assert_eq!(labels, ["Random", "EI", "EI believer"]);
+    let land = s.landscapes().unwrap()[0].clone();
+    let round1 = |a: usize| -> Vec<Vec<f64>> {
+        let rows = run_one(&s, a, 0, land.clone()).unwrap().rows;
+        rows.iter()
+            .filter(|r| (1..=3).contains(&r.iteration))
+            .map(|r| r.x.clone())
+            .collect()
+    };
+    let (liar, believer) = (round1(1), round1(2));
+    assert_eq!(
+        liar[0], believer[0],
+        "a round's first point has nothing pending"
+    );
+    assert_ne!(
+        liar[1..],
+        believer[1..],
+        "later points see a different fantasy"
+    );
+    for (i, p) in believer.iter().enumerate() {
+        for q in &believer[i + 1..] {
+            let gap = p
+                .iter()
+                .zip(q)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(gap > 1e-3, "{p:?} and {q:?} in one round");
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ts = write(
+        dir.path(),
+        "ts.toml",
+        &format!("{text}[[algorithm]]\nkind = \"ts\"\nfantasy = \"kriging-believer\"\n"),
+    );
+    assert_refused(
+        &ts,
+        "key `algorithm[3].fantasy`: applies only to kind = ei or ucb",
+    );
+    let bad = write(
+        dir.path(),
+        "bad.toml",
+        &text.replace("\"kriging-believer\"", "\"kriging\""),
+    );
+    assert_refused(
+        &bad,
+        "unknown fantasy \"kriging\"; allowed: \"constant-liar\", \"kriging-believer\"",
+    );
+}
+
 /// `batch = k`: k evaluations per agent per round, numbered as evaluations in the trace
 /// (round t holds iterations (t - 1) k + 1 ..= t k); EI's constant liar and TS's independent
 /// samples give k distinct points per round; random search on a grid draws without

@@ -11,7 +11,7 @@ use super::{Algorithm, Broadcast, Federated, Pending, Query, Received, RunContex
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Landscape, Point, Space};
-use crate::spec::{AlgorithmKind, Start};
+use crate::spec::{AlgorithmKind, Fantasy, Start};
 use crate::surrogate::gp::GpHyper;
 use rand::Rng as _;
 use rayon::prelude::*;
@@ -21,6 +21,8 @@ pub use super::agent::Rule;
 struct Agent {
     learner: Learner,
     rng: Rng,
+    /// What EI and UCB take a pending point to have returned (`fantasy`).
+    fantasy: Fantasy,
 }
 
 pub struct Single {
@@ -103,6 +105,7 @@ impl Single {
             .map(|&a| Agent {
                 learner: Learner::for_run(ctx, a),
                 rng: stream(ctx.seed(), ctx.run as u64, a as u64, Purpose::Random),
+                fantasy: ctx.algorithm.fantasy,
             })
             .collect();
         let warm = match ctx.algorithm.start {
@@ -127,10 +130,11 @@ impl Single {
 
 impl Agent {
     /// The agent's `k` queries of one round. TS: k independent posterior samples' argmaxes
-    /// (Kandasamy et al. 2018's parallel TS). EI and UCB: a constant liar (Ginsbourger, Le
-    /// Riche and Carraro 2010, CL-min): each point chosen is added at the worst value observed
-    /// so far before the next is chosen, with the round's hyperparameters held, so the batch
-    /// spreads. Random: k draws, on a grid without replacement across the batch.
+    /// (Kandasamy et al. 2018's parallel TS). EI and UCB: each point chosen is added at a
+    /// believed value before the next is chosen, with the round's hyperparameters held: a
+    /// constant liar (Ginsbourger, Le Riche and Carraro 2010, CL-min: the worst value observed
+    /// so far, so the batch spreads) or the Kriging believer (the posterior mean there).
+    /// Random: k draws, on a grid without replacement across the batch.
     fn round(&mut self, rule: Rule, k: usize) -> Result<Vec<Query>> {
         let first = self.next(rule, None)?;
         let mut points = vec![first];
@@ -159,18 +163,45 @@ impl Agent {
 
     /// The next point by `rule` with `pending` points being evaluated, on `hyper` held. TS's
     /// samples are independent: the pending points do not enter its model. The others see
-    /// each pending point as a constant liar, the worst value observed so far.
+    /// each pending point at its `fantasy` value.
     fn next_beside(&mut self, rule: Rule, pending: &[Point], hyper: &GpHyper) -> Result<Point> {
-        let pending: Vec<(Point, f64)> = match rule {
-            Rule::Thompson => Vec::new(),
-            _ => {
+        let pending: Vec<(Point, f64)> = match (rule, self.fantasy) {
+            (Rule::Thompson, _) => Vec::new(),
+            (_, Fantasy::ConstantLiar) => {
                 let (_, ys) = self.learner.observations();
                 let lie = ys.iter().cloned().fold(f64::INFINITY, f64::min);
                 let lie = if lie.is_finite() { lie } else { 0.0 };
                 pending.iter().map(|p| (p.clone(), lie)).collect()
             }
+            (_, Fantasy::KrigingBeliever) => self.believed(pending, hyper)?,
         };
         self.with_pending(&pending, |a| a.next(rule, Some(hyper)))
+    }
+
+    /// The pending points at the posterior mean under `hyper`, on the observations' own
+    /// scale, each conditioned on the observations and the points believed before it.
+    fn believed(&mut self, pending: &[Point], hyper: &GpHyper) -> Result<Vec<(Point, f64)>> {
+        let mut out: Vec<(Point, f64)> = Vec::with_capacity(pending.len());
+        for p in pending {
+            let believed = out.clone();
+            let mean = self.with_pending(&believed, |a| a.mean_at(p, hyper))?;
+            out.push((p.clone(), mean));
+        }
+        Ok(out)
+    }
+
+    /// The posterior mean of the agent's model at `p` under `hyper`, on the scale of its
+    /// observations (the model's standardisation undone).
+    fn mean_at(&self, p: &Point, hyper: &GpHyper) -> Result<f64> {
+        let post = self.learner.posterior(hyper)?;
+        let x = ndarray::Array2::from_shape_vec((1, p.x.len()), p.x.clone())
+            .expect("one row of the point's coordinates");
+        let m = post.predict(x.view()).0[0];
+        if !self.learner.settings().normalize_y {
+            return Ok(m);
+        }
+        let (mean, sd) = crate::surrogate::gp::standardization(self.learner.observations().1);
+        Ok(mean + sd * m)
     }
 
     /// The next query with `pending` points still being evaluated (`parallel = k`): the

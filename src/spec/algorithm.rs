@@ -123,6 +123,9 @@ pub struct AlgorithmSpec {
     pub beta: Option<f64>,
     /// EI (kind = "ei"): how it is scored; the frameworks carry theirs in `Decide::Ei`.
     pub ei: EiForm,
+    /// EI and UCB with a batch or pending evaluations (`fantasy`): what value a point being
+    /// evaluated is believed to have while the next is chosen.
+    pub fantasy: Fantasy,
     /// How its agents keep time with each other on the simulated clock (`pace`; only
     /// DP-FTS-DE has an asynchronous form).
     pub pace: super::Pace,
@@ -225,6 +228,30 @@ pub enum TafIncumbent {
     Target,
 }
 
+/// What an acquisition-based agent (kinds ei and ucb) takes a point still being evaluated to
+/// have returned, while it chooses the next point of a batch or beside pending evaluations
+/// (Ginsbourger, Le Riche and Carraro 2010).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fantasy {
+    /// The worst value observed so far (CL-min): the batch spreads away from the point.
+    ConstantLiar,
+    /// The model's posterior mean there, each believed point conditioning the next
+    /// (Kriging believer): the model stays where it was, its variance shrinks at the point.
+    KrigingBeliever,
+}
+
+impl Fantasy {
+    pub const NAMES: &'static str = "\"constant-liar\", \"kriging-believer\"";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "constant-liar" => Some(Fantasy::ConstantLiar),
+            "kriging-believer" => Some(Fantasy::KrigingBeliever),
+            _ => None,
+        }
+    }
+}
+
 /// How EI is scored where an agent maximises it (`ei` key: kind = "ei", and consensus and
 /// fedgp with acquisition = "ei"). The three share the maximiser's candidates and starts;
 /// they differ in what the search climbs.
@@ -292,6 +319,7 @@ pub(super) struct RawAlgorithm {
     own_sample: Option<String>,
     beta: Option<f64>,
     ei: Option<String>,
+    fantasy: Option<String>,
     start: Option<String>,
     shared: Option<String>,
     // The survey's frameworks' keys (spec/frameworks.rs).
@@ -378,6 +406,14 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         EiForm::parse,
     )?;
     let framework = frameworks::parse(c, &ra.kind, &framework_keys(&ra, kind, ei), &key)?;
+    let fantasy = c.choice(
+        &key("fantasy"),
+        ra.fantasy.as_deref(),
+        Fantasy::ConstantLiar,
+        "fantasy",
+        Fantasy::NAMES,
+        Fantasy::parse,
+    )?;
     let beta = match ra.beta {
         Some(b) if !(b.is_finite() && b > 0.0 && b <= 1e6) => {
             return Err(c.err(&key("beta"), format!("must be in (0, 1e6], got {b}")));
@@ -415,17 +451,23 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
     let messages = c.messages(&key("messages"), ra.messages.as_deref(), fed_messages)?;
     let label = match ra.label.clone() {
         Some(l) => checked_label(c, &key("label"), l)?,
-        None => default_label(
-            d,
-            kind,
-            server.as_ref(),
-            m,
-            &framework,
-            ei,
-            beta,
-            start,
-            own_sample,
-        ),
+        None => {
+            let base = default_label(
+                d,
+                kind,
+                server.as_ref(),
+                m,
+                &framework,
+                ei,
+                beta,
+                start,
+                own_sample,
+            );
+            match fantasy {
+                Fantasy::ConstantLiar => base,
+                Fantasy::KrigingBeliever => format!("{base} believer"),
+            }
+        }
     };
     let pace = checked_pace(c, &key("pace"), &ra, kind)?;
     Ok(AlgorithmSpec {
@@ -441,6 +483,7 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         own_sample,
         beta,
         ei,
+        fantasy,
         pace,
         framework,
         server_inline: ra
@@ -731,6 +774,12 @@ fn refuse_acquisition_keys(
         return Err(c.err(
             &key("ei"),
             "applies only to kind = ei, consensus, fedgp, fmtbo or design-density",
+        ));
+    }
+    if ra.fantasy.is_some() && !matches!(kind, AlgorithmKind::Ei | AlgorithmKind::Ucb) {
+        return Err(c.err(
+            &key("fantasy"),
+            "applies only to kind = ei or ucb (a TS batch draws independent samples; the other kinds have no batch)",
         ));
     }
     if ra.beta.is_some()
