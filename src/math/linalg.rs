@@ -403,17 +403,33 @@ pub fn sq_dists(x: ArrayView2<f64>) -> Array2<f64> {
     let mut d = Array2::zeros((n, n));
     for i in 0..n {
         for j in 0..i {
-            let v: f64 = x
-                .row(i)
-                .iter()
-                .zip(x.row(j))
-                .map(|(a, b)| (a - b) * (a - b))
-                .sum();
+            let v = row_sq_dist(x, i, j);
             d[[i, j]] = v;
             d[[j, i]] = v;
         }
     }
     d
+}
+
+/// The lower triangle of `sq_dists(x)`, diagonal included, row by row (row i at
+/// i (i + 1) / 2): the same numbers in half the memory, without the full matrix.
+pub fn sq_dists_lower(x: ArrayView2<f64>) -> Vec<f64> {
+    let n = x.nrows();
+    let mut d = Vec::with_capacity(n * (n + 1) / 2);
+    for i in 0..n {
+        d.extend((0..i).map(|j| row_sq_dist(x, i, j)));
+        d.push(0.0);
+    }
+    d
+}
+
+/// |x_i - x_j|^2 over the columns of `x`.
+fn row_sq_dist(x: ArrayView2<f64>, i: usize, j: usize) -> f64 {
+    x.row(i)
+        .iter()
+        .zip(x.row(j))
+        .map(|(a, b)| (a - b) * (a - b))
+        .sum()
 }
 
 #[cfg(test)]
@@ -456,6 +472,21 @@ mod tests {
             assert!((back[i] - b[i]).abs() < 1e-12);
             assert!((back_t[i] - b[i]).abs() < 1e-12);
         }
+    }
+
+    /// sq_dists_lower holds sq_dists's lower triangle, diagonal included, bit for bit.
+    #[test]
+    fn the_packed_lower_triangle_is_that_of_the_full_matrix() {
+        let x = Array2::from_shape_fn((6, 3), |(i, k)| ((i * 3 + k) as f64 * 0.91).sin());
+        let (full, packed) = (sq_dists(x.view()), sq_dists_lower(x.view()));
+        let lower: Vec<u64> = (0..6)
+            .flat_map(|i| (0..=i).map(move |j| (i, j)))
+            .map(|(i, j)| full[[i, j]].to_bits())
+            .collect();
+        assert_eq!(
+            packed.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            lower
+        );
     }
 
     /// The blocked forward solve and the slice-wise back solve give the bits of the plain

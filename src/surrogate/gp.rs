@@ -8,6 +8,7 @@ pub use super::kernel::Kernel;
 use super::kernel::{for_axis, half_r2, half_r2_all};
 use crate::math::fastmath::fast_exp;
 pub use crate::math::linalg::sq_dists;
+use crate::math::linalg::sq_dists_lower;
 use crate::math::optim::{LbfgsOptions, lbfgs};
 use ndarray::{Array1, Array2, ArrayView1, ArrayView2};
 use rand::Rng;
@@ -308,22 +309,14 @@ fn tri_row(i: usize) -> usize {
 
 impl Distances {
     pub fn new(x: ArrayView2<f64>, ard: bool) -> Self {
-        let full: Vec<Array2<f64>> = if ard {
+        let groups: Vec<Vec<f64>> = if ard {
             (0..x.ncols())
-                .map(|d| sq_dists(x.slice(ndarray::s![.., d..d + 1])))
+                .map(|d| sq_dists_lower(x.slice(ndarray::s![.., d..d + 1])))
                 .collect()
         } else {
-            vec![sq_dists(x)]
+            vec![sq_dists_lower(x)]
         };
         let n = x.nrows();
-        let groups: Vec<Vec<f64>> = full
-            .iter()
-            .map(|d| {
-                (0..n)
-                    .flat_map(|i| (0..=i).map(move |j| d[[i, j]]))
-                    .collect()
-            })
-            .collect();
         let pairs = (0..tri_row(n))
             .flat_map(|t| groups.iter().map(move |g| g[t]))
             .collect();
