@@ -126,7 +126,9 @@ pub fn log_mix(terms: &[(f64, f64, &[f64])]) -> (f64, Vec<f64>) {
     let shares: Vec<f64> = logs.iter().map(|l| libm::exp(l - top)).collect();
     let sum: f64 = shares.iter().sum();
     let mut grad = vec![0.0; dim];
-    for (s, t) in shares.iter().zip(terms) {
+    // A term of weight 0 or EI 0 has share 0 and adds nothing, even where its log's gradient
+    // is infinite (EI 0 with no spread: ln 0).
+    for (s, t) in shares.iter().zip(terms).filter(|(s, _)| **s > 0.0) {
         for (g, d) in grad.iter_mut().zip(t.2) {
             *g += s / sum * d;
         }
@@ -181,6 +183,12 @@ mod tests {
         assert_eq!(
             log_mix(&[(0.0, 1.0, &[1.0])]),
             (f64::NEG_INFINITY, vec![0.0])
+        );
+        // A term at ln 0 with an infinite gradient beside a finite one: the finite one's.
+        let inf = [f64::INFINITY, f64::NAN];
+        assert_eq!(
+            log_mix(&[(0.5, f64::NEG_INFINITY, &inf), (0.5, b, &db)]),
+            (libm::log(0.5) + b, db.to_vec())
         );
     }
 
