@@ -38,6 +38,9 @@ for p in "${problems[@]}"; do
             suite_spec bench-batch.sh "$name" "$fn" "$dim" "$runs" "$((4 * rounds))" |
                 sed -e "s/^kind = \"ts\"$/kind = \"$kind\"/" -e "s/^agents = 1$/agents = $agents/"
             [[ "$kind" == dp-fts-de ]] && printf 'server = { subregions = 1 }\n'
+            # EI's rows in docs/results.md were measured with the constant liar, its default
+            # until 2026-11-29 (scripts/bench-fantasy.sh compares it with the believer).
+            [[ "$kind" == ei ]] && printf 'fantasy = "constant-liar"\n'
             cat <<SPEC
 
 # The model as measured in docs/results.md (the default before "loo").

@@ -1,7 +1,7 @@
 //! The single-agent baselines (random, ei, ucb), through the library and the CLI.
 
 use fbo::run::runner::run_one;
-use fbo::spec::Spec;
+use fbo::spec::{Fantasy, Spec};
 use std::path::Path;
 
 mod common;
@@ -150,21 +150,36 @@ fn baseline_keys_are_checked() {
     );
 }
 
-/// `fantasy = "kriging-believer"`: EI's later batch points are chosen with the earlier ones
-/// believed at the posterior mean, not the worst value. A round's first point sees no
-/// pending point, so round 1 opens on the same point under either rule; the rest of the
-/// round differs, stays distinct, and the label says which. Other kinds refuse the key.
+/// EI's batch believes the model by default (`fantasy = "kriging-believer"`): its later batch
+/// points are chosen with the earlier ones at the posterior mean, not the worst value, as
+/// with `fantasy = "constant-liar"`. A round's first point sees no pending point, so round 1
+/// opens on the same point under either rule; the rest of the round differs, stays distinct,
+/// and the label names the rule where it is not the kind's default (UCB's is the liar).
+/// Other kinds refuse the key.
 #[test]
 fn a_batch_can_believe_the_model_instead_of_lying() {
     let text = BRANIN
         .replace("iterations = 30", "iterations = 2\nbatch = 3")
         .replace(
             "[[algorithm]]\nkind = \"ucb\"\n[[algorithm]]\nkind = \"ucb\"\nbeta = 1e-9\n",
-            "[[algorithm]]\nkind = \"ei\"\nfantasy = \"kriging-believer\"\n",
+            "[[algorithm]]\nkind = \"ei\"\nfantasy = \"constant-liar\"\n\
+             [[algorithm]]\nkind = \"ucb\"\nfantasy = \"kriging-believer\"\n",
         );
     let s = spec(&text);
     let labels: Vec<&str> = s.algorithms.iter().map(|a| a.label.as_str()).collect();
-    assert_eq!(labels, ["Random", "EI", "EI believer"]);
+    assert_eq!(labels, ["Random", "EI", "EI liar", "UCB believer"]);
+    let fantasies: Vec<Fantasy> = s.algorithms[1..].iter().map(|a| a.fantasy).collect();
+    assert_eq!(
+        fantasies,
+        [
+            Fantasy::KrigingBeliever,
+            Fantasy::ConstantLiar,
+            Fantasy::KrigingBeliever
+        ]
+    );
+    let ucb = spec(&BRANIN.replace("iterations = 30", "iterations = 2\nbatch = 3"));
+    assert_eq!(ucb.algorithms[2].label, "UCB");
+    assert_eq!(ucb.algorithms[2].fantasy, Fantasy::ConstantLiar);
     let land = s.landscapes().unwrap()[0].clone();
     let round1 = |a: usize| -> Vec<Vec<f64>> {
         let rows = run_one(&s, a, 0, land.clone()).unwrap().rows;
@@ -173,7 +188,7 @@ fn a_batch_can_believe_the_model_instead_of_lying() {
             .map(|r| r.x.clone())
             .collect()
     };
-    let (liar, believer) = (round1(1), round1(2));
+    let (believer, liar) = (round1(1), round1(2));
     assert_eq!(
         liar[0], believer[0],
         "a round's first point has nothing pending"
@@ -201,12 +216,12 @@ fn a_batch_can_believe_the_model_instead_of_lying() {
     );
     assert_refused(
         &ts,
-        "key `algorithm[3].fantasy`: applies only to kind = ei or ucb",
+        "key `algorithm[4].fantasy`: applies only to kind = ei or ucb",
     );
     let bad = write(
         dir.path(),
         "bad.toml",
-        &text.replace("\"kriging-believer\"", "\"kriging\""),
+        &text.replace("\"constant-liar\"", "\"kriging\""),
     );
     assert_refused(
         &bad,
@@ -215,12 +230,19 @@ fn a_batch_can_believe_the_model_instead_of_lying() {
 }
 
 /// `batch = k`: k evaluations per agent per round, numbered as evaluations in the trace
-/// (round t holds iterations (t - 1) k + 1 ..= t k); EI's constant liar and TS's independent
-/// samples give k distinct points per round; random search on a grid draws without
-/// replacement across the batch; the federated kinds refuse the key.
+/// (round t holds iterations (t - 1) k + 1 ..= t k); EI's and UCB's constant liar and TS's
+/// independent samples give k distinct points per round (EI's default believer need not: a
+/// believed point keeps the model's noise variance, so a batch may nearly replicate it);
+/// random search on a grid draws without replacement across the batch; the federated kinds
+/// refuse the key.
 #[test]
 fn batches_of_evaluations_per_round() {
-    let text = BRANIN.replace("iterations = 30", "iterations = 4\nbatch = 3");
+    let text = BRANIN
+        .replace("iterations = 30", "iterations = 4\nbatch = 3")
+        .replace(
+            "kind = \"ei\"\n",
+            "kind = \"ei\"\nfantasy = \"constant-liar\"\n",
+        );
     let s = spec(&text);
     assert_eq!((s.batch, s.evaluations()), (3, 12));
     let land = s.landscapes().unwrap()[0].clone();

@@ -21,7 +21,8 @@ before. `optimize` drives the studies round by round; a study driven by hand
 Trials that run at the same time in one study (``n_jobs``, or trials asked and left RUNNING)
 take the site's queries of the round in order: with ``batch = k`` or ``parallel = k`` in the
 spec (single-agent kinds, and ``batch`` for ``dp-fts-de``), fbo chooses k points per round
-with the running ones held as pending (constant liars or independent samples, docs/reference.md).
+with the running ones held as pending (believed or lied about, or independent samples,
+docs/reference.md).
 A FAIL or PRUNED trial gives its query back, and the next trial evaluates it again.
 """
 

@@ -1,8 +1,8 @@
 //! Pending evaluations (`parallel = k`, agents alone): each agent keeps k evaluations running
 //! and chooses its next query as soon as its oldest returns, with the k - 1 still running as
 //! pending points (TS: an independent sample, Kandasamy et al. 2018's asynchronous parallel
-//! TS; EI and UCB: the pending points at their `fantasy` value, a constant liar by default;
-//! random: no repeat on a grid).
+//! TS; EI and UCB: the pending points at their `fantasy` value, by default EI's Kriging
+//! believer and UCB's constant liar; random: no repeat on a grid).
 //!
 //! Evaluations are observed in the order they were issued, whatever order they finish in: the
 //! i-th query is chosen from the first i - k results, always, so a spec gives the same queries
