@@ -5,6 +5,9 @@
 
 use fbo::privacy::{self, Accountant, Adjacency, Mechanism, Noise, Sampling, pld};
 
+mod common;
+use common::{fbo, stderr};
+
 const ROUNDING: f64 = 5e-7;
 
 struct Row {
@@ -159,5 +162,59 @@ fn distributed_noise_matches_an_independent_general_bound() {
             .unwrap()
             .epsilon;
         assert!(got >= g - 1e-9, "{got} < {g}");
+    }
+}
+
+/// Random allocation through `fbo privacy`: Feldman and Shenfeld's published epsilon for one
+/// round in two (sigma 1, delta 1e-3: 2.49944) to within 0.03 and not below the exact value
+/// (2.4958, a quadrature of the exact densities); k of T rounds printed with its periods; the
+/// rate-based keys refused with exit 2 and the key named.
+#[test]
+fn random_allocation_through_the_command_line() {
+    let run = |args: &[&str]| fbo().arg("privacy").args(args).output().unwrap();
+    let epsilon = |o: &std::process::Output| -> f64 {
+        assert!(o.status.success(), "{}", stderr(o));
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("allocation epsilon "))
+            .unwrap_or_else(|| panic!("{out}"));
+        line.trim().parse().unwrap()
+    };
+    let base = ["--sampling", "allocation", "--z", "1", "--delta", "1e-3"];
+    let one = epsilon(&run(&[&base[..], &["--steps", "2"]].concat()));
+    assert!((2.4958..2.49944 + 0.03).contains(&one), "{one}");
+    let o = run(&[&base[..], &["--steps", "10", "--per-agent", "3"]].concat());
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("3 period(s) of 4, 3, 3 rounds"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let three = epsilon(&o);
+    assert!(three > one, "{three} against {one}");
+    for (extra, key) in [
+        (
+            &["--steps", "2", "--q", "0.5"][..],
+            "key `--q`: does not apply",
+        ),
+        (
+            &["--steps", "2", "--per-agent", "3"][..],
+            "key `--per-agent`",
+        ),
+        (&["--steps", "2000"][..], "key `--steps`"),
+    ] {
+        let o = run(&[&base[..], extra].concat());
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains(key), "{extra:?}: {}", stderr(&o));
+    }
+    // The rate-based schemes: --per-agent refused, --q required.
+    let rate = ["--steps", "2", "--z", "1", "--delta", "1e-3"];
+    for (extra, key) in [
+        (&["--q", "0.5", "--per-agent", "2"][..], "key `--per-agent`"),
+        (&[][..], "key `--q`: --sampling poisson needs"),
+    ] {
+        let o = run(&[&rate[..], extra].concat());
+        assert_eq!(o.status.code(), Some(2), "{extra:?}");
+        assert!(stderr(&o).contains(key), "{extra:?}: {}", stderr(&o));
     }
 }

@@ -276,9 +276,9 @@ pub struct ValidateArgs {
 
 #[derive(Args)]
 pub struct PrivacyArgs {
-    /// Sampling rate q in (0, 1].
+    /// Sampling rate q in (0, 1] (poisson and fixed).
     #[arg(long)]
-    q: f64,
+    q: Option<f64>,
     /// Noise multiplier z > 0.
     #[arg(long)]
     z: f64,
@@ -292,9 +292,14 @@ pub struct PrivacyArgs {
     #[arg(long, value_parser = ["rdp-int", "rdp", "pld"])]
     accountant: Option<String>,
     /// poisson: each agent independently with probability q; fixed: exactly round(N q)
-    /// of the N = --agents agents, accounted at the realised rate round(N q) / N.
-    #[arg(long, default_value = "poisson", value_parser = ["poisson", "fixed"])]
+    /// of the N = --agents agents, accounted at the realised rate round(N q) / N;
+    /// allocation: each agent in --per-agent of the --steps rounds, one in each of that
+    /// many consecutive periods, chosen uniformly and hidden (no q).
+    #[arg(long, default_value = "poisson", value_parser = ["poisson", "fixed", "allocation"])]
     sampling: String,
+    /// Rounds each agent takes part in (--sampling allocation) [default: 1].
+    #[arg(long)]
+    per_agent: Option<u64>,
     /// Number of agents N (required with --sampling fixed).
     #[arg(long)]
     agents: Option<usize>,
@@ -906,6 +911,16 @@ fn cmd_validate(a: ValidateArgs) -> Result<()> {
 }
 
 fn cmd_privacy(a: PrivacyArgs) -> Result<()> {
+    let bad = |key: &str, msg: String| FboError::spec("fbo privacy", key, msg);
+    if a.sampling == "allocation" {
+        return privacy_allocation(a);
+    }
+    if a.per_agent.is_some() {
+        return Err(bad(
+            "--per-agent",
+            "applies only to --sampling allocation".into(),
+        ));
+    }
     let PrivacyArgs {
         q,
         z,
@@ -915,8 +930,14 @@ fn cmd_privacy(a: PrivacyArgs) -> Result<()> {
         sampling,
         agents,
         adjacency,
+        per_agent: _,
     } = a;
-    let bad = |key: &str, msg: String| FboError::spec("fbo privacy", key, msg);
+    let q = q.ok_or_else(|| {
+        bad(
+            "--q",
+            format!("--sampling {sampling} needs the sampling rate --q in (0, 1]"),
+        )
+    })?;
     let sampling: Sampling = sampling.parse().map_err(|e: String| bad("--sampling", e))?;
     let adjacency: privacy::Adjacency = match adjacency {
         Some(a) => a.parse().map_err(|e: String| bad("--adjacency", e))?,
@@ -1002,6 +1023,54 @@ fn cmd_privacy(a: PrivacyArgs) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// `fbo privacy --sampling allocation`: each agent in `--per-agent` of `--steps` rounds, one
+/// in each of that many consecutive periods (`privacy::allocation`). Its own accountant, under
+/// add-remove adjacency; the keys of the rate-based schemes are refused, not ignored.
+fn privacy_allocation(a: PrivacyArgs) -> Result<()> {
+    let bad = |key: &str, msg: String| FboError::spec("fbo privacy", key, msg);
+    let refused = [
+        ("--q", a.q.is_some()),
+        ("--agents", a.agents.is_some()),
+        ("--accountant", a.accountant.is_some()),
+        (
+            "--adjacency",
+            a.adjacency.as_deref().is_some_and(|s| s != "add-remove"),
+        ),
+    ];
+    if let Some((key, _)) = refused.iter().find(|(_, set)| *set) {
+        return Err(bad(
+            key,
+            "does not apply to --sampling allocation: each agent takes part in --per-agent of --steps rounds (no rate), accounted by random allocation's own accountant under add-remove adjacency".into(),
+        ));
+    }
+    let k = a.per_agent.unwrap_or(1);
+    let eps = privacy::allocation::epsilon(a.z, a.steps, k, a.delta).map_err(|r| {
+        use privacy::allocation::Input;
+        let key = match r.input {
+            Input::Sigma => "--z",
+            Input::Rounds => "--steps",
+            Input::PerAgent => "--per-agent",
+            Input::Delta => "--delta",
+        };
+        bad(key, r.message)
+    })?;
+    let sizes = privacy::allocation::periods(a.steps, k);
+    let shown: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
+    println!(
+        "sampling allocation: each agent in one round of each of {k} period(s) of {} rounds, chosen uniformly and hidden; adjacency add-remove",
+        shown.join(", ")
+    );
+    println!(
+        "allocation epsilon {}",
+        if eps.is_finite() {
+            privacy::show_upper(eps, 6)
+        } else {
+            "inf (no finite epsilon can be certified at this delta)".into()
+        }
+    );
     Ok(())
 }
 

@@ -1,20 +1,32 @@
-//! Random allocation (issue 42 item 6, first step): each agent takes part in exactly one of T
-//! rounds, chosen uniformly at random and hidden, each round a Gaussian mechanism of noise
-//! multiplier sigma (sensitivity 1). Feldman and Shenfeld (2025) analyse the scheme; this
-//! module computes its (epsilon, delta) numerically, as an upper bound, from first principles:
+//! Random allocation (issue 42 item 6): each agent takes part in exactly k of T rounds, each
+//! round a Gaussian mechanism of noise multiplier sigma (sensitivity 1), the rounds it takes
+//! part in chosen at random and hidden. Feldman and Shenfeld (2025) analyse the scheme; this
+//! module computes its (epsilon, delta) numerically, as an upper bound, from first principles.
 //!
-//! Remove adjacency: P = (1/T) sum_t N(e_t, sigma^2 I), Q = N(0, sigma^2 I) on the T outputs.
-//! The likelihood ratio is p/q = e^(-1/(2 sigma^2)) S / T, S = sum_t Z_t, Z_t = e^(y_t /
-//! sigma^2), so S is sufficient and one distribution, S's under Q (T independent lognormals
-//! of log-scale s = 1/sigma), gives both directions:
-//!   delta_{P||Q}(eps) = E_Q[(r(S) - e^eps)_+],   delta_{Q||P}(eps) = E_Q[(1 - e^eps r(S))_+].
+//! One round in T (k = 1), remove adjacency: P = (1/T) sum_t N(e_t, sigma^2 I), Q = N(0,
+//! sigma^2 I) on the T outputs. The likelihood ratio is p/q = e^(-1/(2 sigma^2)) S / T, S =
+//! sum_t Z_t, Z_t = e^(y_t / sigma^2), so S is sufficient and one distribution, S's under Q
+//! (T independent lognormals of log-scale s = 1/sigma), gives both directions:
+//!   delta_{P||Q}(eps) = E_Q[(r(S) - e^eps)_+] = E_P[(1 - e^(eps - L))_+], L = ln r(S),
+//!   delta_{Q||P}(eps) = E_Q[(1 - e^eps r(S))_+] = E_Q[(1 - e^(eps - L'))_+], L' = -ln r(S).
 //! ln Z_t is discretised on a grid of step h and the sums built by pairwise log-sum-exp merges
 //! (binary powers of T), every value rounded up for the first (its integrand grows with S) and
-//! down for the second (its integrand falls): each is then an upper bound. ln Z is truncated to
-//! [-14 s, s^2 + 14 s], so that under both P and Q each coordinate leaves it with probability
-//! below 2 Phi(-14); T times that is added to delta (sup_A P(A) - e^eps Q(A) is at most its
-//! value on the truncated set plus the mass outside). Only one round per agent: k of T rounds
-//! (k > 1) needs a reduction that is not implemented, and is not offered.
+//! down for the second (its integrand falls). ln Z is truncated to [-14 s, s^2 + 14 s], so
+//! that under both P and Q each coordinate leaves it with probability below 2 Phi(-14); T
+//! times that is added to delta (sup_A P(A) - e^eps Q(A) is at most its value on the truncated
+//! set plus the mass outside).
+//!
+//! k rounds of T (k > 1), the balanced form: the T rounds are split into k consecutive periods
+//! (sizes differing by at most one) and each agent takes part in one round of each period,
+//! chosen uniformly and independently. The periods are then k one-round allocations run one
+//! after another, so their privacy-loss distributions compose: each direction's loss, as a
+//! distribution on the grid (L = ln r under P: the Q-mass of each cell times r at its rounded-up
+//! value, an over-count of the cell's P-mass at an over-stated loss; L' under Q: exact masses at
+//! rounded-up losses), is convolved across periods, and delta(eps) = E[(1 - e^(eps - sum))_+]
+//! read off the result. The integrand is non-negative and grows with every period's loss, so
+//! over-stated losses and masses keep each delta an upper bound. The uniform k-subset of T
+//! (Feldman and Shenfeld's general scheme) needs a reduction that is not implemented, and is
+//! not offered.
 
 use super::norm_cdf;
 
@@ -23,6 +35,12 @@ use super::norm_cdf;
 const STEP: f64 = 2e-3;
 /// Standard deviations kept on each side of ln Z's range.
 const TAIL_SDS: f64 = 14.0;
+/// Most rounds per agent: the composed grid grows k-fold, and the convolutions with its square.
+const MAX_PER_AGENT: u64 = 64;
+/// Mass cut from either end of a loss grid before it is convolved: moved to the next kept
+/// cell at the low end (a higher loss) and to an infinite loss at the high end, both of which
+/// can only raise delta.
+const TRIM: f64 = 1e-30;
 
 /// A distribution of ln S on the grid i * h, i from `first`: masses of values first + k.
 #[derive(Clone)]
@@ -31,18 +49,16 @@ struct Grid {
     mass: Vec<f64>,
 }
 
-/// Epsilon at `delta` for one round in T by random allocation, noise multiplier `sigma`: the
-/// larger of the two directions (add and remove), an upper bound (the bisection's bracket
-/// closed to 1e-7 and its upper end returned).
-pub fn epsilon(sigma: f64, rounds: u64, delta: f64) -> Result<f64, String> {
-    check(sigma, rounds)?;
-    if !(delta > 0.0 && delta < 1.0) {
-        return Err(format!("delta must be in (0, 1), got {delta}"));
-    }
-    let d = Deltas::new(sigma, rounds);
+/// Epsilon at `delta` when each agent takes part in `per_agent` of `rounds` rounds (one of
+/// each of `per_agent` consecutive periods), noise multiplier `sigma`: the larger of the two
+/// directions (add and remove), an upper bound (the bisection's bracket closed to 1e-7 and its
+/// upper end returned).
+pub fn epsilon(sigma: f64, rounds: u64, per_agent: u64, delta: f64) -> Result<f64, Refusal> {
+    check(sigma, rounds, per_agent, delta)?;
     let mut out = 0.0f64;
     for remove in [true, false] {
-        let f = |e: f64| d.delta(e, remove);
+        let loss = composed(sigma, rounds, per_agent, remove);
+        let f = |e: f64| loss.delta(e);
         if f(0.0) <= delta {
             continue;
         }
@@ -62,18 +78,80 @@ pub fn epsilon(sigma: f64, rounds: u64, delta: f64) -> Result<f64, String> {
     Ok(out)
 }
 
-fn check(sigma: f64, rounds: u64) -> Result<(), String> {
+/// The sizes of the `per_agent` consecutive periods `rounds` are split into: as equal as
+/// possible, the longer ones first.
+pub fn periods(rounds: u64, per_agent: u64) -> Vec<u64> {
+    let (base, extra) = (rounds / per_agent, rounds % per_agent);
+    (0..per_agent)
+        .map(|b| base + u64::from(b < extra))
+        .collect()
+}
+
+/// One direction's loss over all the periods: each period's, convolved.
+fn composed(sigma: f64, rounds: u64, per_agent: u64, remove: bool) -> Loss {
+    let sizes = periods(rounds, per_agent);
+    let mut out: Option<Loss> = None;
+    // At most two period sizes: each one's loss built once and raised to its count.
+    let mut distinct = sizes.clone();
+    distinct.dedup();
+    for t in distinct {
+        let count = sizes.iter().filter(|&&x| x == t).count() as u64;
+        let one = Deltas::new(sigma, t).loss(remove).trimmed();
+        let part = one.power(count);
+        out = Some(match out {
+            None => part,
+            Some(o) => o.convolve(&part).trimmed(),
+        });
+    }
+    out.expect("at least one period")
+}
+
+/// Which input is out of range, and the range.
+#[derive(Debug)]
+pub struct Refusal {
+    pub input: Input,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    Sigma,
+    Rounds,
+    PerAgent,
+    Delta,
+}
+
+fn check(sigma: f64, rounds: u64, per_agent: u64, delta: f64) -> Result<(), Refusal> {
+    let refuse = |input, message| Err(Refusal { input, message });
     // Its grids grow as 1 / sigma^2 and each merge costs their square: the ranges where it
     // answers in seconds.
     if !(sigma.is_finite() && (0.5..=100.0).contains(&sigma)) {
-        return Err(format!(
-            "random allocation's accountant takes a noise multiplier in [0.5, 100], got {sigma}"
-        ));
+        return refuse(
+            Input::Sigma,
+            format!(
+                "random allocation's accountant takes a noise multiplier in [0.5, 100], got {sigma}"
+            ),
+        );
     }
     if !(1..=1024).contains(&rounds) {
-        return Err(format!(
-            "random allocation's accountant takes 1 to 1024 rounds, got {rounds}"
-        ));
+        return refuse(
+            Input::Rounds,
+            format!("random allocation's accountant takes 1 to 1024 rounds, got {rounds}"),
+        );
+    }
+    if !(1..=MAX_PER_AGENT.min(rounds)).contains(&per_agent) {
+        return refuse(
+            Input::PerAgent,
+            format!(
+                "random allocation takes each agent in 1 to min(rounds, {MAX_PER_AGENT}) rounds, got {per_agent} of {rounds}"
+            ),
+        );
+    }
+    if !(delta > 0.0 && delta < 1.0) {
+        return refuse(
+            Input::Delta,
+            format!("delta must be in (0, 1), got {delta}"),
+        );
     }
     Ok(())
 }
@@ -122,23 +200,128 @@ impl Deltas {
         }
     }
 
-    /// delta(eps) of the remove direction (P against Q) or the add direction (Q against P).
-    fn delta(&self, eps: f64, remove: bool) -> f64 {
-        let g = if remove { &self.up } else { &self.down };
-        let mut sum = 0.0;
-        for (k, &m) in g.mass.iter().enumerate() {
-            if m == 0.0 {
+    /// The privacy loss of the remove direction (L under P) or the add direction (L' under
+    /// Q) on the grid of ln S, as `Loss` cells whose loss grows with the index.
+    fn loss(&self, remove: bool) -> Loss {
+        if remove {
+            // Cell i: Q-mass m at ln S = i h (rounded up), loss i h - shift, P-mass at most
+            // m r = m e^(i h - shift).
+            let mass = (self.up.mass.iter().enumerate())
+                .map(|(k, &m)| m * ((self.up.first + k as i64) as f64 * STEP - self.shift).exp())
+                .collect();
+            Loss {
+                first: self.up.first,
+                constant: -self.shift,
+                mass,
+                infinity: 0.0,
+                tail: self.tail,
+            }
+        } else {
+            // Cell i: Q-mass at ln S = i h (rounded down), loss shift - i h: index -i.
+            let last = self.down.first + self.down.mass.len() as i64 - 1;
+            Loss {
+                first: -last,
+                constant: self.shift,
+                mass: self.down.mass.iter().rev().cloned().collect(),
+                infinity: 0.0,
+                tail: self.tail,
+            }
+        }
+    }
+}
+
+/// A privacy-loss distribution on the grid: mass[k] at loss (first + k) h + constant, the
+/// mass at an infinite loss, and the truncation's allowance added to every delta.
+#[derive(Clone)]
+struct Loss {
+    first: i64,
+    constant: f64,
+    mass: Vec<f64>,
+    infinity: f64,
+    tail: f64,
+}
+
+impl Loss {
+    /// delta(eps) = tail + infinity + sum_k mass_k (1 - e^(eps - loss_k))_+, at most 1.
+    fn delta(&self, eps: f64) -> f64 {
+        let mut sum = self.tail + self.infinity;
+        for (k, &m) in self.mass.iter().enumerate() {
+            let l = (self.first + k as i64) as f64 * STEP + self.constant;
+            if m > 0.0 && l > eps {
+                sum += m * -(eps - l).exp_m1();
+            }
+        }
+        sum.min(1.0)
+    }
+
+    fn total(&self) -> f64 {
+        self.mass.iter().sum()
+    }
+
+    /// `TRIM` cut from each end: the low end's mass moved up to the first kept cell, the high
+    /// end's to an infinite loss.
+    fn trimmed(mut self) -> Self {
+        let mut low = 0.0;
+        let mut lead = 0;
+        while lead + 1 < self.mass.len() && low + self.mass[lead] < TRIM {
+            low += self.mass[lead];
+            lead += 1;
+        }
+        let mut high = 0.0;
+        let mut keep = self.mass.len();
+        while keep > lead + 1 && high + self.mass[keep - 1] < TRIM {
+            high += self.mass[keep - 1];
+            keep -= 1;
+        }
+        let mut mass = self.mass[lead..keep].to_vec();
+        mass[0] += low;
+        self.first += lead as i64;
+        self.mass = mass;
+        self.infinity += high;
+        self
+    }
+
+    /// The loss of two independent mechanisms run one after the other: losses add, masses
+    /// multiply, and a pair is infinite where either part is.
+    fn convolve(&self, other: &Loss) -> Loss {
+        let mut mass = vec![0.0; self.mass.len() + other.mass.len() - 1];
+        for (i, &a) in self.mass.iter().enumerate() {
+            if a == 0.0 {
                 continue;
             }
-            let ln_r = (g.first + k as i64) as f64 * STEP - self.shift;
-            let v = if remove {
-                (ln_r.exp() - eps.exp()).max(0.0)
-            } else {
-                (1.0 - (eps + ln_r).exp()).max(0.0)
-            };
-            sum += m * v;
+            for (out, &b) in mass[i..].iter_mut().zip(&other.mass) {
+                *out += a * b;
+            }
         }
-        (sum + self.tail).min(1.0)
+        Loss {
+            first: self.first + other.first,
+            constant: self.constant + other.constant,
+            mass,
+            infinity: self.infinity * (other.total() + other.infinity)
+                + self.total() * other.infinity,
+            tail: self.tail + other.tail,
+        }
+    }
+
+    /// `n` copies run one after another, by binary powers.
+    fn power(&self, n: u64) -> Loss {
+        let mut result: Option<Loss> = None;
+        let mut base = self.clone();
+        let mut n = n;
+        loop {
+            if n & 1 == 1 {
+                result = Some(match result {
+                    None => base.clone(),
+                    Some(r) => r.convolve(&base).trimmed(),
+                });
+            }
+            n >>= 1;
+            if n == 0 {
+                break;
+            }
+            base = base.convolve(&base).trimmed();
+        }
+        result.expect("n >= 1")
     }
 }
 
@@ -212,11 +395,12 @@ mod tests {
     fn one_round_is_the_gaussian_mechanism() {
         for sigma in [0.5, 1.0, 2.0] {
             let d = Deltas::new(sigma, 1);
+            let (remove_loss, add_loss) = (d.loss(true), d.loss(false));
             for eps in [0.1, 0.5, 1.0, 2.0] {
                 let exact = norm_cdf(0.5 / sigma - eps * sigma)
                     - eps.exp() * norm_cdf(-0.5 / sigma - eps * sigma);
-                for remove in [true, false] {
-                    let got = d.delta(eps, remove);
+                for loss in [&remove_loss, &add_loss] {
+                    let got = loss.delta(eps);
                     assert!(got >= exact, "sigma {sigma} eps {eps}: {got} < {exact}");
                     assert!(
                         got <= exact * 1.02 + 1e-12,
@@ -236,7 +420,7 @@ mod tests {
         for (sigma, delta, exact, published) in
             [(1.0, 1e-3, 2.4958, 2.49944), (2.0, 1e-5, 1.4619, 1.465)]
         {
-            let e = epsilon(sigma, 2, delta).unwrap();
+            let e = epsilon(sigma, 2, 1, delta).unwrap();
             assert!(e >= exact - 1e-3, "sigma {sigma}: {e} below {exact}");
             assert!(
                 (e - published).abs() < 0.03,
@@ -248,14 +432,75 @@ mod tests {
     /// Hiding among more rounds costs less, and never more than the Gaussian mechanism.
     #[test]
     fn more_rounds_cost_less() {
-        let one = epsilon(1.0, 1, 1e-5).unwrap();
+        let one = epsilon(1.0, 1, 1, 1e-5).unwrap();
         let mut last = one;
         for t in [2, 4, 16, 100] {
-            let e = epsilon(1.0, t, 1e-5).unwrap();
+            let e = epsilon(1.0, t, 1, 1e-5).unwrap();
             assert!(e < last, "T = {t}: {e} not below {last}");
             last = e;
         }
-        assert!(epsilon(0.0, 2, 1e-5).is_err());
-        assert!(epsilon(1.0, 0, 1e-5).is_err());
+        assert!(epsilon(0.0, 2, 1, 1e-5).is_err());
+        assert!(epsilon(1.0, 0, 1, 1e-5).is_err());
+        assert!(epsilon(1.0, 4, 0, 1e-5).is_err());
+        assert!(epsilon(1.0, 4, 5, 1e-5).is_err());
+    }
+
+    /// Epsilon of the Gaussian mechanism at `delta` (bisection on the closed form).
+    fn gaussian_epsilon(sigma: f64, delta: f64) -> f64 {
+        let d = |eps: f64| {
+            norm_cdf(0.5 / sigma - eps * sigma) - eps.exp() * norm_cdf(-0.5 / sigma - eps * sigma)
+        };
+        let (mut a, mut b) = (0.0, 100.0);
+        for _ in 0..200 {
+            let m = 0.5 * (a + b);
+            if d(m) > delta { a = m } else { b = m }
+        }
+        b
+    }
+
+    /// k periods of one round each leave nothing hidden: every agent is in every round, k
+    /// Gaussian mechanisms composed, which is one of noise multiplier sigma / sqrt(k). The
+    /// composed grid is above that closed form and within 0.03 of it.
+    #[test]
+    fn periods_of_one_round_compose_to_the_gaussian_mechanism() {
+        for (sigma, k, delta) in [
+            (1.0, 2, 1e-5),
+            (2.0, 4, 1e-5),
+            (4.0, 8, 1e-6),
+            (1.0, 3, 1e-3),
+        ] {
+            let exact = gaussian_epsilon(sigma / (k as f64).sqrt(), delta);
+            let got = epsilon(sigma, k, k, delta).unwrap();
+            assert!(got >= exact, "sigma {sigma} k {k}: {got} below {exact}");
+            assert!(
+                got <= exact + 0.03,
+                "sigma {sigma} k {k}: {got} against {exact}"
+            );
+        }
+    }
+
+    /// k of T: hiding each of the k rounds among T / k costs less than taking part in k
+    /// rounds outright (the Gaussian mechanism at sigma / sqrt(k)), more than one round of T,
+    /// and more for every further round taken part in.
+    #[test]
+    fn rounds_per_agent_cost_between_one_round_and_no_hiding() {
+        let (sigma, rounds, delta) = (1.0, 12, 1e-5);
+        let mut last = epsilon(sigma, rounds, 1, delta).unwrap();
+        for k in [2, 3, 4, 6] {
+            let e = epsilon(sigma, rounds, k, delta).unwrap();
+            assert!(e > last, "k = {k}: {e} not above {last}");
+            let open = gaussian_epsilon(sigma / (k as f64).sqrt(), delta);
+            assert!(e < open, "k = {k}: {e} not below {open}");
+            last = e;
+        }
+    }
+
+    /// The periods split the rounds as evenly as possible, longer ones first.
+    #[test]
+    fn periods_split_the_rounds_evenly() {
+        assert_eq!(periods(10, 3), [4, 3, 3]);
+        assert_eq!(periods(9, 3), [3, 3, 3]);
+        assert_eq!(periods(5, 5), [1, 1, 1, 1, 1]);
+        assert_eq!(periods(7, 1), [7]);
     }
 }
