@@ -12,6 +12,7 @@ use crate::objective::{Codec, Landscape, Point};
 use crate::run::outdir::{Claim, OutDir};
 use crate::run::runner::{prepare, run_one};
 use crate::spec::{ObjectiveKind, Spec};
+use clap::Args;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -641,4 +642,90 @@ fn result_from_flags(
             ),
         )),
     }
+}
+
+#[derive(Args)]
+pub struct AskArgs {
+    /// The experiment spec (TOML).
+    spec: PathBuf,
+    /// The state folder (created on first use).
+    #[arg(long)]
+    state: PathBuf,
+    /// Output format.
+    #[arg(long, default_value = "csv", value_parser = ["csv", "json"])]
+    format: String,
+    /// Also print queries handed out before and still waiting for a result.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args)]
+pub struct TellArgs {
+    /// The experiment spec (TOML).
+    spec: PathBuf,
+    /// The state folder given to `fbo ask`.
+    #[arg(long)]
+    state: PathBuf,
+    /// The agent whose outstanding query the value answers.
+    #[arg(long)]
+    agent: Option<usize>,
+    /// The measured metric (in the spec's direction: higher is better with "maximize").
+    #[arg(long, allow_negative_numbers = true)]
+    value: Option<f64>,
+    /// The run, where the agent has outstanding queries in several.
+    #[arg(long)]
+    run: Option<usize>,
+    /// The scope (as `fbo ask` prints it), where the agent has several outstanding.
+    #[arg(long)]
+    scope: Option<String>,
+    /// The iteration (as `fbo ask` prints it), where the agent has several outstanding
+    /// in one run and scope (its initial points).
+    #[arg(long, allow_negative_numbers = true)]
+    iteration: Option<i64>,
+    /// What the evaluation cost, in seconds >= 0 (recorded as the trace's train_s).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    cost: f64,
+    /// A CSV of results: scope, run, agent, iteration, metric [, cost_s].
+    #[arg(long)]
+    results: Option<PathBuf>,
+}
+
+pub fn cmd_ask(a: AskArgs) -> Result<()> {
+    let AskArgs {
+        spec,
+        state,
+        format,
+        all,
+    } = a;
+    crate::cli::asktell::ask(
+        &Spec::load(&spec)?,
+        &crate::cli::asktell::AskOptions { state, format, all },
+    )
+}
+
+pub fn cmd_tell(a: TellArgs) -> Result<()> {
+    let TellArgs {
+        spec,
+        state,
+        agent,
+        value,
+        run,
+        scope,
+        iteration,
+        cost,
+        results,
+    } = a;
+    crate::cli::asktell::tell(
+        &Spec::load(&spec)?,
+        &crate::cli::asktell::TellOptions {
+            state,
+            agent,
+            value,
+            run,
+            scope,
+            iteration,
+            cost_s: cost,
+            results,
+        },
+    )
 }

@@ -12,6 +12,7 @@ use crate::run::runner::{RunOptions, run_spec};
 use crate::spec::{ObjectiveKind, ObjectiveSpec, Spec};
 use crate::surrogate::gp::{FitBudget, GpHyper, HyperBounds, HyperModel, HyperPrior, Kernel};
 use crate::surrogate::own::OwnSettings;
+use clap::Args;
 use ndarray::Array1;
 use rand_distr::{Distribution, StandardNormal};
 use std::path::PathBuf;
@@ -667,4 +668,119 @@ pub fn secure_round(
         (n - dropped) * len * 8
     );
     Ok(())
+}
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Values of M (= M_target) to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "50,100,200")]
+    features: Vec<usize>,
+    /// Points of the 1-D grid the synthetic per-iteration benchmark searches.
+    #[arg(long, default_value_t = 1000)]
+    grid: usize,
+    /// Observations to grow each agent to.
+    #[arg(long, default_value_t = 60)]
+    observations: usize,
+    /// Independent functions per M.
+    #[arg(long, default_value_t = 5)]
+    repeats: usize,
+    /// Specs to time end to end.
+    #[arg(long = "config")]
+    configs: Vec<PathBuf>,
+    /// Tables (table.toml) whose loading to time.
+    #[arg(long = "table")]
+    tables: Vec<PathBuf>,
+    /// Time live landmine SVM evaluations (decision-value and Platt AUC, one thread) at
+    /// the points of this CSV (columns agent, C, gamma, ...; e.g.
+    /// tests/fixtures/landmine_platt_reference.csv) on the data of --landmine-data.
+    #[arg(long = "landmine-points", requires = "landmine_data")]
+    landmine_points: Option<PathBuf>,
+    /// The landmine data (landmine.csv) for --landmine-points.
+    #[arg(long = "landmine-data")]
+    landmine_data: Option<PathBuf>,
+    /// Measure only the BO overhead per agent-iteration of every algorithm of these specs
+    /// (one thread; e.g. configs/bench-landmine-dp.toml, configs/bench-landmine-fts.toml).
+    #[arg(long = "iteration-cost")]
+    iteration_cost: Vec<PathBuf>,
+    /// Measure only how much marginal likelihood a cheaper GP fit (one refinement instead
+    /// of the spec's) gives up on the refits of these specs' TS agents.
+    #[arg(long = "fit-quality")]
+    fit_quality: Vec<PathBuf>,
+    /// Measure only the cost of N command evaluations of a `true`-like command (echo of a
+    /// metric) through fbo's protocol and journal, against starting it bare.
+    #[arg(long = "command-overhead", value_parser = clap::value_parser!(u32).range(1..=100000))]
+    command_overhead: Option<u32>,
+    /// Measure only one round of secure aggregation (server.secure) among N members
+    /// masking W words each, D of them dropping out after masking: N,W,D (e.g. 100,400,30);
+    /// N,W,D,K with each member masking with K neighbours (server.secure_neighbours).
+    #[arg(long = "secure-round", value_delimiter = ',')]
+    secure_round: Option<Vec<usize>>,
+}
+
+pub fn cmd_bench(a: BenchArgs) -> Result<()> {
+    let BenchArgs {
+        features,
+        grid,
+        observations,
+        repeats,
+        configs,
+        tables,
+        landmine_points,
+        landmine_data,
+        iteration_cost,
+        fit_quality,
+        command_overhead,
+        secure_round,
+    } = a;
+    if let Some(n) = command_overhead {
+        return self::command_overhead(n as usize);
+    }
+    if let Some(v) = secure_round {
+        let (n, words, dropped, neighbours) = match v[..] {
+            [n, w, d] => (n, w, d, None),
+            [n, w, d, k] => (n, w, d, Some(k)),
+            _ => {
+                return Err(FboError::spec(
+                    "fbo bench",
+                    "--secure-round",
+                    format!("takes three numbers N,W,D or four N,W,D,K, got {}", v.len()),
+                ));
+            }
+        };
+        return self::secure_round(n, words, dropped, neighbours, repeats.max(5));
+    }
+    if features.contains(&0) || grid < 2 || observations < 2 || repeats < 1 {
+        return Err(FboError::spec(
+            "fbo bench",
+            "",
+            "--features must be >= 1, --grid >= 2, --observations >= 2, --repeats >= 1",
+        ));
+    }
+    run(&BenchOptions {
+        features,
+        grid,
+        observations,
+        repeats,
+        configs,
+        tables,
+        landmine: landmine_points.zip(landmine_data),
+        iteration_cost,
+        fit_quality,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    #[test]
+    fn bench_features_parse_as_their_help_shows() {
+        let cli = Cli::try_parse_from(["fbo", "bench", "--features", "50,100,200"]).unwrap();
+        let Command::Bench(BenchArgs { features, .. }) = cli.command else {
+            panic!("not bench");
+        };
+        assert_eq!(features, vec![50, 100, 200]);
+    }
 }

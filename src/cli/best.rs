@@ -7,7 +7,9 @@
 use crate::error::{FboError, Result};
 use crate::objective::{Codec, Landscape};
 use crate::spec::Spec;
+use clap::Args;
 use std::path::Path;
+use std::path::PathBuf;
 
 /// One line of the answer.
 #[derive(Clone, Debug, PartialEq)]
@@ -291,6 +293,69 @@ fn sig6(v: f64) -> String {
     } else {
         format!("{v:.5e}")
     }
+}
+
+/// `fbo best RUN`: the run folder's own spec names the trace's columns.
+pub(crate) fn best_of_run(run: &Path, csv: bool) -> Result<String> {
+    // A sweep's folder holds one run folder per point.
+    let points = run.join("points");
+    if !run.join("trace.csv").exists() && points.is_dir() {
+        let mut names: Vec<String> = std::fs::read_dir(&points)
+            .map_err(|e| FboError::io(&points, e))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().join("trace.csv").exists())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        let shown = names.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+        return Err(FboError::spec(
+            run,
+            "",
+            format!(
+                "a sweep's folder: its points are run folders of their own; ask for one, e.g. `fbo best {}` ({} finished point{}{}{})",
+                points
+                    .join(names.first().map_or("POINT", |n| n.as_str()))
+                    .display(),
+                names.len(),
+                if names.len() == 1 { "" } else { "s" },
+                if names.is_empty() { "" } else { ": " },
+                if names.len() > 5 {
+                    format!("{shown}, ...")
+                } else {
+                    shown
+                }
+            ),
+        ));
+    }
+    let spec = Spec::load(&run.join("spec.toml"))?;
+    let land = spec.landscapes()?.swap_remove(0);
+    let (best, failed) = crate::cli::best::best(&spec, &land, &run.join("trace.csv"))?;
+    for (alg, agent, n) in failed {
+        eprintln!(
+            "note: {alg}, agent {agent}: all {n} of its evaluations failed; it has no best configuration (evaluations.jsonl records why)"
+        );
+    }
+    let codec = land.space.codec();
+    Ok(if csv {
+        crate::cli::best::to_csv(&best, &codec, land.dim())
+    } else {
+        crate::cli::best::to_table(&best, &codec, land.dim())
+    })
+}
+
+#[derive(Args)]
+pub struct BestArgs {
+    /// A run's output folder (with trace.csv and spec.toml).
+    run: PathBuf,
+    /// Print CSV instead of a table.
+    #[arg(long)]
+    csv: bool,
+}
+
+pub fn cmd_best(a: BestArgs) -> Result<()> {
+    let BestArgs { run, csv } = a;
+    print!("{}", best_of_run(&run, csv)?);
+    Ok(())
 }
 
 #[cfg(test)]

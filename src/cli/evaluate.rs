@@ -2,12 +2,15 @@
 //! hyperparameter values, to check a recommended configuration or a paper's reported point;
 //! and `fbo incumbents RUN --reference SPEC`: every incumbent of a run valued that way.
 
+use super::load;
 use crate::error::{FboError, Result};
 use crate::objective::Landscape;
 use crate::objective::journal::Request;
 use crate::spec::ObjectiveKind;
 use crate::spec::Spec;
+use clap::Args;
 use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 /// The spec's landscapes and hyperparameter names, if fbo can evaluate its objective at given
@@ -279,4 +282,47 @@ fn incumbents_header(units: usize, names: &[String]) -> Vec<String> {
     head.extend(names.iter().map(|n| format!("incumbent_{n}")));
     head.extend(["observed_best_metric", "best_f", "best_metric"].map(String::from));
     head
+}
+
+#[derive(Args)]
+pub struct EvaluateArgs {
+    /// The spec whose objective is evaluated.
+    spec: PathBuf,
+    /// The points, CSV.
+    #[arg(long)]
+    points: PathBuf,
+    /// The run whose objective is used (synthetic objectives differ per run).
+    #[arg(long, default_value_t = 0)]
+    run: usize,
+}
+
+#[derive(Args)]
+pub struct IncumbentsArgs {
+    /// A run's folder (holding trace.csv) or a trace.csv.
+    input: PathBuf,
+    /// The spec whose objective values the incumbents; its hyperparameters must be the
+    /// trace's columns.
+    #[arg(long)]
+    reference: PathBuf,
+}
+
+pub fn cmd_evaluate(a: EvaluateArgs) -> Result<()> {
+    let EvaluateArgs { spec, points, run } = a;
+    let s = load(&spec, None, false)?;
+    let csv = crate::cli::evaluate::evaluate(&s, &spec, &points, run)?;
+    print!("{csv}");
+    Ok(())
+}
+
+pub fn cmd_incumbents(a: IncumbentsArgs) -> Result<()> {
+    let IncumbentsArgs { input, reference } = a;
+    let s = load(&reference, None, false)?;
+    let trace = if input.is_dir() {
+        input.join("trace.csv")
+    } else {
+        input
+    };
+    let csv = crate::cli::evaluate::incumbents(&s, &reference, &trace)?;
+    print!("{csv}");
+    Ok(())
 }

@@ -5,6 +5,7 @@
 use crate::error::{FboError, Result};
 use crate::objective::journal::{Journal, Outcome};
 use crate::run::runner::journal_names;
+use clap::Args;
 use std::path::{Path, PathBuf};
 
 /// Which evaluations to write: those of the scopes named (all when empty) and of one run.
@@ -109,4 +110,23 @@ fn scopes(journal: &Journal) -> Vec<String> {
     let mut s: Vec<String> = journal.finished().into_iter().map(|f| f.0.scope).collect();
     s.dedup();
     s
+}
+
+#[derive(Args)]
+pub struct HistoryArgs {
+    /// A run's output folder (its evaluations.jsonl and shards' journals), or one journal.
+    input: PathBuf,
+    /// Only this scope: "init" (initial points) or an algorithm's label; repeatable.
+    #[arg(long)]
+    scope: Vec<String>,
+    /// Only this run.
+    #[arg(long)]
+    run: Option<usize>,
+}
+
+pub fn cmd_history(a: HistoryArgs) -> Result<()> {
+    let HistoryArgs { input, scope, run } = a;
+    let select = crate::cli::history::Select { scopes: scope, run };
+    print!("{}", crate::cli::history::history(&input, &select)?);
+    Ok(())
 }

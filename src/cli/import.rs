@@ -9,6 +9,7 @@
 use crate::data::privtuna::{self, Federation, GridRow};
 use crate::error::{FboError, Result};
 use crate::run::outdir::{Claim, Identity, OutDir};
+use clap::Args;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use std::collections::BTreeSet;
@@ -435,4 +436,43 @@ pub fn privtuna(opts: &ImportOptions) -> Result<()> {
         found.skipped.len()
     );
     Ok(())
+}
+
+#[derive(Args)]
+pub struct ImportArgs {
+    /// The format of the source.
+    #[arg(value_parser = ["privtuna"])]
+    format: String,
+    /// The source folder.
+    source: PathBuf,
+    /// Where the table folders go.
+    #[arg(long, default_value = "data/privtuna")]
+    out: PathBuf,
+    /// The table's metric: validation accuracy (maximised) or validation loss (minimised).
+    #[arg(long, default_value = "val_accuracy", value_parser = ["val_accuracy", "val_loss"])]
+    metric: String,
+    /// Replace files fbo did not write in the output folders.
+    #[arg(long)]
+    overwrite: bool,
+    /// Do not list the skipped files (the summary still shows).
+    #[arg(long)]
+    quiet: bool,
+}
+
+pub fn cmd_import(a: ImportArgs) -> Result<()> {
+    let ImportArgs {
+        format: _,
+        source,
+        out,
+        metric,
+        overwrite,
+        quiet,
+    } = a;
+    crate::cli::import::privtuna(&crate::cli::import::ImportOptions {
+        source,
+        out,
+        metric: crate::cli::import::Metric::parse(&metric).expect("clap checked the metric"),
+        overwrite,
+        quiet,
+    })
 }

@@ -4,6 +4,7 @@
 //! DejaVu Sans, so PNGs render the same on a machine without fonts.
 
 use crate::error::{FboError, Result};
+use clap::Args;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::collections::BTreeMap;
@@ -1370,6 +1371,69 @@ fn check_out(out: &Path) -> Result<()> {
             "the output must end in .png or .svg",
         )),
     }
+}
+
+#[derive(Args)]
+pub struct PlotArgs {
+    /// What to draw: iterations, time (summary.csv); messages (summary.csv); privacy,
+    /// scaling (sweep.csv).
+    #[arg(value_enum)]
+    kind: Kind,
+    /// Input CSV; repeat to overlay several runs' summaries.
+    #[arg(long = "input", required = true)]
+    inputs: Vec<PathBuf>,
+    /// Output image, ending in .png or .svg.
+    #[arg(long)]
+    out: PathBuf,
+    /// The figure's title [default: none].
+    #[arg(long)]
+    title: Option<String>,
+    /// The quantity on the vertical axis of iterations, time, difference and ranks plots
+    /// [default: best-metric].
+    #[arg(long, value_enum)]
+    y: Option<Quantity>,
+    /// The clock of a time plot [default: simulated].
+    #[arg(long, value_enum)]
+    clock: Option<Clock>,
+    /// The epsilon column of a privacy plot.
+    #[arg(long, default_value = "rdp-int", value_parser = ["rdp-int", "rdp", "pld"])]
+    accountant: String,
+    /// Logarithmic vertical axis.
+    #[arg(long)]
+    log_y: bool,
+    /// Only these algorithm labels, in this order (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    algorithms: Vec<String>,
+    /// `difference` plots: the algorithm subtracted [default: the first in the trace].
+    #[arg(long)]
+    baseline: Option<String>,
+}
+
+pub fn cmd_plot(a: PlotArgs) -> Result<()> {
+    let PlotArgs {
+        kind,
+        inputs,
+        out,
+        title,
+        y,
+        clock,
+        accountant,
+        log_y,
+        algorithms,
+        baseline,
+    } = a;
+    run(&PlotOptions {
+        kind,
+        inputs,
+        out,
+        title,
+        quantity: y,
+        clock,
+        accountant,
+        log_y,
+        algorithms,
+        baseline,
+    })
 }
 
 #[cfg(test)]

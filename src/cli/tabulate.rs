@@ -7,12 +7,14 @@
 //! raw hyperparameters) to the metric. The driver (grid, parallelism, resume, provenance) is
 //! shared.
 
+use super::{say_finished, work_of};
 use crate::error::{FboError, Result};
 pub use crate::objective::model::{AgentSplit, Dataset, ModelSettings, SvmMetric, svm_auc};
 use crate::objective::model::{Task, prepare};
 use crate::objective::space::{Param, Scale};
 use crate::run::outdir::{Claim, Identity, OutDir, PARTS_FINGERPRINT};
 use crate::run::runner::with_threads;
+use clap::Args;
 use rayon::prelude::*;
 use serde::Deserialize;
 use std::fs;
@@ -522,6 +524,72 @@ fn table_toml(
         );
     }
     meta
+}
+
+#[derive(Args)]
+pub struct TabulateArgs {
+    /// The tabulation config (TOML), e.g. configs/tabulate-landmine.toml.
+    config: PathBuf,
+    /// The raw data: the landmine CSV file (data/raw/landmine/landmine.csv.gz), the HAR folder (data/raw/har) or the EMNIST folder (data/raw/emnist).
+    #[arg(long)]
+    data: PathBuf,
+    /// Output folder [default: data/<name>/, name from the config, else the dataset].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Worker threads [default: one per core]. The table does not depend on it.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    threads: Option<u32>,
+    /// No progress bar or resume messages on stderr (notes and warnings still show).
+    #[arg(long)]
+    quiet: bool,
+    /// Replace another table's files in the output folder (only files fbo wrote).
+    #[arg(long)]
+    overwrite: bool,
+    /// Tabulate only shard I of N (0 <= I < N): the I-th of N blocks of the agents,
+    /// saved in parts/ without building the table; shards may run at once.
+    #[arg(long, value_parser = crate::run::runner::Work::parse_shard, conflicts_with = "merge")]
+    shard: Option<crate::run::runner::Work>,
+    /// Only build the table from the agents saved by shards; refused while any is missing.
+    #[arg(long)]
+    merge: bool,
+}
+
+pub fn cmd_tabulate(a: TabulateArgs) -> Result<()> {
+    let TabulateArgs {
+        config,
+        data,
+        out,
+        threads,
+        quiet,
+        overwrite,
+        shard,
+        merge,
+    } = a;
+    let cfg = TabulateConfig::load(&config)?;
+    let work = work_of(shard, merge);
+    let out = out.unwrap_or_else(|| Path::new("data").join(&cfg.name));
+    run(
+        &config,
+        &TabulateOptions {
+            data,
+            out: out.clone(),
+            threads: threads.map(|t| t as usize),
+            quiet,
+            overwrite,
+            work,
+        },
+    )?;
+    say_finished(
+        quiet,
+        work,
+        |index, count| {
+            format!(
+                "shard {index}/{count} tabulated; build the table with --merge once every shard is done"
+            )
+        },
+        || format!("table -> {}", out.join("table.csv").display()),
+    );
+    Ok(())
 }
 
 #[cfg(test)]
