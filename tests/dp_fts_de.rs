@@ -963,3 +963,110 @@ fn a_batch_per_round_adds_own_samples_and_keeps_one_message_per_round() {
     let p = write(dir.path(), "async-batch.toml", &refused);
     assert_refused(&p, "dp-fts-de in rounds");
 }
+
+/// `server.sampling = "allocation"`: every agent takes part in exactly `rounds_per_agent`
+/// rounds, one in each period (rounds 1-4, 5-7, 8-10 of 10), as server.csv's selected agents
+/// show; privacy.csv is random allocation's accountant, one epsilon per period (a period
+/// counts in full from its first round), ending at the whole allocation's; the keys it has no
+/// use for, and the accountants without an analysis of it, are refused by name.
+#[test]
+fn random_allocation_takes_each_agent_in_k_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = SMALL_DP
+        .replace("iterations = 8", "iterations = 10")
+        .replace("runs = 3", "runs = 2")
+        .replace(
+            "q = 0.5\n",
+            "sampling = \"allocation\"\nrounds_per_agent = 3\n",
+        )
+        .replace("z = 1.0", "z = 2.0")
+        .replace("accountants = [\"rdp-int\", \"rdp\"]", "delta = 1e-5");
+    let spec = write(dir.path(), "alloc.toml", &text);
+    let out = dir.path().join("out");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let server = Csv::read(&out.join("server.csv"));
+    for run in ["0", "1"] {
+        let rounds: Vec<_> = server.records().filter(|r| r.get("run") == run).collect();
+        assert_eq!(rounds.len(), 10);
+        let mut taken = vec![Vec::new(); 12];
+        for r in &rounds {
+            let round: usize = r.get("round").parse().unwrap();
+            let agents = r.get("selected_agents");
+            for a in agents.split(';').filter(|a| !a.is_empty()) {
+                taken[a.parse::<usize>().unwrap()].push(round);
+            }
+            assert_eq!(
+                r.num("selected") as usize,
+                agents.split(';').filter(|a| !a.is_empty()).count()
+            );
+        }
+        // Rounds are numbered from 0 in server.csv: periods 0-3, 4-6, 7-9.
+        for (agent, rounds) in taken.iter().enumerate() {
+            let periods: Vec<usize> = rounds
+                .iter()
+                .map(|&t| match t {
+                    0..=3 => 0,
+                    4..=6 => 1,
+                    _ => 2,
+                })
+                .collect();
+            assert_eq!(periods, [0, 1, 2], "agent {agent} in rounds {rounds:?}");
+        }
+    }
+    let privacy = Csv::read(&out.join("privacy.csv"));
+    let curve: Vec<f64> = privacy
+        .records()
+        .filter(|r| r.get("run") == "0")
+        .map(|r| {
+            assert_eq!(r.get("accountant"), "allocation");
+            assert_eq!(r.get("sampling"), "allocation");
+            r.num("epsilon")
+        })
+        .collect();
+    assert_eq!(curve.len(), 10);
+    let whole = fbo::privacy::allocation::epsilon(2.0, 10, 3, 1e-5).unwrap();
+    let first = fbo::privacy::allocation::epsilon(2.0, 4, 1, 1e-5).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b;
+    assert!(
+        close(curve[0], first) && close(curve[3], first),
+        "{curve:?}"
+    );
+    assert!(curve[4] > curve[3] && curve[4] == curve[6] && curve[7] > curve[6]);
+    assert!(close(curve[9], whole), "{} against {whole}", curve[9]);
+    let refused = |name: &str, text: String, want: &str| {
+        assert_refused(&write(dir.path(), name, &text), want);
+    };
+    refused(
+        "q.toml",
+        text.replace("rounds_per_agent = 3\n", "rounds_per_agent = 3\nq = 0.5\n"),
+        "key `server.q`: does not apply with sampling = \"allocation\"",
+    );
+    refused(
+        "k.toml",
+        SMALL_DP.replace("q = 0.5\n", "q = 0.5\nrounds_per_agent = 2\n"),
+        "key `server.rounds_per_agent`: applies only with sampling = \"allocation\"",
+    );
+    refused(
+        "rdp.toml",
+        text.replace("delta = 1e-5", "accountants = [\"rdp\"]\ndelta = 1e-5"),
+        "the rdp accountant has no analysis of random allocation",
+    );
+    refused(
+        "many.toml",
+        text.replace("rounds_per_agent = 3", "rounds_per_agent = 11"),
+        "key `server.rounds_per_agent`: random allocation takes each agent in 1 to min(rounds, 64) rounds, got 11 of 10",
+    );
+    refused(
+        "replace.toml",
+        text.replace(
+            "rounds_per_agent = 3\n",
+            "rounds_per_agent = 3\nadjacency = \"replace-one\"\n",
+        ),
+        "random allocation is analysed under add-remove adjacency only",
+    );
+    refused(
+        "agreed.toml",
+        text.replace("features = 16\n", "features = 16\nshared = \"agreed\"\n"),
+        "key `server.sampling`: random allocation is not built with shared = \"agreed\"",
+    );
+}

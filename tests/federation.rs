@@ -99,10 +99,18 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
     // A privacy budget that stops the server's releases after a few rounds: the agents go
     // on alone from the broadcast that says so.
     let budget = SMALL_DP.replace("clip = 3.0", "clip = 3.0\nmax_epsilon = 1.5");
+    // Random allocation: the server's draw of each agent's round in a period, across sites.
+    let allocation = SMALL_DP
+        .replace(
+            "q = 0.5\n",
+            "sampling = \"allocation\"\nrounds_per_agent = 2\n",
+        )
+        .replace("[\"rdp-int\", \"rdp\"]", "[\"allocation\"]");
     for (name, text) in [
         ("grid", grid_spec()),
         ("box", BRANIN_DP.to_string()),
         ("budget", budget),
+        ("allocation", allocation),
         ("frameworks-box", FRAMEWORKS.to_string()),
         ("agreed", AGREED.to_string()),
         ("frameworks-grid", frameworks_on_a_grid()),

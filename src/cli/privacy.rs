@@ -97,6 +97,7 @@ pub fn cmd_privacy(a: PrivacyArgs) -> Result<()> {
             )
         }
         (Sampling::Poisson, _) => (nominal, None),
+        (Sampling::Allocation { .. }, _) => unreachable!("--sampling allocation returned above"),
     };
     let which: Vec<Accountant> = match accountant {
         Some(a) => vec![a.parse().map_err(|e: String| bad("--accountant", e))?],

@@ -36,7 +36,7 @@ const STEP: f64 = 2e-3;
 /// Standard deviations kept on each side of ln Z's range.
 const TAIL_SDS: f64 = 14.0;
 /// Most rounds per agent: the composed grid grows k-fold, and the convolutions with its square.
-const MAX_PER_AGENT: u64 = 64;
+pub const MAX_PER_AGENT: u64 = 64;
 /// Mass cut from either end of a loss grid before it is convolved: moved to the next kept
 /// cell at the low end (a higher loss) and to an infinite loss at the high end, both of which
 /// can only raise delta.
@@ -54,10 +54,36 @@ struct Grid {
 /// directions (add and remove), an upper bound (the bisection's bracket closed to 1e-7 and its
 /// upper end returned).
 pub fn epsilon(sigma: f64, rounds: u64, per_agent: u64, delta: f64) -> Result<f64, Refusal> {
+    epsilon_after(sigma, rounds, per_agent, rounds, delta)
+}
+
+/// Epsilon at `delta` after the first `steps` of the `rounds` rounds: every period begun by
+/// then counted in full (the rounds of a period released so far are a post-processing of all
+/// of its rounds, so its whole allocation bounds them). Zero steps release nothing.
+pub fn epsilon_after(
+    sigma: f64,
+    rounds: u64,
+    per_agent: u64,
+    steps: u64,
+    delta: f64,
+) -> Result<f64, Refusal> {
     check(sigma, rounds, per_agent, delta)?;
+    let begun: Vec<u64> = periods(rounds, per_agent)
+        .into_iter()
+        .scan(0, |start, len| {
+            let first = *start + 1;
+            *start += len;
+            Some((first, len))
+        })
+        .filter(|&(first, _)| first <= steps)
+        .map(|(_, len)| len)
+        .collect();
+    if begun.is_empty() {
+        return Ok(0.0);
+    }
     let mut out = 0.0f64;
     for remove in [true, false] {
-        let loss = composed(sigma, rounds, per_agent, remove);
+        let loss = composed(sigma, &begun, remove);
         let f = |e: f64| loss.delta(e);
         if f(0.0) <= delta {
             continue;
@@ -81,18 +107,43 @@ pub fn epsilon(sigma: f64, rounds: u64, per_agent: u64, delta: f64) -> Result<f6
 /// The sizes of the `per_agent` consecutive periods `rounds` are split into: as equal as
 /// possible, the longer ones first.
 pub fn periods(rounds: u64, per_agent: u64) -> Vec<u64> {
+    let per_agent = per_agent.max(1);
     let (base, extra) = (rounds / per_agent, rounds % per_agent);
     (0..per_agent)
         .map(|b| base + u64::from(b < extra))
         .collect()
 }
 
-/// One direction's loss over all the periods: each period's, convolved.
-fn composed(sigma: f64, rounds: u64, per_agent: u64, remove: bool) -> Loss {
-    let sizes = periods(rounds, per_agent);
+/// The last round of the last period begun by round `steps` (0 before the first): the rounds
+/// `epsilon_after` counts, so that every round of one period has one epsilon.
+pub fn counted_rounds(rounds: u64, per_agent: u64, steps: u64) -> u64 {
+    let mut end = 0;
+    for len in periods(rounds, per_agent) {
+        if end >= steps {
+            break;
+        }
+        end += len;
+    }
+    end
+}
+
+/// The period holding round `round` (1-based) as (its first round, its length).
+pub fn period_of(rounds: u64, per_agent: u64, round: u64) -> (u64, u64) {
+    let mut first = 1;
+    for len in periods(rounds, per_agent) {
+        if round < first + len {
+            return (first, len);
+        }
+        first += len;
+    }
+    (first, 1)
+}
+
+/// One direction's loss over the periods of the given lengths: each period's, convolved.
+fn composed(sigma: f64, sizes: &[u64], remove: bool) -> Loss {
     let mut out: Option<Loss> = None;
     // At most two period sizes: each one's loss built once and raised to its count.
-    let mut distinct = sizes.clone();
+    let mut distinct = sizes.to_vec();
     distinct.dedup();
     for t in distinct {
         let count = sizes.iter().filter(|&&x| x == t).count() as u64;
@@ -121,7 +172,9 @@ pub enum Input {
     Delta,
 }
 
-fn check(sigma: f64, rounds: u64, per_agent: u64, delta: f64) -> Result<(), Refusal> {
+/// Whether the accountant answers for these inputs (each within the range where it answers
+/// in seconds), and which one is out of range.
+pub fn check(sigma: f64, rounds: u64, per_agent: u64, delta: f64) -> Result<(), Refusal> {
     let refuse = |input, message| Err(Refusal { input, message });
     // Its grids grow as 1 / sigma^2 and each merge costs their square: the ranges where it
     // answers in seconds.
@@ -493,6 +546,25 @@ mod tests {
             assert!(e < open, "k = {k}: {e} not below {open}");
             last = e;
         }
+    }
+
+    /// After t rounds every period begun is counted in full, and the rounds of one period
+    /// share one epsilon, which grows period by period to the whole allocation's.
+    #[test]
+    fn a_period_counts_in_full_from_its_first_round() {
+        assert_eq!(period_of(10, 3, 1), (1, 4));
+        assert_eq!(period_of(10, 3, 4), (1, 4));
+        assert_eq!(period_of(10, 3, 5), (5, 3));
+        assert_eq!(period_of(10, 3, 10), (8, 3));
+        let counted: Vec<u64> = (0..=10).map(|t| counted_rounds(10, 3, t)).collect();
+        assert_eq!(counted, [0, 4, 4, 4, 4, 7, 7, 7, 10, 10, 10]);
+        let at = |t| epsilon_after(2.0, 10, 3, t, 1e-5).unwrap();
+        assert_eq!(at(0), 0.0);
+        assert_eq!(at(1), at(4));
+        assert!(at(4) < at(5) && at(5) < at(8));
+        assert_eq!(at(10), epsilon(2.0, 10, 3, 1e-5).unwrap());
+        // The first period alone is one round in four.
+        assert_eq!(at(1), epsilon(2.0, 4, 1, 1e-5).unwrap());
     }
 
     /// The periods split the rounds as evenly as possible, longer ones first.

@@ -94,6 +94,8 @@ impl Distributed {
         let sampled = match sampling {
             Sampling::Poisson => zhu_wang_general(q, alpha, eps),
             Sampling::Fixed => wbk_general(q, alpha, eps),
+            // No amplification claimed: the unsampled round bounds any sampling.
+            Sampling::Allocation { .. } => plain,
         };
         sampled.min(plain)
     }

@@ -28,6 +28,12 @@ use std::str::FromStr;
 pub enum Sampling {
     Poisson,
     Fixed,
+    /// Random allocation (`allocation`): each agent in `per_agent` of `rounds` rounds, one
+    /// in each of `per_agent` consecutive periods, chosen uniformly and hidden.
+    Allocation {
+        per_agent: u64,
+        rounds: u64,
+    },
 }
 
 impl Sampling {
@@ -35,18 +41,25 @@ impl Sampling {
         match self {
             Sampling::Poisson => "poisson",
             Sampling::Fixed => "fixed",
+            Sampling::Allocation { .. } => "allocation",
         }
     }
 }
 
 impl FromStr for Sampling {
     type Err = String;
+    /// "allocation" parses to one round per agent of rounds still unknown (0): a spec sets
+    /// both from its own keys (`server.rounds_per_agent` and the iterations).
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "poisson" => Ok(Sampling::Poisson),
             "fixed" => Ok(Sampling::Fixed),
+            "allocation" => Ok(Sampling::Allocation {
+                per_agent: 1,
+                rounds: 0,
+            }),
             _ => Err(format!(
-                "unknown sampling \"{s}\"; allowed: \"poisson\", \"fixed\""
+                "unknown sampling \"{s}\"; allowed: \"poisson\", \"fixed\", \"allocation\""
             )),
         }
     }
@@ -73,7 +86,7 @@ impl Adjacency {
     /// sampling, replace-one for fixed size (the only one it has).
     pub fn default_for(sampling: Sampling) -> Self {
         match sampling {
-            Sampling::Poisson => Adjacency::AddRemove,
+            Sampling::Poisson | Sampling::Allocation { .. } => Adjacency::AddRemove,
             Sampling::Fixed => Adjacency::ReplaceOne,
         }
     }
@@ -124,6 +137,9 @@ pub fn check_relation(sampling: Sampling, adjacency: Adjacency) -> Result<(), St
         (Sampling::Fixed, Adjacency::AddRemove) => Err(
             "fixed-size sampling is analysed under replace-one adjacency only: adding or removing an agent changes N, and with it the rate m / N the analysis rests on; use adjacency = \"replace-one\"".into(),
         ),
+        (Sampling::Allocation { .. }, Adjacency::ReplaceOne) => Err(
+            "random allocation is analysed under add-remove adjacency only; use adjacency = \"add-remove\"".into(),
+        ),
         _ => Ok(()),
     }
 }
@@ -133,9 +149,12 @@ pub enum Accountant {
     RdpInt,
     Rdp,
     Pld,
+    /// Random allocation's own (`allocation`), the only one with an analysis of it.
+    Allocation,
 }
 
 impl Accountant {
+    /// The accountants of the rate-based schemes (Poisson and fixed-size sampling).
     pub const ALL: [Accountant; 3] = [Accountant::RdpInt, Accountant::Rdp, Accountant::Pld];
 
     pub fn name(self) -> &'static str {
@@ -143,7 +162,15 @@ impl Accountant {
             Accountant::RdpInt => "rdp-int",
             Accountant::Rdp => "rdp",
             Accountant::Pld => "pld",
+            Accountant::Allocation => "allocation",
         }
+    }
+
+    /// Whether this accountant is one for `sampling`'s kind of scheme: random allocation's
+    /// own for it, the rate-based ones for the others. An unwritten `privacy.accountants`
+    /// accounts each algorithm by those that apply.
+    pub fn applies_to(self, sampling: Sampling) -> bool {
+        (self == Accountant::Allocation) == matches!(sampling, Sampling::Allocation { .. })
     }
 }
 
@@ -158,9 +185,12 @@ impl FromStr for Accountant {
     fn from_str(s: &str) -> Result<Self, String> {
         Accountant::ALL
             .into_iter()
+            .chain([Accountant::Allocation])
             .find(|a| a.name() == s)
             .ok_or_else(|| {
-                format!("unknown accountant \"{s}\"; allowed: \"rdp-int\", \"rdp\", \"pld\"")
+                format!(
+                    "unknown accountant \"{s}\"; allowed: \"rdp-int\", \"rdp\", \"pld\", \"allocation\""
+                )
             })
     }
 }
@@ -241,6 +271,9 @@ pub fn realised_rate(sampling: Sampling, q: f64, n: usize) -> f64 {
     match sampling {
         Sampling::Poisson => q,
         Sampling::Fixed => fixed_sample_size(q, n) as f64 / n as f64,
+        // An agent's share of the rounds; in round t its chance is one over t's period's
+        // length (`allocation::rate_at`).
+        Sampling::Allocation { per_agent, rounds } => per_agent as f64 / rounds.max(1) as f64,
     }
 }
 
@@ -255,6 +288,14 @@ impl Mechanism {
         adjacency: Adjacency,
         agents: usize,
     ) -> Self {
+        // Random allocation releases a period's rounds as one allocation: every round of a
+        // period is accounted as the whole period (one mechanism, so one accounting each).
+        let steps = match sampling {
+            Sampling::Allocation { per_agent, rounds } => {
+                allocation::counted_rounds(rounds, per_agent, steps)
+            }
+            _ => steps,
+        };
         Mechanism {
             q: realised_rate(sampling, q, agents),
             z,
@@ -306,6 +347,17 @@ pub fn check(m: &Mechanism, delta: f64) -> Result<(), String> {
 /// Whether accountant `acc` has an analysis of `m`'s sampling under its adjacency.
 pub fn supports(acc: Accountant, sampling: Sampling, adjacency: Adjacency) -> Result<(), String> {
     check_relation(sampling, adjacency)?;
+    if !acc.applies_to(sampling) {
+        return Err(match sampling {
+            Sampling::Allocation { .. } => format!(
+                "the {acc} accountant has no analysis of random allocation; use accountant \"allocation\""
+            ),
+            _ => format!(
+                "the allocation accountant analyses random allocation only, not {} sampling",
+                sampling.name()
+            ),
+        });
+    }
     match (acc, sampling, adjacency) {
         (Accountant::Rdp | Accountant::RdpInt, Sampling::Poisson, Adjacency::ReplaceOne) => {
             Err(format!(
@@ -319,9 +371,9 @@ pub fn supports(acc: Accountant, sampling: Sampling, adjacency: Adjacency) -> Re
 /// Whether accountant `acc` has an analysis of noise added as `noise` says.
 pub fn supports_noise(acc: Accountant, noise: Noise) -> Result<(), String> {
     match (acc, noise) {
-        (Accountant::Pld, Noise::Distributed(_)) => Err(
-            "the pld accountant has no analysis of distributed discrete Gaussian noise (a sum of discrete Gaussians is not one); use rdp or rdp-int".into(),
-        ),
+        (Accountant::Pld | Accountant::Allocation, Noise::Distributed(_)) => Err(format!(
+            "the {acc} accountant has no analysis of distributed discrete Gaussian noise (a sum of discrete Gaussians is not one); use rdp or rdp-int"
+        )),
         _ => Ok(()),
     }
 }
@@ -356,6 +408,18 @@ pub fn epsilon(acc: Accountant, m: &Mechanism, delta: f64) -> Result<Guarantee, 
             Ok(Guarantee {
                 epsilon,
                 order: Some(order),
+                lower: None,
+            })
+        }
+        Accountant::Allocation => {
+            let Sampling::Allocation { per_agent, rounds } = m.sampling else {
+                unreachable!("supports() refused the allocation accountant for other sampling");
+            };
+            let epsilon = allocation::epsilon_after(m.z, rounds, per_agent, m.steps, delta)
+                .map_err(|r| r.message)?;
+            Ok(Guarantee {
+                epsilon,
+                order: None,
                 lower: None,
             })
         }

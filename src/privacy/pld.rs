@@ -523,6 +523,11 @@ pub fn pairs(m: &super::Mechanism, bound: Bound) -> Vec<Pair> {
     let (q, z) = (m.q, m.z);
     let half = 0.5 * z;
     match (m.adjacency, bound, m.sampling) {
+        // `epsilon` refuses random allocation (its accountant is its own); were these pairs
+        // composed for it, the unsampled Gaussian mechanism is what they would bound.
+        (_, _, Sampling::Allocation { .. }) => {
+            vec![Pair::Remove { q: 1.0, z }, Pair::Add { q: 1.0, z }]
+        }
         (Adjacency::AddRemove, _, _) => vec![Pair::Remove { q, z }, Pair::Add { q, z }],
         (Adjacency::ReplaceOne, Bound::Upper, _) => vec![Pair::Symmetric { q, z: half }],
         (Adjacency::ReplaceOne, Bound::Lower, Sampling::Fixed) => {
@@ -604,6 +609,9 @@ pub fn epsilon(
     }
     // The pairs below are the continuous Gaussian's: they say nothing of a sum of discrete ones.
     super::supports_noise(super::Accountant::Pld, m.noise)?;
+    if let super::Sampling::Allocation { .. } = m.sampling {
+        return Err("the pld accountant has no analysis of random allocation; use accountant \"allocation\"".into());
+    }
     // The pairs are independent: compose them in parallel.
     // An epsilon of a few grid cells is resolved again on a grid 500 times finer than itself:
     // at q = 1e-3, z = 5, T = 40 the spacing 1e-4 left the upper end 2% above 0.0027.

@@ -252,6 +252,9 @@ pub fn rdp_curve(m: &Mechanism, orders: &[f64]) -> Result<Vec<f64>, String> {
             Sampling::Fixed => Err(format!(
                 "fixed-size sampling has an RDP bound at integer orders only, not {a}"
             )),
+            // No amplification claimed (the allocation accountant is random allocation's):
+            // every round at most the unsampled Gaussian mechanism.
+            Sampling::Allocation { .. } => Ok(rdp_poisson(1.0, m.z, a) * m.steps as f64),
         })
         .collect()
 }

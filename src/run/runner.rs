@@ -1375,7 +1375,9 @@ pub fn privacy_curves(spec: &Spec) -> Result<Vec<PrivacyCurve>> {
     for (i, a) in spec.algorithms.iter().enumerate() {
         for (g, (against, first)) in a.guarantees(1, n).into_iter().enumerate() {
             for &acc in &spec.privacy.accountants {
-                if privacy::supports_noise(acc, first.noise).is_err() {
+                if privacy::supports_noise(acc, first.noise).is_err()
+                    || !acc.applies_to(first.sampling)
+                {
                     continue;
                 }
                 let steps = (1..=spec.iterations as u64)

@@ -139,6 +139,9 @@ pub struct Server {
     agent_rngs: Vec<Rng>,
     /// Keep each secure round's `ServerView` in its record (`output.server_view`).
     keep_views: bool,
+    /// Random allocation: the current period's first round and each agent's round in it,
+    /// drawn at the period's first round.
+    allocated: Option<(u64, Vec<u64>)>,
 }
 
 impl Server {
@@ -152,6 +155,7 @@ impl Server {
             secure_rngs: Vec::new(),
             agent_rngs: Vec::new(),
             keep_views: false,
+            allocated: None,
         }
     }
 
@@ -318,8 +322,16 @@ impl Server {
         };
         // One rate for selection, the 1/rate scaling and the noise, and the same one the
         // accountant is given (`Mechanism::server`): for fixed-size sampling it is m / N.
-        let rate = crate::privacy::realised_rate(dp.sampling, dp.q, n);
-        let selected = self.select(&dp, n);
+        let rate = match dp.sampling {
+            // Round t's chance for each agent: one over its period's length.
+            Sampling::Allocation { per_agent, rounds } => {
+                let (_, len) =
+                    crate::privacy::allocation::period_of(rounds, per_agent, round as u64 + 1);
+                1.0 / len as f64
+            }
+            _ => crate::privacy::realised_rate(dp.sampling, dp.q, n),
+        };
+        let selected = self.select(&dp, n, round as u64 + 1);
         plan.coin = dp.self_sampling.then_some(dp.q);
         // A selected message that does not arrive is left out, with the weights, the 1/rate
         // scaling and the noise unchanged: rescaling by what arrived would tie the output's
@@ -404,11 +416,22 @@ impl Server {
         }
     }
 
-    /// The agents the server asks to take part in a round, in increasing order (callers
-    /// search it): every agent under self-sampling (each then decides by its own coin,
-    /// `MemberPart::decide`), else drawn by the server, Poisson or fixed-size.
-    fn select(&mut self, dp: &crate::spec::DpSpec, n: usize) -> Vec<usize> {
+    /// The agents the server asks to take part in round `round` (1-based), in increasing
+    /// order (callers search it): every agent under self-sampling (each then decides by its
+    /// own coin, `MemberPart::decide`), else drawn by the server: Poisson, fixed-size, or by
+    /// random allocation, each agent's round of a period drawn at the period's first round.
+    fn select(&mut self, dp: &crate::spec::DpSpec, n: usize, round: u64) -> Vec<usize> {
         match dp.sampling {
+            Sampling::Allocation { per_agent, rounds } => {
+                let (first, len) = crate::privacy::allocation::period_of(rounds, per_agent, round);
+                if self.allocated.as_ref().is_none_or(|(f, _)| *f != first) {
+                    let rng = &mut self.rng;
+                    let chosen = (0..n).map(|_| first + rng.random_range(0..len)).collect();
+                    self.allocated = Some((first, chosen));
+                }
+                let (_, chosen) = self.allocated.as_ref().expect("drawn above");
+                (0..n).filter(|&a| chosen[a] == round).collect()
+            }
             Sampling::Poisson if dp.self_sampling => (0..n).collect(),
             Sampling::Poisson => (0..n).filter(|_| self.rng.random::<f64>() < dp.q).collect(),
             Sampling::Fixed => {

@@ -46,8 +46,15 @@ pub(super) fn check_privacy(
     if rp.delta.is_some() && !(delta > 0.0 && delta < 1.0) {
         return Err(c.err("privacy.delta", format!("must be in (0, 1), got {delta}")));
     }
+    set_allocations(c, algorithms, iterations, delta)?;
     let accountants_written = rp.accountants.is_some();
-    let accountants = parse_accountants(c, rp.accountants)?;
+    let allocating = algorithms.iter().any(|a| {
+        a.server
+            .as_ref()
+            .and_then(|s| s.dp)
+            .is_some_and(|dp| matches!(dp.sampling, Sampling::Allocation { .. }))
+    });
+    let accountants = parse_accountants(c, rp.accountants, allocating)?;
     check_supported(
         c,
         algorithms,
@@ -60,9 +67,15 @@ pub(super) fn check_privacy(
     Ok(PrivacySpec { delta, accountants })
 }
 
-/// `privacy.accountants`: each named once, in the order written; unwritten, every one.
-fn parse_accountants(c: &Check, list: Option<Vec<String>>) -> Result<Vec<Accountant>> {
+/// `privacy.accountants`: each named once, in the order written; unwritten, every one (the
+/// rate-based ones, and random allocation's where an algorithm allocates).
+fn parse_accountants(
+    c: &Check,
+    list: Option<Vec<String>>,
+    allocating: bool,
+) -> Result<Vec<Accountant>> {
     Ok(match list {
+        None if allocating => [&Accountant::ALL[..], &[Accountant::Allocation]].concat(),
         None => Accountant::ALL.to_vec(),
         Some(list) => {
             let mut out = Vec::new();
@@ -91,6 +104,11 @@ fn check_supported(
     for (i, a) in algorithms.iter().enumerate() {
         if let Some(dp) = a.server.as_ref().and_then(|s| s.dp) {
             for (j, &acc) in accountants.iter().enumerate() {
+                // Unwritten, the list holds the accountants of both kinds of scheme, and
+                // each algorithm is accounted by those of its own.
+                if !accountants_written && !acc.applies_to(dp.sampling) {
+                    continue;
+                }
                 crate::privacy::supports(acc, dp.sampling, dp.adjacency).map_err(|e| {
                     c.err(
                         &a.server_key(i, "adjacency"),
@@ -115,6 +133,61 @@ fn check_supported(
             crate::privacy::checked_fixed_sample_size(dp.q, total_agents)
                 .map_err(|e| c.err(&a.server_key(i, "q"), e))?;
         }
+    }
+    Ok(())
+}
+
+/// Random allocation's rounds are the spec's iterations (one server round each), and its
+/// accountant's ranges checked here, where they are known: the noise multiplier as accounted
+/// (with an agreement, the pair's), the rounds and the rounds per agent. Its accountant has
+/// no analysis of distributed noise.
+fn set_allocations(
+    c: &Check,
+    algorithms: &mut [AlgorithmSpec],
+    iterations: usize,
+    delta: f64,
+) -> Result<()> {
+    for (i, a) in algorithms.iter_mut().enumerate() {
+        let (z_key, k_key, noise_key, sampling_key) = (
+            a.server_key(i, "z"),
+            a.server_key(i, "rounds_per_agent"),
+            a.server_key(i, "noise"),
+            a.server_key(i, "sampling"),
+        );
+        let agreed = a.shared == SharedModel::Agreed;
+        let Some(dp) = a.server.as_mut().and_then(|s| s.dp.as_mut()) else {
+            continue;
+        };
+        let Sampling::Allocation { per_agent, .. } = dp.sampling else {
+            continue;
+        };
+        if agreed {
+            // The agreement is released at one rate for the whole run; an allocated round's
+            // rate is its period's own.
+            return Err(c.err(
+                &sampling_key,
+                "random allocation is not built with shared = \"agreed\" (the agreement's release assumes one rate for every round); use shared = \"fixed\" or sampling = \"poisson\"",
+            ));
+        }
+        if matches!(dp.noise, crate::privacy::Noise::Distributed(_)) {
+            return Err(c.err(
+                &noise_key,
+                "random allocation's accountant has no analysis of distributed discrete Gaussian noise; use noise = \"central\", or sampling = \"poisson\"",
+            ));
+        }
+        let rounds = iterations as u64;
+        dp.sampling = Sampling::Allocation { per_agent, rounds };
+        let z = dp.noise_multiplier();
+        crate::privacy::allocation::check(z, rounds, per_agent, delta).map_err(|r| {
+            use crate::privacy::allocation::Input;
+            let key = match r.input {
+                Input::Sigma => z_key.as_str(),
+                Input::Rounds => "iterations",
+                Input::PerAgent => k_key.as_str(),
+                Input::Delta => "privacy.delta",
+            };
+            c.err(key, r.message)
+        })?;
     }
     Ok(())
 }

@@ -235,6 +235,7 @@ pub(super) struct RawServer {
     secure_neighbours: Option<i64>,
     noise: Option<String>,
     self_sampling: Option<bool>,
+    rounds_per_agent: Option<i64>,
 }
 
 /// `drop = 0.1` (every agent) or `drop = [0.1, 0.0, ...]` (one per agent).
@@ -255,7 +256,7 @@ impl RawServer {
             .collect()
     }
 
-    const KEYS: [&'static str; 26] = [
+    const KEYS: [&'static str; 27] = [
         "subregions",
         "dp",
         "q",
@@ -282,6 +283,7 @@ impl RawServer {
         "secure_neighbours",
         "noise",
         "self_sampling",
+        "rounds_per_agent",
     ];
 
     /// Whether this table sets the key `f`.
@@ -313,6 +315,7 @@ impl RawServer {
             "secure_neighbours" => self.secure_neighbours.is_some(),
             "noise" => self.noise.is_some(),
             "self_sampling" => self.self_sampling.is_some(),
+            "rounds_per_agent" => self.rounds_per_agent.is_some(),
             _ => false,
         }
     }
@@ -346,6 +349,7 @@ impl RawServer {
             secure_neighbours: self.secure_neighbours.or(b.secure_neighbours),
             noise: self.noise.or(b.noise),
             self_sampling: self.self_sampling.or(b.self_sampling),
+            rounds_per_agent: self.rounds_per_agent.or(b.rounds_per_agent),
         }
     }
 }
@@ -363,9 +367,12 @@ pub(super) fn server_label(s: &ServerSpec) -> String {
         l += &format!(" P={}", s.subregions);
     }
     if let Some(dp) = s.dp {
+        let sampled = match dp.sampling {
+            Sampling::Allocation { per_agent, .. } => format!("allocated k={per_agent}"),
+            _ => format!("q={}", short_number(dp.q)),
+        };
         l += &format!(
-            " q={} z={} S={}",
-            short_number(dp.q),
+            " {sampled} z={} S={}",
             short_number(dp.z),
             short_number(dp.clip)
         );
@@ -384,7 +391,7 @@ pub(super) fn short_number(v: f64) -> String {
 }
 
 /// The keys that mean something only with dp = true.
-pub(super) const DP_KEYS: [&str; 11] = [
+pub(super) const DP_KEYS: [&str; 12] = [
     "q",
     "z",
     "clip",
@@ -396,6 +403,7 @@ pub(super) const DP_KEYS: [&str; 11] = [
     "agreement_clip",
     "noise",
     "self_sampling",
+    "rounds_per_agent",
 ];
 
 /// `r` is the algorithm's settings merged over the top-level [server] table; `own` the
@@ -482,6 +490,7 @@ fn check_dp(
         None => Sampling::Poisson,
         Some(s) => s.parse().map_err(|e: String| c.err(&k("sampling"), e))?,
     };
+    let sampling = check_allocation(c, k, r, sampling)?;
     let adjacency = match r.adjacency.as_deref() {
         None => crate::privacy::Adjacency::default_for(sampling),
         Some(s) => s.parse().map_err(|e: String| c.err(&k("adjacency"), e))?,
@@ -517,6 +526,43 @@ fn check_dp(
         noise,
         self_sampling,
     }))
+}
+
+/// Random allocation's own key (`rounds_per_agent`, refused for the other schemes) and the
+/// keys it has no use for (`q`: no rate). Its rounds are the spec's iterations, set once the
+/// whole spec is read (`spec::privacy`).
+fn check_allocation(
+    c: &Check,
+    k: &dyn Fn(&str) -> String,
+    r: &RawServer,
+    sampling: Sampling,
+) -> Result<Sampling> {
+    let Sampling::Allocation { .. } = sampling else {
+        if r.rounds_per_agent.is_some() {
+            return Err(c.err(
+                &k("rounds_per_agent"),
+                "applies only with sampling = \"allocation\"",
+            ));
+        }
+        return Ok(sampling);
+    };
+    if r.q.is_some() {
+        return Err(c.err(
+            &k("q"),
+            "does not apply with sampling = \"allocation\": each agent takes part in rounds_per_agent rounds, one in each of that many periods, so the rate of a round is one over its period's length",
+        ));
+    }
+    let per_agent = c.int(
+        &k("rounds_per_agent"),
+        r.rounds_per_agent,
+        1,
+        1,
+        crate::privacy::allocation::MAX_PER_AGENT as i64,
+    )? as u64;
+    Ok(Sampling::Allocation {
+        per_agent,
+        rounds: 0,
+    })
 }
 
 /// Who adds the noise (`noise`), with what bound for distributed shares on `dim` coordinates;
@@ -582,6 +628,7 @@ fn check_budget(
             .parse()
             .map_err(|e: String| c.err(&k("budget_accountant"), e))?,
         None if matches!(noise, crate::privacy::Noise::Distributed(_)) => Accountant::Rdp,
+        None if matches!(sampling, Sampling::Allocation { .. }) => Accountant::Allocation,
         None => Accountant::Pld,
     };
     crate::privacy::supports(accountant, sampling, adjacency)
