@@ -1064,6 +1064,26 @@ fn random_allocation_takes_each_agent_in_k_rounds() {
         ),
         "random allocation is analysed under add-remove adjacency only",
     );
+    // A sweep over rounds per agent: sweep.csv gains epsilon_allocation (a sweep with no
+    // allocating algorithm keeps its columns), each point at its whole allocation's epsilon.
+    let sweep = write(
+        dir.path(),
+        "sweep.toml",
+        &(text.replace("runs = 2", "runs = 1")
+            + "\n[sweep]\npoints = [ { \"server.rounds_per_agent\" = 1 }, { \"server.rounds_per_agent\" = 3 } ]\n"),
+    );
+    fbo_ok("sweep", &sweep, &dir.path().join("sweep"), &["--no-timing"]);
+    let rows = Csv::read(&dir.path().join("sweep").join("sweep.csv"));
+    let eps: Vec<f64> = rows
+        .records()
+        .filter(|r| r.get("sampling") == "allocation")
+        .map(|r| r.num("epsilon_allocation"))
+        .collect();
+    assert_eq!(eps.len(), 2);
+    for (e, k) in eps.iter().zip([1, 3]) {
+        let want = fbo::privacy::allocation::epsilon(2.0, 10, k, 1e-5).unwrap();
+        assert!((e - want).abs() <= 1e-6 * want, "k = {k}: {e} against {want}");
+    }
     refused(
         "agreed.toml",
         text.replace("features = 16\n", "features = 16\nshared = \"agreed\"\n"),

@@ -44,7 +44,7 @@ pub struct CompareArgs {
     #[arg(long)]
     allow_init_differences: bool,
     /// Sweeps: the accountant whose epsilon the trend is taken on.
-    #[arg(long, default_value = "rdp-int", value_parser = ["rdp-int", "rdp", "pld"])]
+    #[arg(long, default_value = "rdp-int", value_parser = ["rdp-int", "rdp", "pld", "allocation"])]
     accountant: String,
 }
 

@@ -1396,7 +1396,7 @@ pub struct PlotArgs {
     #[arg(long, value_enum)]
     clock: Option<Clock>,
     /// The epsilon column of a privacy plot.
-    #[arg(long, default_value = "rdp-int", value_parser = ["rdp-int", "rdp", "pld"])]
+    #[arg(long, default_value = "rdp-int", value_parser = ["rdp-int", "rdp", "pld", "allocation"])]
     accountant: String,
     /// Logarithmic vertical axis.
     #[arg(long)]

@@ -541,7 +541,7 @@ fn clipped_fraction(a: &crate::spec::AlgorithmSpec, server: &[Vec<String>]) -> S
 }
 
 /// Reads a point's result files into its sweep.csv rows (one per algorithm).
-fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> {
+fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>, allocation: bool) -> Result<String> {
     let spec = &point.spec;
     let read = |f: &str| csv_rows(&dir.join(f));
     let last = spec.evaluations().to_string();
@@ -569,6 +569,7 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
         };
         let accounted_q = Accountant::ALL
             .into_iter()
+            .chain([Accountant::Allocation])
             .find_map(final_row)
             .map(|r| r[6].clone())
             .unwrap_or_default();
@@ -595,6 +596,11 @@ fn point_rows(point: &Point, dir: &Path, wall_s: Option<f64>) -> Result<String> 
             eps(Accountant::RdpInt),
             eps(Accountant::Rdp),
             eps(Accountant::Pld),
+        ]);
+        if allocation {
+            fields.push(eps(Accountant::Allocation));
+        }
+        fields.extend([
             accounted_q,
             sampling.to_string(),
             adjacency.to_string(),
@@ -884,7 +890,7 @@ fn sweep_point(
     )
     .and_then(|_| {
         let wall = (!opts.no_timing).then(|| started.elapsed().as_secs_f64());
-        point_rows(point, &pdir, wall)
+        point_rows(point, &pdir, wall, allocates(sweep))
     })
     .and_then(|rows| dir.write(&marker_rel, rows.as_bytes()));
     match res {
@@ -1069,6 +1075,20 @@ fn at_merge_note(n: usize) -> String {
     }
 }
 
+/// Whether an algorithm of some point allocates (`sampling = "allocation"`): its sweep.csv then
+/// has an `epsilon_allocation` column after the rate-based ones (only then, so that the
+/// other sweeps' files keep their bytes).
+fn allocates(sweep: &Sweep) -> bool {
+    sweep.points.iter().any(|p| {
+        p.spec.algorithms.iter().any(|a| {
+            a.server
+                .as_ref()
+                .and_then(|s| s.dp)
+                .is_some_and(|d| matches!(d.sampling, crate::privacy::Sampling::Allocation { .. }))
+        })
+    })
+}
+
 /// sweep.csv's columns: point, the swept keys, then one summary per algorithm.
 fn sweep_header(sweep: &Sweep) -> Vec<String> {
     let mut header = vec!["point".to_string()];
@@ -1084,6 +1104,14 @@ fn sweep_header(sweep: &Sweep) -> Vec<String> {
             "epsilon_rdp_int",
             "epsilon_rdp",
             "epsilon_pld",
+        ]
+        .map(String::from),
+    );
+    if allocates(sweep) {
+        header.push("epsilon_allocation".into());
+    }
+    header.extend(
+        [
             "accounted_q",
             "sampling",
             "adjacency",
