@@ -1082,7 +1082,10 @@ fn random_allocation_takes_each_agent_in_k_rounds() {
     assert_eq!(eps.len(), 2);
     for (e, k) in eps.iter().zip([1, 3]) {
         let want = fbo::privacy::allocation::epsilon(2.0, 10, k, 1e-5).unwrap();
-        assert!((e - want).abs() <= 1e-6 * want, "k = {k}: {e} against {want}");
+        assert!(
+            (e - want).abs() <= 1e-6 * want,
+            "k = {k}: {e} against {want}"
+        );
     }
     refused(
         "agreed.toml",

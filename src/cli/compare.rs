@@ -49,32 +49,18 @@ pub struct CompareArgs {
 }
 
 pub fn cmd_compare(a: CompareArgs) -> Result<()> {
-    let CompareArgs {
-        input,
-        pool,
-        units,
-        csv,
-        baseline,
-        at,
-        at_clock,
-        metric,
-        resamples,
-        markdown,
-        allow_init_differences,
-        accountant,
-    } = a;
     crate::compare::run(&crate::compare::CompareOptions {
-        input,
-        pool,
-        units,
-        csv,
-        baseline,
-        at,
-        at_clock,
-        metric: crate::compare::Metric::parse(&metric).expect("clap checked the value"),
-        resamples: resamples as usize,
-        markdown,
-        allow_init_differences,
-        accountant: accountant.parse().expect("clap checked the value"),
+        input: a.input,
+        pool: a.pool,
+        units: a.units,
+        csv: a.csv,
+        baseline: a.baseline,
+        at: a.at,
+        at_clock: a.at_clock,
+        metric: crate::compare::Metric::parse(&a.metric).expect("clap checked the value"),
+        resamples: a.resamples as usize,
+        markdown: a.markdown,
+        allow_init_differences: a.allow_init_differences,
+        accountant: a.accountant.parse().expect("clap checked the value"),
     })
 }

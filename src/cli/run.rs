@@ -149,33 +149,24 @@ pub fn cmd_run(a: RunArgs) -> Result<()> {
 }
 
 pub fn cmd_sweep(a: RunArgs) -> Result<()> {
-    let RunArgs {
-        spec,
-        out,
-        runs,
-        threads,
-        quiet,
-        no_timing,
-        overwrite,
-        shard,
-        merge,
-        status,
-    } = a;
+    let (spec, quiet) = (a.spec, a.quiet);
     let base = Spec::load(&spec)?;
-    let out = out.unwrap_or_else(|| Path::new("results").join(&base.name));
-    if status {
-        return sweep::status(&spec, &out, shard);
+    let out = a
+        .out
+        .unwrap_or_else(|| Path::new("results").join(&base.name));
+    if a.status {
+        return sweep::status(&spec, &out, a.shard);
     }
-    let work = work_of(shard, merge);
+    let work = work_of(a.shard, a.merge);
     sweep::run(
         &spec,
         &sweep::SweepOptions {
             out: out.clone(),
-            threads: threads.map(|t| t as usize),
+            threads: a.threads.map(|t| t as usize),
             quiet,
-            runs: runs.map(|r| r as usize),
-            no_timing,
-            overwrite,
+            runs: a.runs.map(|r| r as usize),
+            no_timing: a.no_timing,
+            overwrite: a.overwrite,
             work,
         },
     )?;
