@@ -2,12 +2,14 @@
 //!
 //! One round of DP-FTS-DE releases the server's vectors through a Gaussian mechanism with noise
 //! multiplier z applied to a subsample of the agents (rate q). Three accountants turn
-//! (q, z, steps, delta) into epsilon:
+//! (q, z, steps, delta) into epsilon, and a fourth takes random allocation's rounds instead:
 //! - `rdp-int`: the moments accountant as the DP-FTS-DE paper used it: RDP at integer orders
 //!   2..=32, classic conversion eps = min_a [RDP_T(a) + ln(1/delta) / (a - 1)].
 //! - `rdp`: RDP over a fine grid of fractional and integer orders, improved conversion
 //!   (Canonne, Kamath & Steinke 2020 / Asoodeh et al. 2021).
 //! - `pld`: a privacy-loss-distribution accountant, the tightest, with a [lower, upper] bracket.
+//! - `allocation`: random allocation's own (`allocation`), where each agent takes part in k
+//!   of the T rounds instead of being sampled at a rate; the other three refuse that scheme.
 //!
 //! Adjacency (`Adjacency`): Poisson sampling is analysed under add/remove-one neighbours (as
 //! the papers do) or, on request, replace-one; fixed-size sampling (exactly m of N agents,
@@ -272,7 +274,7 @@ pub fn realised_rate(sampling: Sampling, q: f64, n: usize) -> f64 {
         Sampling::Poisson => q,
         Sampling::Fixed => fixed_sample_size(q, n) as f64 / n as f64,
         // An agent's share of the rounds; in round t its chance is one over t's period's
-        // length (`allocation::rate_at`).
+        // length (`allocation::period_of`; the server scales by it).
         Sampling::Allocation { per_agent, rounds } => per_agent as f64 / rounds.max(1) as f64,
     }
 }
