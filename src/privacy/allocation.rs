@@ -441,6 +441,7 @@ fn merge(a: &Grid, b: &Grid, up: bool) -> Grid {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::privacy::gaussian;
 
     /// One round (T = 1) is the Gaussian mechanism, whose delta(eps) is closed-form (Balle and
     /// Wang 2018): Phi(1/(2 sigma) - eps sigma) - e^eps Phi(-1/(2 sigma) - eps sigma).
@@ -450,8 +451,7 @@ mod tests {
             let d = Deltas::new(sigma, 1);
             let (remove_loss, add_loss) = (d.loss(true), d.loss(false));
             for eps in [0.1, 0.5, 1.0, 2.0] {
-                let exact = norm_cdf(0.5 / sigma - eps * sigma)
-                    - eps.exp() * norm_cdf(-0.5 / sigma - eps * sigma);
+                let exact = gaussian::delta(eps, sigma);
                 for loss in [&remove_loss, &add_loss] {
                     let got = loss.delta(eps);
                     assert!(got >= exact, "sigma {sigma} eps {eps}: {got} < {exact}");
@@ -498,19 +498,6 @@ mod tests {
         assert!(epsilon(1.0, 4, 5, 1e-5).is_err());
     }
 
-    /// Epsilon of the Gaussian mechanism at `delta` (bisection on the closed form).
-    fn gaussian_epsilon(sigma: f64, delta: f64) -> f64 {
-        let d = |eps: f64| {
-            norm_cdf(0.5 / sigma - eps * sigma) - eps.exp() * norm_cdf(-0.5 / sigma - eps * sigma)
-        };
-        let (mut a, mut b) = (0.0, 100.0);
-        for _ in 0..200 {
-            let m = 0.5 * (a + b);
-            if d(m) > delta { a = m } else { b = m }
-        }
-        b
-    }
-
     /// k periods of one round each leave nothing hidden: every agent is in every round, k
     /// Gaussian mechanisms composed, which is one of noise multiplier sigma / sqrt(k). The
     /// composed grid is above that closed form and within 0.03 of it.
@@ -522,7 +509,7 @@ mod tests {
             (4.0, 8, 1e-6),
             (1.0, 3, 1e-3),
         ] {
-            let exact = gaussian_epsilon(sigma / (k as f64).sqrt(), delta);
+            let exact = gaussian::epsilon(delta, sigma / (k as f64).sqrt());
             let got = epsilon(sigma, k, k, delta).unwrap();
             assert!(got >= exact, "sigma {sigma} k {k}: {got} below {exact}");
             assert!(
@@ -542,7 +529,7 @@ mod tests {
         for k in [2, 3, 4, 6] {
             let e = epsilon(sigma, rounds, k, delta).unwrap();
             assert!(e > last, "k = {k}: {e} not above {last}");
-            let open = gaussian_epsilon(sigma / (k as f64).sqrt(), delta);
+            let open = gaussian::epsilon(delta, sigma / (k as f64).sqrt());
             assert!(e < open, "k = {k}: {e} not below {open}");
             last = e;
         }

@@ -472,6 +472,32 @@ pub(crate) fn norm_cdf(x: f64) -> f64 {
     0.5 * libm::erfc(-x / std::f64::consts::SQRT_2)
 }
 
+/// The Gaussian mechanism's closed form, the reference the accountants' tests meet.
+#[cfg(test)]
+pub(crate) mod gaussian {
+    use super::norm_cdf;
+
+    /// Exact delta(eps) of the Gaussian mechanism with sensitivity 1 and noise sigma
+    /// (Balle & Wang 2018, Thm. 8).
+    pub fn delta(eps: f64, sigma: f64) -> f64 {
+        norm_cdf(-eps * sigma + 0.5 / sigma) - eps.exp() * norm_cdf(-eps * sigma - 0.5 / sigma)
+    }
+
+    /// Its epsilon at `delta`, by bisection.
+    pub fn epsilon(delta: f64, sigma: f64) -> f64 {
+        let (mut a, mut b) = (0.0, 100.0);
+        for _ in 0..200 {
+            let m = 0.5 * (a + b);
+            if self::delta(m, sigma) > delta {
+                a = m
+            } else {
+                b = m
+            }
+        }
+        b
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -650,25 +650,7 @@ pub fn epsilon_bounds(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Exact delta(eps) of the Gaussian mechanism with sensitivity 1 and noise sigma
-    /// (Balle & Wang 2018, Thm. 8).
-    fn gaussian_delta(eps: f64, sigma: f64) -> f64 {
-        norm_cdf(-eps * sigma + 0.5 / sigma) - eps.exp() * norm_cdf(-eps * sigma - 0.5 / sigma)
-    }
-
-    fn gaussian_epsilon(delta: f64, sigma: f64) -> f64 {
-        let (mut a, mut b) = (0.0, 100.0);
-        for _ in 0..200 {
-            let m = 0.5 * (a + b);
-            if gaussian_delta(m, sigma) > delta {
-                a = m
-            } else {
-                b = m
-            }
-        }
-        b
-    }
+    use crate::privacy::gaussian::epsilon as gaussian_epsilon;
 
     fn poisson(q: f64, z: f64, steps: u64) -> crate::privacy::Mechanism {
         crate::privacy::Mechanism {
