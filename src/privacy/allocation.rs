@@ -147,7 +147,7 @@ fn composed(sigma: f64, sizes: &[u64], remove: bool) -> Loss {
     distinct.dedup();
     for t in distinct {
         let count = sizes.iter().filter(|&&x| x == t).count() as u64;
-        let one = Deltas::new(sigma, t).loss(remove).trimmed();
+        let one = period_loss(sigma, t, remove).trimmed();
         let part = one.power(count);
         out = Some(match out {
             None => part,
@@ -209,76 +209,60 @@ pub fn check(sigma: f64, rounds: u64, per_agent: u64, delta: f64) -> Result<(), 
     Ok(())
 }
 
-/// ln S's distribution (up and down) for T rounds, and what delta adds for the truncation.
-struct Deltas {
-    up: Grid,
-    down: Grid,
-    /// ln T + 1 / (2 sigma^2): ln r = ln S - shift.
-    shift: f64,
-    tail: f64,
-}
-
-impl Deltas {
-    fn new(sigma: f64, rounds: u64) -> Self {
-        let s = 1.0 / sigma;
-        let (lo, hi) = (-TAIL_SDS * s, s * s + TAIL_SDS * s);
-        let (i0, i1) = ((lo / STEP).floor() as i64, (hi / STEP).ceil() as i64);
-        // Bin [i h, (i + 1) h] of ln Z ~ N(0, s^2): its mass, at value i + 1 (up) or i (down).
-        let bin = |i: i64| {
-            let (a, b) = (i as f64 * STEP / s, (i + 1) as f64 * STEP / s);
-            if a >= 0.0 {
-                norm_cdf(-a) - norm_cdf(-b)
-            } else {
-                norm_cdf(b) - norm_cdf(a)
-            }
-        };
-        let mass: Vec<f64> = (i0..i1).map(bin).collect();
+/// One period of `rounds` rounds: the privacy loss of the remove direction (L under P) or of
+/// the add direction (L' under Q), on the grid of ln S, as `Loss` cells whose loss grows with
+/// the index; each direction builds only its own grid of ln S (rounded up for remove, down
+/// for add).
+fn period_loss(sigma: f64, rounds: u64, remove: bool) -> Loss {
+    let s = 1.0 / sigma;
+    let (lo, hi) = (-TAIL_SDS * s, s * s + TAIL_SDS * s);
+    let (i0, i1) = ((lo / STEP).floor() as i64, (hi / STEP).ceil() as i64);
+    // Bin [i h, (i + 1) h] of ln Z ~ N(0, s^2): its mass, at value i + 1 (up) or i (down).
+    let bin = |i: i64| {
+        let (a, b) = (i as f64 * STEP / s, (i + 1) as f64 * STEP / s);
+        if a >= 0.0 {
+            norm_cdf(-a) - norm_cdf(-b)
+        } else {
+            norm_cdf(b) - norm_cdf(a)
+        }
+    };
+    let mass: Vec<f64> = (i0..i1).map(bin).collect();
+    // ln r = ln S - shift.
+    let shift = (rounds as f64).ln() + 0.5 * s * s;
+    // Each coordinate leaves the range with probability below 2 Phi(-14) under Q, and the
+    // shifted one under P too (its mean s^2 sits 14 s inside either end).
+    let tail = rounds as f64 * 2.0 * norm_cdf(-TAIL_SDS) * 2.0;
+    if remove {
+        // Cell i: Q-mass m at ln S = i h (rounded up), loss i h - shift, P-mass at most
+        // m r = m e^(i h - shift).
         let up = power(
             &Grid {
                 first: i0 + 1,
-                mass: mass.clone(),
+                mass,
             },
             rounds,
             true,
         );
-        let down = power(&Grid { first: i0, mass }, rounds, false);
-        // Each coordinate leaves the range with probability below 2 Phi(-14) under Q, and the
-        // shifted one under P too (its mean s^2 sits 14 s inside either end).
-        let tail = rounds as f64 * 2.0 * norm_cdf(-TAIL_SDS) * 2.0;
-        Deltas {
-            up,
-            down,
-            shift: (rounds as f64).ln() + 0.5 * s * s,
+        let mass = (up.mass.iter().enumerate())
+            .map(|(k, &m)| m * ((up.first + k as i64) as f64 * STEP - shift).exp())
+            .collect();
+        Loss {
+            first: up.first,
+            constant: -shift,
+            mass,
+            infinity: 0.0,
             tail,
         }
-    }
-
-    /// The privacy loss of the remove direction (L under P) or the add direction (L' under
-    /// Q) on the grid of ln S, as `Loss` cells whose loss grows with the index.
-    fn loss(&self, remove: bool) -> Loss {
-        if remove {
-            // Cell i: Q-mass m at ln S = i h (rounded up), loss i h - shift, P-mass at most
-            // m r = m e^(i h - shift).
-            let mass = (self.up.mass.iter().enumerate())
-                .map(|(k, &m)| m * ((self.up.first + k as i64) as f64 * STEP - self.shift).exp())
-                .collect();
-            Loss {
-                first: self.up.first,
-                constant: -self.shift,
-                mass,
-                infinity: 0.0,
-                tail: self.tail,
-            }
-        } else {
-            // Cell i: Q-mass at ln S = i h (rounded down), loss shift - i h: index -i.
-            let last = self.down.first + self.down.mass.len() as i64 - 1;
-            Loss {
-                first: -last,
-                constant: self.shift,
-                mass: self.down.mass.iter().rev().cloned().collect(),
-                infinity: 0.0,
-                tail: self.tail,
-            }
+    } else {
+        // Cell i: Q-mass at ln S = i h (rounded down), loss shift - i h: index -i.
+        let down = power(&Grid { first: i0, mass }, rounds, false);
+        let last = down.first + down.mass.len() as i64 - 1;
+        Loss {
+            first: -last,
+            constant: shift,
+            mass: down.mass.iter().rev().cloned().collect(),
+            infinity: 0.0,
+            tail,
         }
     }
 }
@@ -378,6 +362,36 @@ impl Loss {
     }
 }
 
+impl Grid {
+    /// `TRIM` cut from the end a rounding direction may move it from: the low end's mass
+    /// moved up to the first kept cell (up: ln S only overstated), the high end's down to the
+    /// last kept cell (down: only understated). The other end keeps every cell: there a
+    /// mass too small under Q may still weigh under P (up), or stands for the largest losses
+    /// (down).
+    fn trimmed(mut self, up: bool) -> Self {
+        let n = self.mass.len();
+        let mut cut = 0.0;
+        let mut count = 0;
+        while count + 1 < n {
+            let k = if up { count } else { n - 1 - count };
+            if cut + self.mass[k] >= TRIM {
+                break;
+            }
+            cut += self.mass[k];
+            count += 1;
+        }
+        if up {
+            self.mass.drain(..count);
+            self.first += count as i64;
+            self.mass[0] += cut;
+        } else {
+            self.mass.truncate(n - count);
+            *self.mass.last_mut().expect("a cell is kept") += cut;
+        }
+        self
+    }
+}
+
 /// The distribution of ln(sum of `n` independent copies), by binary powers.
 fn power(one: &Grid, n: u64, up: bool) -> Grid {
     let mut result: Option<Grid> = None;
@@ -387,46 +401,59 @@ fn power(one: &Grid, n: u64, up: bool) -> Grid {
         if n & 1 == 1 {
             result = Some(match result {
                 None => base.clone(),
-                Some(r) => merge(&r, &base, up),
+                Some(r) => merge(&r, &base, up).trimmed(up),
             });
         }
         n >>= 1;
         if n == 0 {
             break;
         }
-        base = merge(&base, &base, up);
+        base = merge(&base, &base, up).trimmed(up);
     }
     result.expect("n >= 1")
 }
 
 /// ln(e^a + e^b) for a, b from two independent grids, each value rounded to the grid (up or
-/// down): max(i, j) + ln(1 + e^(-|i - j| h)) / h.
+/// down): max(i, j) + ln(1 + e^(-|i - j| h)) / h. The increment falls with |i - j| and is
+/// rounded to one value (a step up, none down) from `far` cells apart on (about 3,100 at h =
+/// 2e-3), so the pairs that far apart enter through running sums of the other grid's masses:
+/// the same masses at the same cells as the pair-by-pair sum, in O(n far) rather than O(n^2).
 fn merge(a: &Grid, b: &Grid, up: bool) -> Grid {
+    let offset = increments(up);
+    let far = offset.len() - 1;
     let (a_last, b_last) = (a.first + a.mass.len() as i64, b.first + b.mass.len() as i64);
-    let span = (a_last - b.first).abs().max((b_last - a.first).abs()) as usize;
-    // The increment over the larger of the two is positive: up rounds it to at least a step.
-    let offset: Vec<i64> = (0..=span)
-        .map(|d| {
-            let v = (-(d as f64) * STEP).exp().ln_1p() / STEP;
-            if up {
-                v.ceil().max(1.0) as i64
-            } else {
-                v.floor() as i64
-            }
-        })
-        .collect();
     let first = a.first.max(b.first);
     let last = a_last.max(b_last) + offset[0] + 1;
     let mut mass = vec![0.0; (last - first + 1) as usize];
+    // Pairs under `far` apart, one by one.
     for (i, &ma) in a.mass.iter().enumerate() {
         if ma == 0.0 {
             continue;
         }
         let ia = a.first + i as i64;
-        for (j, &mb) in b.mass.iter().enumerate() {
+        let lo = (ia - far as i64 + 1 - b.first).max(0) as usize;
+        let hi = (ia + far as i64 - b.first).clamp(0, b.mass.len() as i64) as usize;
+        for (j, &mb) in b.mass.iter().enumerate().take(hi).skip(lo) {
             let ib = b.first + j as i64;
             let k = ia.max(ib) + offset[(ia - ib).unsigned_abs() as usize];
             mass[(k - first) as usize] += ma * mb;
+        }
+    }
+    // Pairs at least `far` apart: the larger one's cell plus the far increment, times the
+    // mass of the other grid at or below `far` cells under it.
+    let step = offset[far];
+    for (hi_grid, lo_grid) in [(a, b), (b, a)] {
+        let mut below = 0.0;
+        let mut next = 0usize;
+        for (i, &m) in hi_grid.mass.iter().enumerate() {
+            let top = hi_grid.first + i as i64;
+            while next < lo_grid.mass.len() && lo_grid.first + next as i64 <= top - far as i64 {
+                below += lo_grid.mass[next];
+                next += 1;
+            }
+            if m != 0.0 && below != 0.0 {
+                mass[(top + step - first) as usize] += m * below;
+            }
         }
     }
     let lead = mass.iter().take_while(|&&m| m == 0.0).count();
@@ -438,18 +465,107 @@ fn merge(a: &Grid, b: &Grid, up: bool) -> Grid {
     }
 }
 
+/// The rounded increment of `merge` by distance d = 0, 1, ..: ln(1 + e^(-d h)) / h rounded up
+/// (at least one step) or down, up to the first d from which it stays at its limit (1 up, 0
+/// down; it never rises again, as ln(1 + e^(-d h)) falls with d), which is the last entry.
+fn increments(up: bool) -> Vec<i64> {
+    let limit = i64::from(up);
+    let mut out = Vec::new();
+    for d in 0.. {
+        let v = (-(d as f64) * STEP).exp().ln_1p() / STEP;
+        let o = if up {
+            v.ceil().max(1.0) as i64
+        } else {
+            v.floor() as i64
+        };
+        out.push(o);
+        if o == limit {
+            break;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::privacy::gaussian;
+
+    /// `merge` pair by pair, as first written: the reference for the running sums.
+    fn merge_pairwise(a: &Grid, b: &Grid, up: bool) -> Grid {
+        let offset = |d: i64| {
+            let v = (-(d as f64) * STEP).exp().ln_1p() / STEP;
+            if up {
+                v.ceil().max(1.0) as i64
+            } else {
+                v.floor() as i64
+            }
+        };
+        let first = a.first.max(b.first);
+        let (a_last, b_last) = (a.first + a.mass.len() as i64, b.first + b.mass.len() as i64);
+        let mut mass = vec![0.0; (a_last.max(b_last) + offset(0) + 2 - first) as usize];
+        for (i, &ma) in a.mass.iter().enumerate() {
+            for (j, &mb) in b.mass.iter().enumerate() {
+                let (ia, ib) = (a.first + i as i64, b.first + j as i64);
+                let k = ia.max(ib) + offset((ia - ib).abs());
+                mass[(k - first) as usize] += ma * mb;
+            }
+        }
+        let lead = mass.iter().take_while(|&&m| m == 0.0).count();
+        let keep = mass.len() - mass.iter().rev().take_while(|&&m| m == 0.0).count();
+        Grid {
+            first: first + lead as i64,
+            mass: mass[lead..keep].to_vec(),
+        }
+    }
+
+    /// The running sums put the same masses in the same cells as the pair-by-pair merge, for
+    /// grids that overlap, lie far apart, or are far wider than the near band, both roundings.
+    #[test]
+    fn merge_by_running_sums_is_the_pairwise_merge() {
+        let far = increments(true).len() as i64;
+        assert_eq!(far, increments(false).len() as i64);
+        assert!((3000..3200).contains(&far), "{far}");
+        let grid = |first: i64, n: usize, seed: u64| Grid {
+            first,
+            mass: (0..n)
+                .map(|k| {
+                    let x = (k as u64)
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(seed);
+                    // Some zero cells, the rest in (0, 1].
+                    if x.is_multiple_of(7) {
+                        0.0
+                    } else {
+                        (x >> 11) as f64 / (1u64 << 53) as f64
+                    }
+                })
+                .collect(),
+        };
+        for (a, b) in [
+            (grid(0, 50, 1), grid(10, 40, 2)),
+            (grid(-200, 9000, 3), grid(1500, 7000, 4)),
+            (grid(0, 100, 5), grid(2 * far, 100, 6)),
+            (grid(5 * far, 30, 7), grid(0, 8000, 8)),
+        ] {
+            for up in [true, false] {
+                let (fast, slow) = (merge(&a, &b, up), merge_pairwise(&a, &b, up));
+                assert_eq!(fast.first, slow.first);
+                assert_eq!(fast.mass.len(), slow.mass.len());
+                for (x, y) in fast.mass.iter().zip(&slow.mass) {
+                    assert!((x - y).abs() <= 1e-12 * y.abs().max(1e-300), "{x} vs {y}");
+                }
+            }
+        }
+    }
 
     /// One round (T = 1) is the Gaussian mechanism, whose delta(eps) is closed-form (Balle and
     /// Wang 2018): Phi(1/(2 sigma) - eps sigma) - e^eps Phi(-1/(2 sigma) - eps sigma).
     #[test]
     fn one_round_is_the_gaussian_mechanism() {
         for sigma in [0.5, 1.0, 2.0] {
-            let d = Deltas::new(sigma, 1);
-            let (remove_loss, add_loss) = (d.loss(true), d.loss(false));
+            let (remove_loss, add_loss) =
+                (period_loss(sigma, 1, true), period_loss(sigma, 1, false));
             for eps in [0.1, 0.5, 1.0, 2.0] {
                 let exact = gaussian::delta(eps, sigma);
                 for loss in [&remove_loss, &add_loss] {
