@@ -118,6 +118,64 @@ fn rounds_wait_for_the_slowest_site_and_agents_alone_or_asynchronous_never_wait(
     );
 }
 
+/// The target-and-senders forms at their own pace (FTS with a fresh message every iteration,
+/// RGPE): a target's messages come from senders, never from another target, so each target
+/// keeps its own clock (its finish times are TS alone's: the running sums of the same costs),
+/// where in rounds every target starts iteration t when the slowest has finished t - 1. The
+/// queries and values are the same either way.
+#[test]
+fn targets_of_the_senders_forms_at_their_own_pace_wait_for_nobody() {
+    let text = CLOCKED
+        .replace(
+            "[server]\nsubregions = 2\ndp = true\nq = 0.5\nz = 1.0\nclip = 3.0\n",
+            "",
+        )
+        .replace("[privacy]\naccountants = [\"rdp-int\"]\n", "");
+    let text = text.replace(
+        "kind = \"dp-fts-de\"\nlabel = \"rounds\"\n",
+        "kind = \"fts\"\nlabel = \"rounds\"\nmessages = \"every-iteration\"\n",
+    );
+    let text = text.replace(
+        "kind = \"dp-fts-de\"\nlabel = \"own pace\"\n",
+        "kind = \"fts\"\nlabel = \"own pace\"\nmessages = \"every-iteration\"\n",
+    ) + "\n[[algorithm]]\nkind = \"rgpe\"\npace = \"asynchronous\"\n";
+    let s = spec(&text);
+    let land = s.landscapes().unwrap()[0].clone();
+    let rows = |a: usize| run_one(&s, a, 1, land.clone()).unwrap().rows;
+    let (rounds, own, alone, rgpe) = (rows(0), rows(1), rows(2), rows(3));
+    let (n, t_max) = (6, 10i64);
+    let values = |r: &[TraceRow]| -> Vec<_> {
+        r.iter()
+            .map(|r| (r.agent, r.iteration, r.x_index, r.y.to_bits()))
+            .collect()
+    };
+    assert_eq!(values(&rounds), values(&own));
+    let (rounds, own, alone, rgpe) = (
+        finish_times(&rounds),
+        finish_times(&own),
+        finish_times(&alone),
+        finish_times(&rgpe),
+    );
+    assert_eq!(own.len(), n * (t_max as usize + 2));
+    for (k, t) in &alone {
+        assert!((own[k] - t).abs() <= 1e-9 * t, "{k:?}: {} vs {t}", own[k]);
+        assert!((rgpe[k] - t).abs() <= 1e-9 * t, "{k:?}: {} vs {t}", rgpe[k]);
+    }
+    for t in 1..=t_max {
+        let start = (0..n)
+            .map(|a| rounds[&(a, t - 1)])
+            .fold(f64::NEG_INFINITY, f64::max);
+        for a in 0..n {
+            let want = start + alone[&(a, t)] - alone[&(a, t - 1)];
+            assert!(
+                (rounds[&(a, t)] - want).abs() <= 1e-9 * want,
+                "agent {a} iteration {t}: {} vs {want}",
+                rounds[&(a, t)]
+            );
+        }
+    }
+}
+
 #[test]
 fn asynchronous_runs_are_byte_identical_across_threads_and_release_at_most_iterations() {
     let dir = tempfile::tempdir().unwrap();
@@ -358,8 +416,14 @@ fn pace_and_clock_are_refused_where_they_do_not_apply() {
     let p = write(dir.path(), "b.toml", &ts);
     assert_refused(
         &p,
-        "applies to kinds whose server takes whatever messages are fresh",
+        "applies to kinds whose server takes whatever messages are fresh (\"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\") and to the target-and-senders forms (\"fts\", \"rgpe\", \"taf\"); ts keeps synchronous rounds",
     );
+    let fedgp = CLOCKED.replace(
+        "kind = \"ts\"\n",
+        "kind = \"fedgp\"\npace = \"asynchronous\"\n",
+    );
+    let p = write(dir.path(), "b2.toml", &fedgp);
+    assert_refused(&p, "fedgp keeps synchronous rounds");
     let p = write(
         dir.path(),
         "c.toml",

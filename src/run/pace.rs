@@ -2,7 +2,9 @@
 //! server step, consensus, CGP-UCB, design densities and FMTBO): on the simulated clock
 //! (`[clock]`) every agent proposes as soon as its last evaluation returns, and the server
 //! releases every `clock.period_s` seconds from whatever messages are fresh. Any algorithm
-//! split into agent and server steps (`Federated`) runs here unchanged.
+//! split into agent and server steps (`Federated`) runs here unchanged. (The
+//! target-and-senders forms at their own pace have no server step: they run in the plain
+//! loop of `crate::run::unit`, each target on its own clock; `AlgorithmSpec::waits_in_rounds`.)
 //!
 //! The events, in simulated time (ties: the server first, then agents by index):
 //! - an agent's evaluation returns: it observes the value, sends the message its posterior now
@@ -50,6 +52,18 @@ struct InFlight {
     y: f64,
 }
 
+/// What release `k` aggregates: each agent's latest message if it was sent after release
+/// k - staleness, otherwise nothing (a message that did not arrive).
+fn fresh_messages(held: &[Option<Held>], k: usize, staleness: usize) -> Vec<Option<Array1<f64>>> {
+    held.iter()
+        .map(|h| {
+            h.as_ref()
+                .filter(|h| k - 1 - h.releases_before < staleness)
+                .map(|h| h.message.clone())
+        })
+        .collect()
+}
+
 pub(crate) fn run_asynchronous(
     spec: &Spec,
     alg_index: usize,
@@ -95,19 +109,11 @@ pub(crate) fn run_asynchronous(
         let releases = latest.0;
         if releases < t_max && (releases + 1) as f64 * period <= free_at[s] {
             let k = releases + 1;
-            let messages: Vec<Option<Array1<f64>>> = held
-                .iter()
-                .map(|h| {
-                    h.as_ref()
-                        .filter(|h| k - 1 - h.releases_before < staleness)
-                        .map(|h| h.message.clone())
-                })
-                .collect();
             let fed = u
                 .alg
                 .federated()
                 .expect("an asynchronous kind is federated");
-            latest = (k, fed.broadcast(k, &messages)?);
+            latest = (k, fed.broadcast(k, &fresh_messages(&held, k, staleness))?);
             continue;
         }
         let agent = u.targets[s];

@@ -76,7 +76,7 @@ impl<'a> Unit<'a> {
             .collect();
         let clock = spec.clock.as_ref().map(|c| {
             let costs = crate::run::clock::Costs::new(spec, c, run, &targets, &landscape);
-            crate::run::clock::RunClock::new(costs, targets.len(), !alg_spec.kind.is_single_agent())
+            crate::run::clock::RunClock::new(costs, targets.len(), alg_spec.waits_in_rounds())
         });
         let mut unit = Unit {
             spec,
@@ -162,7 +162,9 @@ pub fn run_one_shared(
 ) -> Result<RunOutput> {
     crate::run::progress::check_stop()?;
     let alg_spec = &spec.algorithms[alg_index];
-    if alg_spec.pace == crate::spec::Pace::Asynchronous {
+    // The target-and-senders forms at their own pace are rounds in which no target waits
+    // for another (`waits_in_rounds`); the others' own pace is the event-driven server.
+    if alg_spec.pace == crate::spec::Pace::Asynchronous && !alg_spec.kind.has_senders() {
         return crate::run::pace::run_asynchronous(spec, alg_index, run, landscape, senders);
     }
     if spec.parallel > 1 {

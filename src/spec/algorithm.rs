@@ -61,6 +61,15 @@ impl AlgorithmKind {
         self.every_agent_acts() && self != AlgorithmKind::DpFtsDe
     }
 
+    /// The target-and-senders forms (the FTS paper's, RGPE, TAF): other agents' messages
+    /// reach the objective's targets, which exchange nothing with each other.
+    pub fn has_senders(self) -> bool {
+        matches!(
+            self,
+            AlgorithmKind::Fts | AlgorithmKind::Rgpe | AlgorithmKind::Taf
+        )
+    }
+
     /// Each agent alone on its own data (no messages, no server).
     pub fn is_single_agent(self) -> bool {
         matches!(
@@ -141,6 +150,14 @@ pub struct AlgorithmSpec {
 }
 
 impl AlgorithmSpec {
+    /// On the simulated clock, whether its agents start each round together (when the
+    /// slowest is done): federated kinds in rounds; not agents alone, and not the targets of
+    /// a target-and-senders form at their own pace.
+    pub fn waits_in_rounds(&self) -> bool {
+        !(self.kind.is_single_agent()
+            || self.kind.has_senders() && self.pace == super::Pace::Asynchronous)
+    }
+
     /// The spec key of server setting `f` for the algorithm at index `i`: its own inline
     /// table's where it sets `f`, the top-level [server] table's otherwise.
     pub fn server_key(&self, i: usize, f: &str) -> String {
@@ -582,10 +599,11 @@ fn meta_keys(c: &Check, key: &dyn Fn(&str) -> String, ra: &RawAlgorithm) -> Resu
     })
 }
 
-/// `pace`: the asynchronous form needs a server step that takes whatever has arrived:
-/// DP-FTS-DE's and the frameworks' that have one; the FTS paper's target-and-senders form, the
-/// meta-learners and FedGP (whose likelihood needs every agent in lockstep) keep rounds, and
-/// the single-agent kinds have none to wait for.
+/// `pace`: the asynchronous form needs a server step that takes whatever has arrived
+/// (DP-FTS-DE's and the frameworks' that have one) or targets that wait for nobody (the
+/// target-and-senders forms: a target's messages come from senders, never from another
+/// target, so each target keeps its own clock); FedGP (whose likelihood needs every agent in
+/// lockstep) keeps rounds, and the single-agent kinds have none to wait for.
 fn checked_pace(
     c: &Check,
     key: &str,
@@ -600,19 +618,20 @@ fn checked_pace(
         super::Pace::NAMES,
         super::Pace::parse,
     )?;
-    let own_pace = matches!(
-        kind,
-        AlgorithmKind::DpFtsDe
-            | AlgorithmKind::Consensus
-            | AlgorithmKind::Cgp
-            | AlgorithmKind::DesignDensity
-            | AlgorithmKind::Fmtbo
-    );
+    let own_pace = kind.has_senders()
+        || matches!(
+            kind,
+            AlgorithmKind::DpFtsDe
+                | AlgorithmKind::Consensus
+                | AlgorithmKind::Cgp
+                | AlgorithmKind::DesignDensity
+                | AlgorithmKind::Fmtbo
+        );
     if pace == super::Pace::Asynchronous && !own_pace {
         return Err(c.err(
             key,
             format!(
-                "\"asynchronous\" applies to kinds whose server takes whatever messages are fresh: \"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\"; {} keeps synchronous rounds",
+                "\"asynchronous\" applies to kinds whose server takes whatever messages are fresh (\"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\") and to the target-and-senders forms (\"fts\", \"rgpe\", \"taf\"); {} keeps synchronous rounds",
                 ra.kind
             ),
         ));
