@@ -133,7 +133,8 @@ server = { subregions = 4, init = "domain" }
 kind = "dp-fts-de"
 label = "DP-FTS-DE agreed"
 shared = "agreed"
-server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0 }
+# agreement_z = z, as when the published tables were made (its default is now 3 z).
+server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0, agreement_z = 1.0 }
 [[algorithm]]
 kind = "dp-fts-de"
 label = "DP-FTS-DE"

@@ -846,16 +846,15 @@ fn an_agreed_shared_model_is_accounted_with_its_agreement() {
     for (a, p) in agreed.iter().zip(&plain) {
         assert!(a.parse::<f64>().unwrap() > p.parse::<f64>().unwrap());
     }
-    // By default the agreement's multiplier is z's: z / sqrt(2) in all.
+    // By default the agreement's multiplier is 3 z: z 3 / sqrt(10) = 0.949 z in all.
     let default = run(
         "default",
         base.replace("features = 16", "features = 16\nshared = \"agreed\""),
     );
-    let half = run(
-        "half",
-        base.replace("z = 1.0", &format!("z = {}", 1.0 / 2f64.sqrt())),
-    );
-    assert_eq!(default, half);
+    let pair = fbo::surrogate::agreement::effective_z(1.0, 3.0);
+    assert!((pair - 3.0 / 10f64.sqrt()).abs() < 1e-15);
+    let equal = run("equal", base.replace("z = 1.0", &format!("z = {pair:?}")));
+    assert_eq!(default, equal);
 }
 
 #[test]
@@ -890,27 +889,40 @@ fn agreement_keys_are_checked() {
 #[test]
 fn the_shared_model_defaults_to_agreed_only_where_it_was_measured() {
     use fbo::spec::SharedModel::{Agreed, Fixed};
-    let base = "name = \"s\"\niterations = 2\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 3\n[[algorithm]]\nkind = \"dp-fts-de\"\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"private\"\nserver = { dp = true, q = 1.0 }\n[[algorithm]]\nkind = \"fts\"\n";
+    let base = "name = \"s\"\niterations = 2\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 3\n[[algorithm]]\nkind = \"dp-fts-de\"\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"private\"\nserver = { dp = true, q = 1.0 }\n[[algorithm]]\nkind = \"fts\"\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure\"\nserver = { dp = true, q = 1.0, secure = true }\n[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"allocated\"\nserver = { dp = true, sampling = \"allocation\" }\n";
     let kinds = |text: &str| -> Vec<_> { spec(text).algorithms.iter().map(|a| a.shared).collect() };
-    // A function: agreed for the non-private server form only.
-    assert_eq!(kinds(base), [Agreed, Fixed, Fixed]);
+    // A function: agreed for the server form, private too, where the agreement is built
+    // (not under secure aggregation or random allocation); the agreement's noise 3 z.
+    assert_eq!(kinds(base), [Agreed, Agreed, Fixed, Fixed, Fixed]);
+    let private = &spec(base).algorithms[1];
+    let dp = private.server.as_ref().unwrap().dp.as_ref().unwrap();
+    assert_eq!(dp.agreement.map(|a| (a.z, a.clip)), Some((3.0, 3.0)));
     // Pinned features keep the papers' model; a written choice holds for all.
     let pinned = base.replace(
         "[federation]",
         "[surrogate]\nlength_scale = 0.2\n[federation]",
     );
-    assert_eq!(kinds(&pinned), [Fixed, Fixed, Fixed]);
-    let written = base.replace(
-        "[federation]",
-        "[surrogate]\nshared = \"agreed\"\n[federation]",
-    );
-    assert_eq!(kinds(&written), [Agreed, Agreed, Agreed]);
+    assert_eq!(kinds(&pinned), [Fixed; 5]);
+    let written = base
+        .replace(
+            "[federation]",
+            "[surrogate]\nshared = \"agreed\"\n[federation]",
+        )
+        .replace(
+            "[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure\"",
+            "[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"secure\"\nshared = \"fixed\"",
+        )
+        .replace(
+            "[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"allocated\"",
+            "[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"allocated\"\nshared = \"fixed\"",
+        );
+    assert_eq!(kinds(&written), [Agreed, Agreed, Agreed, Fixed, Fixed]);
     // The papers' objectives keep theirs.
     let synthetic = base.replace(
         "kind = \"function\"\nfunction = \"branin\"",
         "kind = \"synthetic-dp\"\ngrid = 50\nfunctions = 1",
     );
-    assert_eq!(kinds(&synthetic), [Fixed, Fixed, Fixed]);
+    assert_eq!(kinds(&synthetic), [Fixed; 5]);
 }
 
 #[test]

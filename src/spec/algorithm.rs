@@ -691,11 +691,19 @@ fn shared_model(
     server: Option<&ServerSpec>,
     surrogate: &SurrogateSpec,
 ) -> Result<crate::spec::SharedModel> {
-    let private = server.is_some_and(|s| s.dp.is_some());
-    // Unwritten, the spec's default holds for the non-private server form only, where it
-    // was measured (docs/results.md, "Agreed shared models"); fts, rgpe and taf keep the
-    // pinned model, and a private algorithm too, since the agreement costs epsilon.
-    let measured_form = kind == AlgorithmKind::DpFtsDe && !private;
+    // Unwritten, the spec's default holds for the server form (FTS, FTS-DE, DP-FTS-DE),
+    // where it was measured (docs/results.md, "Agreed shared models" and "... under DP");
+    // fts, rgpe and taf keep the pinned model. It agrees only where the agreement is built
+    // in one process and across machines alike: without secure aggregation (whose fits would
+    // travel beside the masked vector) and, if private, with one rate for every round (not
+    // random allocation, which refuses it).
+    let agreement_built = server.is_none_or(|s| {
+        s.secure.is_none()
+            && s.dp.as_ref().is_none_or(|dp| {
+                !matches!(dp.sampling, crate::privacy::Sampling::Allocation { .. })
+            })
+    });
+    let measured_form = kind == AlgorithmKind::DpFtsDe && agreement_built;
     let default_shared = if surrogate.shared_written || measured_form {
         surrogate.shared
     } else {

@@ -215,10 +215,7 @@ fn settle_agreements(c: &Check, algorithms: &mut [AlgorithmSpec]) -> Result<()> 
         }
         match (a.shared, dp.agreement) {
             (SharedModel::Agreed, None) => {
-                dp.agreement = Some(server::AgreementDp {
-                    z: dp.z,
-                    clip: server::AgreementDp::DEFAULT_CLIP,
-                })
+                dp.agreement = Some(server::AgreementDp::default_for(dp.z))
             }
             (SharedModel::Fixed, Some(_)) => {
                 return Err(c.err(

@@ -74,8 +74,9 @@ pub(super) fn check_surrogate(
     // Unwritten: agreed where nothing pins the features and the outputs' scale is the
     // user's (a function, a command, results told by hand), measured better there than
     // the pinned settings (docs/results.md, "Agreed shared models"); the papers' own
-    // objectives keep their settings and bytes. Only non-private dp-fts-de takes this
-    // default unless the key is written (spec/algorithm.rs).
+    // objectives keep their settings and bytes. Only dp-fts-de takes this default unless
+    // the key is written, and a private one only where the agreement is built
+    // (spec/algorithm.rs, `shared_model`).
     let pinned = rs.length_scale.is_some() || rs.lambda.is_some() || rs.kernel_variance.is_some();
     let open = matches!(
         objective.kind,
