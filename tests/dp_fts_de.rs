@@ -976,15 +976,10 @@ fn a_batch_per_round_adds_own_samples_and_keeps_one_message_per_round() {
     assert_refused(&p, "dp-fts-de in rounds");
 }
 
-/// `server.sampling = "allocation"`: every agent takes part in exactly `rounds_per_agent`
-/// rounds, one in each period (rounds 1-4, 5-7, 8-10 of 10), as server.csv's selected agents
-/// show; privacy.csv is random allocation's accountant, one epsilon per period (a period
-/// counts in full from its first round), ending at the whole allocation's; the keys it has no
-/// use for, and the accountants without an analysis of it, are refused by name.
-#[test]
-fn random_allocation_takes_each_agent_in_k_rounds() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = SMALL_DP
+/// SMALL_DP with random allocation: 2 runs of 10 rounds, each agent in 3 (periods of 4, 3
+/// and 3 rounds), z = 2, delta = 1e-5.
+fn allocating_spec() -> String {
+    SMALL_DP
         .replace("iterations = 8", "iterations = 10")
         .replace("runs = 3", "runs = 2")
         .replace(
@@ -992,7 +987,17 @@ fn random_allocation_takes_each_agent_in_k_rounds() {
             "sampling = \"allocation\"\nrounds_per_agent = 3\n",
         )
         .replace("z = 1.0", "z = 2.0")
-        .replace("accountants = [\"rdp-int\", \"rdp\"]", "delta = 1e-5");
+        .replace("accountants = [\"rdp-int\", \"rdp\"]", "delta = 1e-5")
+}
+
+/// `server.sampling = "allocation"`: every agent takes part in exactly `rounds_per_agent`
+/// rounds, one in each period (rounds 1-4, 5-7, 8-10 of 10), as server.csv's selected agents
+/// show; privacy.csv is random allocation's accountant, one epsilon per period (a period
+/// counts in full from its first round), ending at the whole allocation's.
+#[test]
+fn random_allocation_takes_each_agent_in_k_rounds() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = allocating_spec();
     let spec = write(dir.path(), "alloc.toml", &text);
     let out = dir.path().join("out");
     fbo_ok("run", &spec, &out, &["--no-timing"]);
@@ -1045,6 +1050,14 @@ fn random_allocation_takes_each_agent_in_k_rounds() {
     );
     assert!(curve[4] > curve[3] && curve[4] == curve[6] && curve[7] > curve[6]);
     assert!(close(curve[9], whole), "{} against {whole}", curve[9]);
+}
+
+/// The keys random allocation has no use for, and the accountants and forms without an
+/// analysis of it, are refused by name.
+#[test]
+fn random_allocation_refuses_what_it_has_no_analysis_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = allocating_spec();
     let refused = |name: &str, text: String, want: &str| {
         assert_refused(&write(dir.path(), name, &text), want);
     };
@@ -1076,8 +1089,19 @@ fn random_allocation_takes_each_agent_in_k_rounds() {
         ),
         "random allocation is analysed under add-remove adjacency only",
     );
-    // A sweep over rounds per agent: sweep.csv gains epsilon_allocation (a sweep with no
-    // allocating algorithm keeps its columns), each point at its whole allocation's epsilon.
+    refused(
+        "agreed.toml",
+        text.replace("features = 16\n", "features = 16\nshared = \"agreed\"\n"),
+        "key `server.sampling`: random allocation is not built with shared = \"agreed\"",
+    );
+}
+
+/// A sweep over rounds per agent: sweep.csv gains epsilon_allocation (a sweep with no
+/// allocating algorithm keeps its columns), each point at its whole allocation's epsilon.
+#[test]
+fn a_sweep_over_rounds_per_agent_reports_each_allocations_epsilon() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = allocating_spec();
     let sweep = write(
         dir.path(),
         "sweep.toml",
@@ -1099,9 +1123,4 @@ fn random_allocation_takes_each_agent_in_k_rounds() {
             "k = {k}: {e} against {want}"
         );
     }
-    refused(
-        "agreed.toml",
-        text.replace("features = 16\n", "features = 16\nshared = \"agreed\"\n"),
-        "key `server.sampling`: random allocation is not built with shared = \"agreed\"",
-    );
 }
