@@ -274,8 +274,20 @@ pub fn realised_rate(sampling: Sampling, q: f64, n: usize) -> f64 {
         Sampling::Poisson => q,
         Sampling::Fixed => fixed_sample_size(q, n) as f64 / n as f64,
         // An agent's share of the rounds; in round t its chance is one over t's period's
-        // length (`allocation::period_of`; the server scales by it).
+        // length (`round_rate`; the server scales by it).
         Sampling::Allocation { per_agent, rounds } => per_agent as f64 / rounds.max(1) as f64,
+    }
+}
+
+/// The chance each agent has in server round `round` (1-based), by which the server selects
+/// and scales the sum: `realised_rate`, except under random allocation, where it is one over
+/// the length of the round's period.
+pub fn round_rate(sampling: Sampling, q: f64, n: usize, round: u64) -> f64 {
+    match sampling {
+        Sampling::Allocation { per_agent, rounds } => {
+            1.0 / allocation::period_of(rounds, per_agent, round).1 as f64
+        }
+        _ => realised_rate(sampling, q, n),
     }
 }
 
@@ -501,6 +513,21 @@ pub(crate) mod gaussian {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A round's rate: q (Poisson), m / N (fixed size: N = 30, q = 0.35 selects 11), and one
+    /// over the round's period under random allocation (10 rounds in periods of 4, 3 and 3).
+    #[test]
+    fn each_round_has_its_sampling_schemes_rate() {
+        assert_eq!(round_rate(Sampling::Poisson, 0.35, 30, 7), 0.35);
+        assert_eq!(round_rate(Sampling::Fixed, 0.35, 30, 7), 11.0 / 30.0);
+        let alloc = Sampling::Allocation {
+            per_agent: 3,
+            rounds: 10,
+        };
+        let rates: Vec<f64> = (1..=10).map(|t| round_rate(alloc, 0.0, 12, t)).collect();
+        let (a, b) = (1.0 / 4.0, 1.0 / 3.0);
+        assert_eq!(rates, [a, a, a, a, b, b, b, b, b, b]);
+    }
 
     fn mech(q: f64, z: f64, steps: u64) -> Mechanism {
         Mechanism {

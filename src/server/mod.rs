@@ -322,15 +322,7 @@ impl Server {
         };
         // One rate for selection, the 1/rate scaling and the noise, and the same one the
         // accountant is given (`Mechanism::server`): for fixed-size sampling it is m / N.
-        let rate = match dp.sampling {
-            // Round t's chance for each agent: one over its period's length.
-            Sampling::Allocation { per_agent, rounds } => {
-                let (_, len) =
-                    crate::privacy::allocation::period_of(rounds, per_agent, round as u64 + 1);
-                1.0 / len as f64
-            }
-            _ => crate::privacy::realised_rate(dp.sampling, dp.q, n),
-        };
+        let rate = crate::privacy::round_rate(dp.sampling, dp.q, n, round as u64 + 1);
         let selected = self.select(&dp, n, round as u64 + 1);
         plan.coin = dp.self_sampling.then_some(dp.q);
         // A selected message that does not arrive is left out, with the weights, the 1/rate
