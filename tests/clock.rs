@@ -70,22 +70,14 @@ fn finish_times(rows: &[TraceRow]) -> BTreeMap<(usize, i64), f64> {
         .collect()
 }
 
-#[test]
-fn rounds_wait_for_the_slowest_site_and_agents_alone_or_asynchronous_never_wait() {
-    let s = spec(CLOCKED);
-    let land = s.landscapes().unwrap()[0].clone();
-    let run = |a: usize| finish_times(&run_one(&s, a, 1, land.clone()).unwrap().rows);
-    let (rounds, own, alone) = (run(0), run(1), run(2));
-    let (n, t_max) = (6, 10i64);
-    // Alone, agent a's clock is the running sum of its costs, and an agent at its own pace
-    // waits for no one: its evaluations finish when the same costs say (the i-th evaluation
-    // of an agent costs the same in every algorithm of the spec).
-    assert_eq!(own.len(), alone.len());
-    for (k, t) in &alone {
-        assert!((own[k] - t).abs() <= 1e-9 * t, "{k:?}: {} vs {t}", own[k]);
-    }
-    // Each cost is the difference of the lone agent's consecutive finish times; in rounds
-    // every agent starts iteration t when the slowest has finished t - 1.
+/// Each cost is the difference of the lone agent's consecutive finish times (positive); in
+/// rounds every agent starts iteration t when the slowest has finished t - 1.
+fn assert_rounds_wait_for_the_slowest(
+    rounds: &BTreeMap<(usize, i64), f64>,
+    alone: &BTreeMap<(usize, i64), f64>,
+    n: usize,
+    t_max: i64,
+) {
     for t in 1..=t_max {
         let start = (0..n)
             .map(|a| rounds[&(a, t - 1)])
@@ -101,6 +93,23 @@ fn rounds_wait_for_the_slowest_site_and_agents_alone_or_asynchronous_never_wait(
             );
         }
     }
+}
+
+#[test]
+fn rounds_wait_for_the_slowest_site_and_agents_alone_or_asynchronous_never_wait() {
+    let s = spec(CLOCKED);
+    let land = s.landscapes().unwrap()[0].clone();
+    let run = |a: usize| finish_times(&run_one(&s, a, 1, land.clone()).unwrap().rows);
+    let (rounds, own, alone) = (run(0), run(1), run(2));
+    let (n, t_max) = (6, 10i64);
+    // Alone, agent a's clock is the running sum of its costs, and an agent at its own pace
+    // waits for no one: its evaluations finish when the same costs say (the i-th evaluation
+    // of an agent costs the same in every algorithm of the spec).
+    assert_eq!(own.len(), alone.len());
+    for (k, t) in &alone {
+        assert!((own[k] - t).abs() <= 1e-9 * t, "{k:?}: {} vs {t}", own[k]);
+    }
+    assert_rounds_wait_for_the_slowest(&rounds, &alone, n, t_max);
     // Initial points run one after another from 0, the same in every algorithm.
     for a in 0..n {
         assert_eq!(rounds[&(a, -1)], alone[&(a, -1)]);
@@ -161,19 +170,7 @@ fn targets_of_the_senders_forms_at_their_own_pace_wait_for_nobody() {
         assert!((own[k] - t).abs() <= 1e-9 * t, "{k:?}: {} vs {t}", own[k]);
         assert!((rgpe[k] - t).abs() <= 1e-9 * t, "{k:?}: {} vs {t}", rgpe[k]);
     }
-    for t in 1..=t_max {
-        let start = (0..n)
-            .map(|a| rounds[&(a, t - 1)])
-            .fold(f64::NEG_INFINITY, f64::max);
-        for a in 0..n {
-            let want = start + alone[&(a, t)] - alone[&(a, t - 1)];
-            assert!(
-                (rounds[&(a, t)] - want).abs() <= 1e-9 * want,
-                "agent {a} iteration {t}: {} vs {want}",
-                rounds[&(a, t)]
-            );
-        }
-    }
+    assert_rounds_wait_for_the_slowest(&rounds, &alone, n, t_max);
 }
 
 #[test]
