@@ -373,7 +373,7 @@ pub fn whole_runs(spec: &Spec, (lo, hi): (usize, usize)) -> (usize, usize) {
 /// wall-clock budget (`clock.horizon_s`) stops agents early, and an asynchronous server
 /// releases on its own period.
 fn may_stop_early(spec: &Spec, a: usize) -> bool {
-    spec.horizon_s().is_some() || spec.algorithms[a].pace == crate::spec::Pace::Asynchronous
+    spec.horizon_s().is_some() || spec.algorithms[a].has_asynchronous_server()
 }
 
 /// Whether `rows` trace rows are what one run of algorithm `a` writes: all of them, or with

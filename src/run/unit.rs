@@ -162,9 +162,7 @@ pub fn run_one_shared(
 ) -> Result<RunOutput> {
     crate::run::progress::check_stop()?;
     let alg_spec = &spec.algorithms[alg_index];
-    // The target-and-senders forms at their own pace are rounds in which no target waits
-    // for another (`waits_in_rounds`); the others' own pace is the event-driven server.
-    if alg_spec.pace == crate::spec::Pace::Asynchronous && !alg_spec.kind.has_senders() {
+    if alg_spec.has_asynchronous_server() {
         return crate::run::pace::run_asynchronous(spec, alg_index, run, landscape, senders);
     }
     if spec.parallel > 1 {

@@ -158,6 +158,13 @@ impl AlgorithmSpec {
             || self.kind.has_senders() && self.pace == super::Pace::Asynchronous)
     }
 
+    /// Whether it runs on the event-driven asynchronous server (`crate::run::pace`): at its
+    /// own pace with a server step; the target-and-senders forms at their own pace have none
+    /// and run in rounds in which no target waits (`waits_in_rounds`).
+    pub fn has_asynchronous_server(&self) -> bool {
+        self.pace == super::Pace::Asynchronous && !self.kind.has_senders()
+    }
+
     /// The spec key of server setting `f` for the algorithm at index `i`: its own inline
     /// table's where it sets `f`, the top-level [server] table's otherwise.
     pub fn server_key(&self, i: usize, f: &str) -> String {

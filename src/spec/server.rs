@@ -515,10 +515,13 @@ fn check_dp(
     // surrogate's choice (`surrogate.shared`), settled once the whole spec is read.
     let agreement = match (r.agreement_z, r.agreement_clip) {
         (None, None) => None,
-        (zh, ch) => Some(AgreementDp {
-            z: c.positive(&k("agreement_z"), zh, AgreementDp::DEFAULT_Z_FACTOR * z)?,
-            clip: c.positive(&k("agreement_clip"), ch, AgreementDp::DEFAULT_CLIP)?,
-        }),
+        (zh, ch) => {
+            let default = AgreementDp::default_for(z);
+            Some(AgreementDp {
+                z: c.positive(&k("agreement_z"), zh, default.z)?,
+                clip: c.positive(&k("agreement_clip"), ch, default.clip)?,
+            })
+        }
     };
     let clip = c.positive(&k("clip"), r.clip, 11.0)?;
     let noise = check_noise(c, k, r, subregions * features, agents, clip, z)?;
