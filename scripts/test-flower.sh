@@ -246,6 +246,40 @@ cut -d, -f5,6 "$W/out1b/server.csv" | sed -n 2p | grep -qx "," ||
 cp "$W/spec-plain.toml" "$W/spec.toml"
 echo "test-flower: 1b. ok: secure aggregation with distributed noise and self-sampling over Flower byte-identical to fbo run" >&2
 
+echo "test-flower: 1c. FedGP on the same sites: the server's solver asks its questions before each broadcast" >&2
+# FedAvg with two communication rounds per iteration: every iteration is an evaluation and
+# two questions (each site's local steps from the server's hyperparameters), all over Flower.
+rm -rf "$W/state"
+cat >"$W/spec.toml" <<'SPEC'
+name = "flower-fedgp"
+seed = 11
+runs = 1
+iterations = 5
+initial_points = 3
+
+[objective]
+kind = "synthetic-dp"
+grid = 120
+functions = 1
+
+[federation]
+agents = 5
+
+[[algorithm]]
+kind = "fedgp"
+solver = "fedavg"
+rounds = 2
+SPEC
+"$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-fedgp', no_timing=True)"
+t0=$SECONDS
+run_app "$W/out1c" 60.0
+wait_for "$W/out1c/trace.csv" 600 || fail "the FedGP federation did not finish in 600 s"
+for f in trace.csv summary.csv; do
+    cmp -s "$W/sim-fedgp/$f" "$W/out1c/$f" || fail "$f of the FedGP federation differs from fbo run's"
+done
+cp "$W/spec-plain.toml" "$W/spec.toml"
+echo "test-flower: 1c. ok: FedGP over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds and 10 questions)" >&2
+
 echo "test-flower: 4a. a SuperNode with an unregistered key is refused" >&2
 start_node 9 stranger ""
 stranger=${NODE[9]}

@@ -68,6 +68,9 @@ const FRAMEWORKS: &str = include_str!("fixtures/frameworks-fed.toml");
 /// with the server's point (non-private, and with a private agreement under DP).
 const AGREED: &str = include_str!("fixtures/agreed-fed.toml");
 
+/// FedGP: before each broadcast the server's solver asks the agents its questions.
+const FEDGP: &str = include_str!("fixtures/fedgp-fed.toml");
+
 /// The same algorithms on a grid (consensus's points snapped to the nearest grid point).
 fn frameworks_on_a_grid() -> String {
     let grid = FRAMEWORKS
@@ -113,6 +116,7 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("allocation", allocation),
         ("frameworks-box", FRAMEWORKS.to_string()),
         ("agreed", AGREED.to_string()),
+        ("fedgp", FEDGP.to_string()),
         ("frameworks-grid", frameworks_on_a_grid()),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -348,6 +352,13 @@ fn frameworks_killed_every_few_rounds_resume_to_the_same_bytes() {
 #[test]
 fn agreed_models_killed_every_few_rounds_resume_to_the_same_bytes() {
     killed_every_few_rounds(AGREED);
+}
+
+/// A server killed between FedGP's questions replays its journal to the same next question;
+/// a site killed between them answers from its replayed data.
+#[test]
+fn fedgp_killed_between_its_questions_resumes_to_the_same_bytes() {
+    killed_every_few_rounds(FEDGP);
 }
 
 fn killed_every_few_rounds(text: &str) {
@@ -637,4 +648,97 @@ fn sites_keep_their_values_and_their_merged_traces_are_fbo_runs() {
         e.contains("agent 11's rows") && e.contains("site11.csv"),
         "{e}"
     );
+}
+
+/// FedGP's questions on the wire: before each broadcast the L-BFGS solver asks the agents
+/// several times; the broadcast carries the shared hyperparameters and the rounds taken. An
+/// agent whose answer does not arrive is noted and ends that solve where it is (the server
+/// broadcasts at once), and an agent whose evaluation reply did not arrive is not asked.
+#[test]
+fn fedgp_asks_its_questions_and_a_missing_answer_ends_the_solve() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "fedgp.toml", FEDGP);
+    let fed = Federation::open(&spec, &dir.path().join("fed"), false).unwrap();
+    let mut sites: Vec<Site> = (0..3)
+        .map(|a| Site::open(&spec, a, None).unwrap())
+        .collect();
+    let mut server = fed.server((0, 0)).unwrap();
+    let mut asked_per_round = Vec::new();
+    while server.round() < 4 {
+        let round = server.round();
+        let ins: Vec<Instruction> = (0..3).map(|a| server.instruction_for(a).unwrap()).collect();
+        let question = ins[0].question.clone();
+        if let Some(q) = &question {
+            assert_eq!(asked_per_round.last().map(|(r, _)| *r), Some(round));
+            asked_per_round.last_mut().unwrap().1 += 1;
+            // [1 (value and gradient), 0, theta of 3 numbers] in 2-D before ARD starts.
+            assert_eq!(q.ask.len(), 5, "{q:?}");
+            assert_eq!(q.ask[0], 1.0);
+        } else {
+            asked_per_round.push((round + 1, 0));
+            if round >= 1 {
+                // theta (one length scale: 3 numbers) and the rounds taken.
+                assert_eq!(ins[0].shared.len(), 4, "round {round}: {:?}", ins[0].shared);
+            }
+        }
+        let mut replies = Vec::new();
+        for (a, i) in ins.iter().enumerate() {
+            let r = sites[a].step(i).unwrap();
+            match (&question, round) {
+                // Agent 2's evaluation reply of round 2 is lost: it is not asked before 3.
+                (None, 2) if a == 2 => continue,
+                (Some(_), 3) if a == 2 => {
+                    assert!(i.question.as_ref().unwrap().ask.is_empty(), "idle");
+                    assert!(r.answer.is_none());
+                }
+                // Agent 1's first answer of round 2 is lost: the solve ends there.
+                (Some(q), 2) if a == 1 && q.step == 0 => continue,
+                (Some(_), _) => assert_eq!(r.answer.as_ref().unwrap().len(), 4),
+                _ => {}
+            }
+            replies.push(r);
+        }
+        server.receive(replies).unwrap();
+    }
+    // Round 1's L-BFGS took several questions; round 2's ended after its first.
+    let asked: std::collections::BTreeMap<usize, usize> = asked_per_round.into_iter().collect();
+    assert!(asked[&1] >= 3, "{asked:?}");
+    assert_eq!(asked[&2], 1, "{asked:?}");
+    assert!(asked[&3] >= 1, "{asked:?}");
+    let notes = server.notes().join("\n");
+    assert!(
+        notes.contains("agent 1's reply did not arrive (question 0 before the broadcast)"),
+        "{notes}"
+    );
+}
+
+/// A site refuses a malformed question, naming it; an algorithm without questions refuses
+/// one too.
+#[test]
+fn a_site_refuses_a_malformed_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(dir.path(), "fedgp.toml", FEDGP);
+    let fed = Federation::open(&spec, &dir.path().join("fed"), false).unwrap();
+    let mut site = Site::open(&spec, 0, None).unwrap();
+    let mut server = fed.server((0, 0)).unwrap();
+    let ins = server.instruction_for(0).unwrap();
+    let others: Vec<_> = (0..3)
+        .map(|a| {
+            let mut s = Site::open(&spec, a, None).unwrap();
+            s.step(&ins).unwrap()
+        })
+        .collect();
+    site.step(&ins).unwrap();
+    server.receive(others).unwrap();
+    let mut q = server.instruction_for(0).unwrap();
+    assert!(q.question.is_some());
+    q.question.as_mut().unwrap().ask = vec![1.0, 0.0, 0.1];
+    let err = site.step(&q).unwrap_err().to_string();
+    assert!(
+        err.contains("a FedGP question") && err.contains("1 numbers"),
+        "{err}"
+    );
+    q.question.as_mut().unwrap().ask = vec![7.0, 0.0, 0.1, 0.2, 0.3];
+    let err = site.step(&q).unwrap_err().to_string();
+    assert!(err.contains("is no question"), "{err}");
 }

@@ -12,6 +12,7 @@ import fbo
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SMALL_DP = ROOT / "tests" / "fixtures" / "small-dp.toml"
 FRAMEWORKS = ROOT / "tests" / "fixtures" / "frameworks-fed.toml"
+FEDGP = ROOT / "tests" / "fixtures" / "fedgp-fed.toml"
 FILES = ["trace.csv", "server.csv", "privacy.csv", "summary.csv"]
 
 
@@ -79,6 +80,17 @@ def test_the_frameworks_across_machines_write_fbo_runs_bytes(tmp_path):
     # Consensus, design densities, CGP-UCB and FMTBO: each agent receives its own.
     fbo.run(FRAMEWORKS, tmp_path / "sim", no_timing=True)
     assert federate(FRAMEWORKS, tmp_path / "fed", tmp_path / "state")
+    assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
+
+
+def test_fedgp_across_machines_killed_between_questions_writes_fbo_runs_bytes(tmp_path):
+    # The server's solver asks the sites its questions before each broadcast; killed every
+    # seven exchanges (evaluations or questions), both sides resume from their journals.
+    fbo.run(FEDGP, tmp_path / "sim", no_timing=True)
+    restarts = 0
+    while not federate(FEDGP, tmp_path / "fed", tmp_path / "state", kill_every=7):
+        restarts += 1
+    assert restarts >= 5
     assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
 
 

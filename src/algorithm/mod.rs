@@ -252,6 +252,27 @@ pub trait Federated: Send {
     /// The length of every message (validated by the server before it aggregates).
     fn message_len(&self) -> usize;
 
+    /// Before the broadcast of round t - 1, a question the server asks every agent whose
+    /// message arrived, and whose answers it needs to broadcast (FedGP: one communication
+    /// round of its solver), given their answers to this round's questions so far
+    /// (`answers[i][agent]`, None: no answer); None: it has what it needs. Asked again after
+    /// each answered question, so the same answers give the same questions.
+    fn question(
+        &mut self,
+        _t: usize,
+        _messages: &[Option<ndarray::Array1<f64>>],
+        _answers: &[Vec<Option<Vec<f64>>>],
+    ) -> Result<Option<Vec<f64>>> {
+        Ok(None)
+    }
+
+    /// Agent `agent`'s answer to the server's `question` of round t - 1, from its own data.
+    fn answer(&mut self, agent: usize, _t: usize, _question: &[f64]) -> Result<Vec<f64>> {
+        Err(crate::error::FboError::Run(format!(
+            "agent {agent}: this algorithm asks no questions"
+        )))
+    }
+
     /// At their own pace (`crate::run::pace`): whether an agent keeps choosing with the
     /// server's latest release until a newer one comes (what it carries is information the
     /// agent's model uses: densities, offers, hyperparameters), rather than using it once and

@@ -30,7 +30,7 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-pub use wire::{Instruction, Reply, SecureAsk, SecureReply, WirePoint};
+pub use wire::{Instruction, Reply, SecureAsk, SecureReply, WirePoint, WireQuestion};
 
 /// A spec as every node of a federation loads it: timing columns off (they measure one
 /// process's clock), so that agents and server agree with `fbo run --no-timing`.
@@ -123,7 +123,7 @@ fn federated_algorithm(
             &spec.path,
             format!("algorithm[{alg_index}].kind"),
             format!(
-                "{}: a real federation runs ts, random, ei, ucb, dp-fts-de (FTS as dp-fts-de with subregions = 1, no dp), consensus, design-density, cgp and fmtbo; this kind runs only in one process",
+                "{}: a real federation runs ts, random, ei, ucb, dp-fts-de (FTS as dp-fts-de with subregions = 1, no dp), consensus, design-density, cgp, fmtbo and fedgp; this kind runs only in one process",
                 alg_spec.label
             ),
         ));
@@ -187,6 +187,10 @@ struct ServerEntry {
     /// an evaluation round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     step: Option<usize>,
+    /// The question of the round these replies answer (0, 1, ...; `Federated::question`);
+    /// absent for an evaluation round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked: Option<usize>,
 }
 
 /// Appends one JSON line and makes it durable before the caller acts on it.
@@ -376,6 +380,7 @@ impl AgentNode {
             shared,
             unanswered: Vec::new(),
             secure: None,
+            question: None,
         }
     }
 
@@ -417,6 +422,9 @@ impl AgentNode {
         if ins.secure.is_some() {
             return self.secure_step(ins);
         }
+        if ins.question.is_some() {
+            return self.question_step(ins);
+        }
         if let Some(r) = self.replies.get(&ins.round) {
             return Ok(self.with_late(ins, r.clone()));
         }
@@ -433,7 +441,7 @@ impl AgentNode {
     /// The queries of round `ins.round` (none if it is answered already), for an objective
     /// the caller evaluates; asked again before `tell`, the same queries.
     pub fn queries(&mut self, ins: &Instruction) -> Result<Vec<(Query, Request)>> {
-        if self.replies.contains_key(&ins.round) || ins.secure.is_some() {
+        if self.replies.contains_key(&ins.round) || ins.secure.is_some() || ins.question.is_some() {
             return Ok(Vec::new());
         }
         if let Some((round, q)) = &self.pending
@@ -502,6 +510,9 @@ impl AgentNode {
     ) -> Result<Reply> {
         if ins.secure.is_some() && values.is_empty() {
             return self.secure_step(ins);
+        }
+        if ins.question.is_some() && values.is_empty() {
+            return self.question_step(ins);
         }
         if let Some(r) = self.replies.get(&ins.round) {
             return Ok(self.with_late(ins, r.clone()));
@@ -577,6 +588,7 @@ impl AgentNode {
             message,
             late: Vec::new(),
             secure,
+            answer: None,
         };
         self.replies.insert(t, reply.clone());
         Ok(self.with_late(ins, reply))
@@ -657,6 +669,42 @@ impl AgentNode {
             message: None,
             late: Vec::new(),
             secure: Some(answer),
+            answer: None,
+        })
+    }
+
+    /// The answer to the method's question before round `ins.round`'s broadcast, from this
+    /// agent's data after its last evaluation: nothing evaluated, nothing journaled (the
+    /// data are rebuilt by replaying the evaluations, and the answer from them).
+    fn question_step(&mut self, ins: &Instruction) -> Result<Reply> {
+        self.check_addressed(ins, "a question")?;
+        let q = ins.question.as_ref().expect("a question");
+        let answer = if q.ask.is_empty() {
+            None
+        } else {
+            let done = ins.round.checked_sub(1);
+            if done.is_none_or(|r| !self.replies.contains_key(&r)) {
+                return Err(FboError::Run(format!(
+                    "agent {}: a question before round {} for an agent that has not answered round {}",
+                    self.agent,
+                    ins.round,
+                    ins.round.saturating_sub(1)
+                )));
+            }
+            let fed = self.alg.federated().expect("a federated algorithm");
+            Some(fed.answer(self.agent, ins.round, &q.ask)?)
+        };
+        Ok(Reply {
+            spec: self.print.clone(),
+            algorithm: self.alg_index,
+            run: self.run,
+            round: ins.round,
+            agent: self.agent,
+            rows: String::new(),
+            message: None,
+            late: Vec::new(),
+            secure: None,
+            answer,
         })
     }
 }
@@ -695,6 +743,10 @@ pub struct ServerNode {
     phase: Option<secure::SecurePhase>,
     ready: Vec<bool>,
     released: Option<Broadcast>,
+    /// Before this round's broadcast: the method's question being asked, and the answers to
+    /// the questions asked so far (per question, per agent).
+    asking: Option<Vec<f64>>,
+    answers: Vec<Vec<Option<Vec<f64>>>>,
 }
 
 /// What a federation unit's operator sees after each round (the Flower log and `fbo run
@@ -753,7 +805,12 @@ pub fn journal_progress(spec: &Spec, out: &Path) -> impl Fn(usize, usize) -> Opt
         // Read only (the server may be appending): the last complete line.
         let text = fs::read_to_string(out.join(server_journal(alg_index, run))).ok()?;
         let whole = &text[..text.rfind('\n')?];
-        let last: ServerEntry = serde_json::from_str(whole.lines().next_back()?).ok()?;
+        // The last round kept: a question's entry belongs to the round it comes before.
+        let last: ServerEntry = whole
+            .lines()
+            .rev()
+            .filter_map(|l| serde_json::from_str::<ServerEntry>(l).ok())
+            .find(|e| e.asked.is_none())?;
         let answered: Vec<usize> = last.replies.iter().map(|r| r.agent).collect();
         // The agents the unit asks: the acting ones of the spec's algorithm (every agent for
         // the kinds that run across machines).
@@ -798,18 +855,22 @@ impl ServerNode {
             phase: None,
             ready: vec![false; landscape.agents()],
             released: None,
+            asking: None,
+            answers: Vec::new(),
             spec: spec.clone(),
         };
         if let Some(path) = &journal {
             for e in read_lines::<ServerEntry>(path)? {
                 let ins = node.instruction()?;
                 let step = node.phase.as_ref().and_then(|p| p.step_number());
-                if e.round != ins.round || e.step != step {
+                let asked = ins.question.as_ref().map(|q| q.step);
+                if e.round != ins.round || e.step != step || e.asked != asked {
                     return Err(FboError::Run(format!(
-                        "{}: holds round {} (secure step {:?}) where round {} (secure step {step:?}) comes next",
+                        "{}: holds round {} (secure step {:?}, question {:?}) where round {} (secure step {step:?}, question {asked:?}) comes next",
                         path.display(),
                         e.round,
                         e.step,
+                        e.asked,
                         ins.round
                     )));
                 }
@@ -842,14 +903,22 @@ impl ServerNode {
                 .collect();
             self.curves = Some(mine);
         }
-        Ok(Some(progress_line(
+        let mut line = progress_line(
             &self.spec,
             self.alg_index,
             kept,
             &self.answered,
             &self.agents,
             self.curves.as_deref().unwrap_or_default(),
-        )))
+        );
+        if !self.answers.is_empty() {
+            line += &format!(
+                "; {} questions answered before round {}'s broadcast",
+                self.answers.len(),
+                self.round
+            );
+        }
+        Ok(Some(line))
     }
 
     /// The round whose replies are awaited.
@@ -909,6 +978,13 @@ impl ServerNode {
             ins.secure = Some(phase.ask(agent));
             return Ok(ins);
         }
+        if let Some(q) = &mut ins.question {
+            // Asked are the agents whose message arrived; the others idle this step.
+            if self.messages.get(agent).is_none_or(Option::is_none) {
+                q.ask.clear();
+            }
+            return Ok(ins);
+        }
         let own = self.broadcast.for_agent(agent);
         ins.point = own.point.as_ref().map(wire_point);
         ins.shared = own.shared.clone();
@@ -933,6 +1009,7 @@ impl ServerNode {
                 secure: Some(SecureAsk::Idle {
                     round: phase.round(),
                 }),
+                question: None,
             });
         }
         if let Some(ins) = &self.current {
@@ -944,6 +1021,28 @@ impl ServerNode {
                 self.spec.algorithms[self.alg_index].label, self.run, self.round
             )));
         }
+        if self.round > 0 && self.released.is_none() && self.asking.is_none() {
+            let fed = self.alg.federated().expect("a federated algorithm");
+            self.asking = fed.question(self.round, &self.messages, &self.answers)?;
+        }
+        if let Some(ask) = &self.asking {
+            // The method's question before the broadcast: what each agent is asked is
+            // `instruction_for`.
+            return Ok(Instruction {
+                spec: self.print.clone(),
+                algorithm: self.alg_index,
+                run: self.run,
+                round: self.round,
+                point: None,
+                shared: Vec::new(),
+                unanswered: Vec::new(),
+                secure: None,
+                question: Some(WireQuestion {
+                    step: self.answers.len(),
+                    ask: ask.clone(),
+                }),
+            });
+        }
         self.broadcast = if self.round == 0 {
             Broadcast::none()
         } else if let Some(b) = self.released.take() {
@@ -954,6 +1053,7 @@ impl ServerNode {
             fed.broadcast(self.round, &self.messages)?
         };
         self.messages = vec![None; self.n];
+        self.answers.clear();
         let ins = Instruction {
             spec: self.print.clone(),
             algorithm: self.alg_index,
@@ -963,6 +1063,7 @@ impl ServerNode {
             shared: self.broadcast.all.shared.clone(),
             unanswered: self.unanswered(),
             secure: None,
+            question: None,
         };
         self.current = Some(ins.clone());
         Ok(ins)
@@ -1029,6 +1130,7 @@ impl ServerNode {
     pub fn receive(&mut self, replies: Vec<Reply>) -> Result<()> {
         let ins = self.instruction()?;
         let step = self.phase.as_ref().and_then(|p| p.step_number());
+        let asked = ins.question.as_ref().map(|q| q.step);
         let noted = self.notes.len();
         let mut kept: Vec<Reply> = Vec::new();
         for mut r in replies {
@@ -1039,7 +1141,7 @@ impl ServerNode {
                 ));
                 continue;
             }
-            if step.is_none() {
+            if step.is_none() && asked.is_none() {
                 self.check_message(&ins, &mut r);
                 self.check_late(&ins, &mut r);
             }
@@ -1049,12 +1151,14 @@ impl ServerNode {
             if kept.iter().any(|r| r.agent == a) {
                 self.failed_in_a_row[a] = 0;
             } else if !self.failed_now.contains(&a) {
+                let during = match (step, asked) {
+                    (Some(s), _) => format!(" (secure aggregation, step {s})"),
+                    (_, Some(q)) => format!(" (question {q} before the broadcast)"),
+                    _ => String::new(),
+                };
                 self.notes.push(format!(
-                    "round {}: agent {a}'s reply did not arrive{}",
-                    ins.round,
-                    step.map_or(String::new(), |s| format!(
-                        " (secure aggregation, step {s})"
-                    ))
+                    "round {}: agent {a}'s reply did not arrive{during}",
+                    ins.round
                 ));
             }
         }
@@ -1064,6 +1168,7 @@ impl ServerNode {
             round: ins.round,
             replies: kept,
             step,
+            asked,
         };
         if let Some(path) = &self.journal {
             append_line(path, &entry)?;
@@ -1137,6 +1242,18 @@ impl ServerNode {
     /// release of its sum), or an evaluation round's replies kept (and, under secure
     /// aggregation, the next sum planned).
     fn apply(&mut self, e: ServerEntry) -> Result<()> {
+        if e.asked.is_some() {
+            // The answers of the agents asked (an idle agent's is none).
+            let mut answers = vec![None; self.n];
+            for r in e.replies {
+                if self.messages[r.agent].is_some() {
+                    answers[r.agent] = r.answer;
+                }
+            }
+            self.answers.push(answers);
+            self.asking = None;
+            return Ok(());
+        }
         if e.step.is_some() {
             let phase = self
                 .phase
@@ -1210,6 +1327,15 @@ impl ServerNode {
         }
         if kept.iter().any(|k| k.agent == r.agent) {
             return Err("a second reply this round".into());
+        }
+        if let Some(q) = &ins.question {
+            // A question: an answer from the agents asked, no trace rows, no message.
+            let asked = self.messages[r.agent].is_some() && !q.ask.is_empty();
+            return match (&r.answer, r.rows.is_empty() && r.message.is_none()) {
+                (Some(a), true) if asked && a.iter().all(|v| v.is_finite()) => Ok(()),
+                (None, true) if !asked => Ok(()),
+                _ => Err("not an answer to the question".into()),
+            };
         }
         if ins.secure.is_some() {
             // A step of secure aggregation: an answer, no trace rows, no message.

@@ -35,6 +35,19 @@ pub struct Instruction {
     /// before (`SecureAsk`) instead of an evaluation; absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secure: Option<SecureAsk>,
+    /// Before the server's broadcast of this round, a question of the method to the agents
+    /// (FedGP: one communication round of its solver) instead of an evaluation; absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<WireQuestion>,
+}
+
+/// The server's `step`-th question of a round (`Federated::question`): the numbers the method
+/// asks about, or none for an agent not asked this time (its message did not arrive).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireQuestion {
+    pub step: usize,
+    pub ask: Vec<f64>,
 }
 
 impl Instruction {
@@ -71,6 +84,14 @@ pub struct Reply {
     /// (it travels only masked), or the agent's answer to a protocol step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secure: Option<SecureReply>,
+    /// The agent's answer to the instruction's question (empty: not asked this time). A value
+    /// that is not finite crosses as null and is read back as NaN, as a message's.
+    #[serde(
+        default,
+        deserialize_with = "nulls_as_nan",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub answer: Option<Vec<f64>>,
 }
 
 /// A member's public keys (hex): for its masks and for the shares sealed to it.
@@ -207,6 +228,7 @@ mod tests {
             message: Some(vec![0.1 + 0.2, -1e-300, 123456.789]),
             late: Vec::new(),
             secure: None,
+            answer: None,
         };
         let back: Reply = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
@@ -233,6 +255,7 @@ mod tests {
             shared: Vec::new(),
             unanswered: Vec::new(),
             secure: None,
+            question: None,
         };
         let text = serde_json::to_string(&ins).unwrap();
         assert!(
@@ -258,6 +281,7 @@ mod tests {
             message: None,
             late: Vec::new(),
             secure: None,
+            answer: None,
         };
         assert!(!serde_json::to_string(&late).unwrap().contains("late"));
         let r = Reply {
