@@ -839,6 +839,82 @@ mod tests {
         );
     }
 
+    /// A question crosses the wire as it was asked; a malformed one is named.
+    #[test]
+    fn questions_cross_the_wire_and_malformed_ones_are_refused() {
+        for ask in [
+            Ask::Value {
+                theta: vec![-1.0, 0.5, -3.0],
+                grad: true,
+            },
+            Ask::Value {
+                theta: vec![-1.0, -2.0, 0.5, -3.0],
+                grad: false,
+            },
+            Ask::Step {
+                theta: vec![-1.0, 0.5, -3.0],
+                k: 4,
+            },
+        ] {
+            assert_eq!(Ask::from_wire(&ask.to_wire(), 2), Ok(ask));
+        }
+        assert!(Ask::from_wire(&[2.0, 0.0, 1.0, 1.0, 1.0], 2).is_err());
+        assert!(Ask::from_wire(&[1.0, 0.0, 1.0, f64::NAN, 1.0], 2).is_err());
+        assert!(Ask::from_wire(&[1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0], 2).is_err());
+    }
+
+    /// Rerun on the answers it holds, the solver asks exactly the in-process run's questions,
+    /// in order, and ends where it did (what the server across machines relies on).
+    #[test]
+    fn replaying_held_answers_asks_the_same_questions() {
+        let (locals, model, _) = identical_agents();
+        let members = members_of(&locals);
+        let s = Solve {
+            members: &members,
+            model: &model,
+            dim: 1,
+            rounds: 40,
+        };
+        let start = GpHyper::isotropic(Kernel::Se, 0.3, 1.0, 0.01).to_log();
+        let steps = LocalSteps {
+            steps: 3,
+            eta: 0.05,
+        };
+        let mut asked = Vec::new();
+        let mut direct = in_process(&locals, &model, 1, steps);
+        let mut record = |ask: Ask| {
+            let a = direct(ask.clone());
+            asked.push((ask, a.clone().unwrap()));
+            a
+        };
+        let want = lbfgs_solve(&start, &s, &mut record);
+        assert!(asked.len() > 3, "{}", asked.len());
+        for held in 0..asked.len() {
+            let mut next = None;
+            let mut i = 0;
+            let mut replay = |ask: Ask| {
+                i += 1;
+                if i <= held {
+                    assert_eq!(ask, asked[i - 1].0);
+                    return Some(asked[i - 1].1.clone());
+                }
+                if i == held + 1 {
+                    next = Some(ask);
+                }
+                None
+            };
+            lbfgs_solve(&start, &s, &mut replay);
+            assert_eq!(next.as_ref(), Some(&asked[held].0), "after {held} answers");
+        }
+        let mut i = 0;
+        let mut all = |ask: Ask| {
+            i += 1;
+            assert_eq!(ask, asked[i - 1].0);
+            Some(asked[i - 1].1.clone())
+        };
+        assert_eq!(lbfgs_solve(&start, &s, &mut all), want);
+    }
+
     #[test]
     fn the_federated_gradient_is_the_objectives_derivative() {
         let (locals, model, _) = identical_agents();
