@@ -7,7 +7,8 @@
 #   1. no faults: trace.csv, server.csv, privacy.csv, summary.csv byte-identical to fbo's own run
 #      (timing columns off); `flwr log` shows every round's progress line; 1b. the same under
 #      secure aggregation (the vectors travel only masked, in four steps per round) with each
-#      site's own noise shares and self-sampling coin;
+#      site's own noise shares and self-sampling coin; 1c. FedGP, its solver's questions over
+#      Flower; 1d. FTS's target-and-senders form (senders' messages relayed to the targets);
 #   2. kill -9 of one SuperNode mid-run, restarted later: the run completes, that agent evaluated
 #      no round twice, its missing rounds are in federation-notes.txt and server.csv, privacy.csv
 #      is fbo's (the bound holds with messages missing);
@@ -279,6 +280,42 @@ for f in trace.csv summary.csv; do
 done
 cp "$W/spec-plain.toml" "$W/spec.toml"
 echo "test-flower: 1c. ok: FedGP over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds and 10 questions)" >&2
+
+echo "test-flower: 1d. FTS's target-and-senders form: senders step their own TS at their sites, the server relays" >&2
+# Two targets among five agents; every agent sends a fresh omega_n before each iteration
+# after one more TS step of its own, and each target mixes the others' relayed messages.
+rm -rf "$W/state"
+cat >"$W/spec.toml" <<'SPEC'
+name = "flower-fts"
+seed = 12
+runs = 1
+iterations = 5
+initial_points = 2
+
+[objective]
+kind = "synthetic-dp"
+grid = 120
+functions = 1
+targets = [0, 1]
+
+[federation]
+agents = 5
+observations = 4
+observations_from = "ts"
+
+[[algorithm]]
+kind = "fts"
+messages = "every-iteration"
+SPEC
+"$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-fts', no_timing=True)"
+t0=$SECONDS
+run_app "$W/out1d" 60.0
+wait_for "$W/out1d/trace.csv" 600 || fail "the FTS federation did not finish in 600 s"
+for f in trace.csv summary.csv; do
+    cmp -s "$W/sim-fts/$f" "$W/out1d/$f" || fail "$f of the FTS federation differs from fbo run's"
+done
+cp "$W/spec-plain.toml" "$W/spec.toml"
+echo "test-flower: 1d. ok: FTS target-and-senders over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds)" >&2
 
 echo "test-flower: 4a. a SuperNode with an unregistered key is refused" >&2
 start_node 9 stranger ""

@@ -71,6 +71,9 @@ const AGREED: &str = include_str!("fixtures/agreed-fed.toml");
 /// FedGP: before each broadcast the server's solver asks the agents its questions.
 const FEDGP: &str = include_str!("fixtures/fedgp-fed.toml");
 
+/// FTS's target-and-senders form: the senders' sites send omega_n, the server relays them.
+const FTS: &str = include_str!("fixtures/fts-fed.toml");
+
 /// The same algorithms on a grid (consensus's points snapped to the nearest grid point).
 fn frameworks_on_a_grid() -> String {
     let grid = FRAMEWORKS
@@ -80,6 +83,22 @@ fn frameworks_on_a_grid() -> String {
         )
         .replace("[acquisition]\ncandidates = 200\nstarts = 3\n", "");
     assert!(grid.contains("synthetic-dp") && !grid.contains("[acquisition]"));
+    grid
+}
+
+/// FTS on the paper's grid objective, one target: the other agents only send.
+fn fts_on_a_grid() -> String {
+    let grid = FTS
+        .replace(
+            "kind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.1\ntargets = [0, 1]",
+            "kind = \"synthetic-fts\"\ngrid = 100\nfunctions = 1\nd = 0.05\ntargets = [0]",
+        )
+        .replace("[acquisition]\ncandidates = 200\nstarts = 3\n", "")
+        .replace(
+            "observations = 5\n",
+            "observations = 5\nobservations_from = \"ts\"\n",
+        );
+    assert!(grid.contains("synthetic-fts") && grid.contains("from = \"ts\""));
     grid
 }
 
@@ -117,6 +136,8 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("frameworks-box", FRAMEWORKS.to_string()),
         ("agreed", AGREED.to_string()),
         ("fedgp", FEDGP.to_string()),
+        ("fts", FTS.to_string()),
+        ("fts-grid", fts_on_a_grid()),
         ("frameworks-grid", frameworks_on_a_grid()),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -308,6 +329,27 @@ fn an_agreement_under_secure_aggregation_is_refused_across_machines_by_name() {
     assert!(err.contains("surrogate.shared"), "{err}");
 }
 
+/// FTS whose senders agree on the shared model before each message is refused across
+/// machines by key (the agreement is built in one process only).
+#[test]
+fn fts_with_agreed_senders_is_refused_across_machines_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = FTS.replace(
+        "kind = \"fts\"\nmessages = \"one-shot\"",
+        "kind = \"fts\"\nmessages = \"one-shot\"\nshared = \"agreed\"",
+    );
+    assert!(text.contains("agreed"));
+    let spec = write(dir.path(), "agreed.toml", &text);
+    let (out, state) = (dir.path().join("fed"), dir.path().join("state"));
+    let err = federation::run_in_process(&spec, &out, &state, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("algorithm[1].shared") && err.contains("fixed"),
+        "{err}"
+    );
+}
+
 /// The federation of `out` opened again right after the last one was dropped. Its folder
 /// lock (a flock) is released when that server closed it, unless another test of this
 /// process forked a child for `fbo` in the meantime: until the child execs, it holds a copy
@@ -361,6 +403,14 @@ fn fedgp_killed_between_its_questions_resumes_to_the_same_bytes() {
     killed_every_few_rounds(FEDGP);
 }
 
+/// A sender's site killed between rounds steps its TS again from its journal; a target's
+/// holds the messages it was relayed.
+#[test]
+fn fts_killed_every_few_rounds_resumes_to_the_same_bytes() {
+    killed_every_few_rounds(FTS);
+    killed_every_few_rounds(&fts_on_a_grid());
+}
+
 fn killed_every_few_rounds(text: &str) {
     let dir = tempfile::tempdir().unwrap();
     let spec = write(dir.path(), "spec.toml", text);
@@ -374,9 +424,23 @@ fn killed_every_few_rounds(text: &str) {
     assert!(restarts >= 5, "the run was cut {restarts} times");
     assert_same_files(&sim, &fed);
     // Each agent journals every round it evaluated, once: a line per round of every unit
-    // it takes part in (as many as fbo run traced for it, initial points in one round).
+    // it takes part in (as many as fbo run traced for it, initial points in one round; an
+    // FTS sender, which is traced nowhere, answers each of the unit's rounds).
     let trace = fs::read_to_string(sim.join("trace.csv")).unwrap();
-    let agents = fbo::spec::Spec::load(&spec).unwrap().total_agents();
+    let loaded = fbo::spec::Spec::load(&spec).unwrap();
+    let agents = loaded.total_agents();
+    let senders = |a: usize| {
+        let fts = loaded
+            .algorithms
+            .iter()
+            .filter(|x| x.kind == fbo::spec::AlgorithmKind::Fts)
+            .count();
+        let only_sends = !loaded.targets().contains(&a) && loaded.targets().iter().any(|&t| t != a);
+        match only_sends {
+            true => fts * loaded.runs * (loaded.iterations + 1),
+            false => 0,
+        }
+    };
     for a in 0..agents {
         let rounds: std::collections::BTreeSet<(String, String, String)> = trace
             .lines()
@@ -398,7 +462,11 @@ fn killed_every_few_rounds(text: &str) {
                     .count()
             })
             .sum();
-        assert_eq!(lines, rounds.len(), "agent {a}: one journal line per round");
+        assert_eq!(
+            lines,
+            rounds.len() + senders(a),
+            "agent {a}: one journal line per round"
+        );
     }
 }
 
@@ -741,4 +809,48 @@ fn a_site_refuses_a_malformed_question() {
     q.question.as_mut().unwrap().ask = vec![7.0, 0.0, 0.1, 0.2, 0.3];
     let err = site.step(&q).unwrap_err().to_string();
     assert!(err.contains("is no question"), "{err}");
+}
+
+/// FTS senders measuring through a command, their sites killed every few rounds: the
+/// senders' own TS steps (made outside the journal of rounds) are replayed from the site's
+/// journal of evaluations, so no evaluation runs twice, and the run ends as `fbo run` ends.
+#[test]
+fn fts_senders_killed_every_few_rounds_measure_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let text = format!(
+        "name = \"fts-cmd\"\nseed = 3\nruns = 1\niterations = 5\ninitial_points = 2\n\n\
+         [objective]\nkind = \"command\"\ncommand = [\"env\", \"TOY_COUNT={}\", {:?}]\n\
+         direction = \"maximize\"\n{BRANIN_BOX}\n\
+         [acquisition]\ncandidates = 100\nstarts = 2\n\n[surrogate]\nfeatures = 20\n\n\
+         [federation]\nagents = 3\nobservations = 3\nobservations_from = \"ts\"\n\n\
+         [[algorithm]]\nkind = \"fts\"\nmessages = \"every-iteration\"\n",
+        count.display(),
+        toy().display().to_string()
+    );
+    let spec = write(dir.path(), "spec.toml", &text);
+    let (fed, state) = (dir.path().join("fed"), dir.path().join("state"));
+    let mut restarts = 0;
+    while !drive(&spec, &fed, &state, 2) {
+        restarts += 1;
+    }
+    assert!(restarts >= 2, "the run was cut {restarts} times");
+    let made = fs::read_to_string(&count).unwrap();
+    let lines: Vec<&str> = made.lines().collect();
+    let once: std::collections::BTreeSet<&str> = lines.iter().copied().collect();
+    assert_eq!(lines.len(), once.len(), "an evaluation ran twice:\n{made}");
+    // Every agent is a target and a sender: its sender's history of 5 (2 initial points and
+    // 3 TS steps), its 2 initial points and 5 queries as a target, and 4 sender steps before
+    // iterations 2..=5.
+    let of = |agent: &str| {
+        lines
+            .iter()
+            .filter(|l| l.rsplit(' ').nth(1) == Some(agent))
+            .count()
+    };
+    assert_eq!((of("0"), of("1"), of("2")), (16, 16, 16), "{made}");
+    let sim = dir.path().join("sim");
+    fbo_ok("run", &spec, &sim, &["--no-timing"]);
+    let trace = |d: &Path| trace_columns(d, 14);
+    assert_eq!(trace(&sim), trace(&fed));
 }

@@ -713,14 +713,16 @@ pub fn build_senders(ctx: &RunContext, shared: &SharedFeatures) -> Result<Vec<Op
     // Computed outside the lock: the computation runs rayon tasks, and a worker waiting on
     // them may pick up another job that needs this cache.
     let key = (sender_key(ctx), ctx.run);
-    let cached = ctx
+    // The cache holds every sender's history: only a simulation's.
+    let cache = ctx
         .senders
-        .and_then(|c| c.runs.lock().ok().and_then(|m| m.get(&key).cloned()));
+        .filter(|_| ctx.place == super::Place::Simulation);
+    let cached = cache.and_then(|c| c.runs.lock().ok().and_then(|m| m.get(&key).cloned()));
     let states = match cached {
         Some(s) => s,
         None => {
             let s = Arc::new(sender_states(ctx)?);
-            if let Some(c) = ctx.senders
+            if let Some(c) = cache
                 && let Ok(mut m) = c.runs.lock()
             {
                 m.entry(key).or_insert_with(|| s.clone());
@@ -762,7 +764,8 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
     (0..land.agents())
         .into_par_iter()
         .map(|agent| -> Result<Option<(Learner, Rng)>> {
-            if !ids.iter().any(|&t| t != agent) {
+            // A sender is an agent some target is not; its history is made where it is.
+            if !ids.iter().any(|&t| t != agent) || !ctx.place.holds(agent) {
                 return Ok(None);
             }
             let mut learner = Learner::sender_for_run(ctx, agent);

@@ -416,12 +416,14 @@ impl Cgp {
 }
 
 impl Federated for Cgp {
-    fn message(&mut self, agent: usize, _t: usize) -> Option<Array1<f64>> {
+    fn message(&mut self, agent: usize, _t: usize) -> Result<Option<Array1<f64>>> {
         // An agent whose posterior fails sends nothing and makes its offer again to choose.
-        let o = offer(&mut self.agents[agent].learner, self.eta).ok()?;
+        let Ok(o) = offer(&mut self.agents[agent].learner, self.eta) else {
+            return Ok(None);
+        };
         let m = sent(&o);
         self.offers[agent] = Some(o);
-        Some(m)
+        Ok(Some(m))
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {

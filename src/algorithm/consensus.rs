@@ -247,10 +247,10 @@ impl Consensus {
 }
 
 impl Federated for Consensus {
-    fn message(&mut self, agent: usize, t: usize) -> Option<Array1<f64>> {
+    fn message(&mut self, agent: usize, t: usize) -> Result<Option<Array1<f64>>> {
         // An agent whose decision fails (a singular model) sends nothing this round and
         // decides again when it chooses.
-        self.send(agent, t).ok().map(Array1::from)
+        Ok(self.send(agent, t).ok().map(Array1::from))
     }
 
     fn broadcast(&mut self, t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {

@@ -220,10 +220,11 @@ fn densities(shared: &[f64], per: usize, dim: usize) -> Vec<Vec<Vec<f64>>> {
 }
 
 impl Federated for DesignDensity {
-    fn message(&mut self, agent: usize, _t: usize) -> Option<Array1<f64>> {
+    fn message(&mut self, agent: usize, _t: usize) -> Result<Option<Array1<f64>>> {
         // A density that cannot be formed (a singular model) is not sent this round.
-        let c = centres(&mut self.agents[agent], self.density).ok()?;
-        Some(Array1::from(c.concat()))
+        Ok(centres(&mut self.agents[agent], self.density)
+            .ok()
+            .map(|c| Array1::from(c.concat())))
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {

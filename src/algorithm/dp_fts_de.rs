@@ -376,8 +376,9 @@ impl DpFtsDe {
     }
 }
 
-impl Federated for DpFtsDe {
-    fn message(&mut self, agent: usize, t: usize) -> Option<Array1<f64>> {
+impl DpFtsDe {
+    /// Agent `agent`'s omega_n before iteration t (and its fit, under an agreement).
+    fn omega_message(&mut self, agent: usize, t: usize) -> Option<Array1<f64>> {
         if t as u64 > self.budget_rounds {
             return None;
         }
@@ -392,6 +393,12 @@ impl Federated for DpFtsDe {
             return Some(omega.iter().copied().chain(log).collect());
         }
         Some(peer.messenger.message())
+    }
+}
+
+impl Federated for DpFtsDe {
+    fn message(&mut self, agent: usize, t: usize) -> Result<Option<Array1<f64>>> {
+        Ok(self.omega_message(agent, t))
     }
 
     fn broadcast(&mut self, t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
@@ -504,8 +511,9 @@ impl Algorithm for DpFtsDe {
     fn propose(&mut self, t: usize) -> Result<Vec<Query>> {
         // Round t - 1 of Algorithm 1 (lines 3-12): every agent's omega_n, the server's
         // aggregation, every agent's choice, in the same three steps a real federation takes.
-        let messages: Vec<Option<Array1<f64>>> =
-            (0..self.peers.len()).map(|a| self.message(a, t)).collect();
+        let messages: Vec<Option<Array1<f64>>> = (0..self.peers.len())
+            .map(|a| self.omega_message(a, t))
+            .collect();
         let broadcast = self.broadcast(t, &messages)?;
         let p_t = self.schedule.p(t);
         let k = self.batch;

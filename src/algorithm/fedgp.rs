@@ -598,8 +598,8 @@ fn members_of_messages(messages: &[Option<Array1<f64>>]) -> (Vec<usize>, Members
 /// work is small beside the agents' likelihoods), so a restarted server that replays its
 /// journal asks the same questions.
 impl Federated for FedGp {
-    fn message(&mut self, agent: usize, _t: usize) -> Option<Array1<f64>> {
-        Some(Array1::from(vec![self.agents[agent].n_obs() as f64]))
+    fn message(&mut self, agent: usize, _t: usize) -> Result<Option<Array1<f64>>> {
+        Ok(Some(Array1::from(vec![self.agents[agent].n_obs() as f64])))
     }
 
     fn question(

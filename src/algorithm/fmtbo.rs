@@ -237,11 +237,13 @@ impl Fmtbo {
 }
 
 impl Federated for Fmtbo {
-    fn message(&mut self, agent: usize, _t: usize) -> Option<Array1<f64>> {
+    fn message(&mut self, agent: usize, _t: usize) -> Result<Option<Array1<f64>>> {
         // A local model that fails sends nothing; the agent fits again to choose.
-        let (h, m) = Self::local(&mut self.agents[agent], &self.shared).ok()?;
+        let Ok((h, m)) = Self::local(&mut self.agents[agent], &self.shared) else {
+            return Ok(None);
+        };
         self.locals[agent] = Some(h);
-        Some(m)
+        Ok(Some(m))
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {

@@ -13,8 +13,8 @@
 use super::agent::{
     Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders, refit_senders,
 };
-use super::{Algorithm, Query, RunContext, Source};
-use crate::error::Result;
+use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source};
+use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Landscape, Request};
 use crate::spec::schedule::Schedule;
@@ -105,17 +105,9 @@ impl Fts {
     }
 
     /// Every sender takes one more TS step and sends a fresh message.
-    /// Each sender's TS step before iteration t; its evaluation belongs to this algorithm.
     fn advance_senders(&mut self, t: usize) -> Result<()> {
-        for s in self.senders.iter_mut().flatten() {
-            let p = s.learner.thompson()?;
-            let req = Request::new(
-                format!("{} {SENDERS}", self.label),
-                self.run,
-                s.learner.agent,
-                t as i64,
-            );
-            s.observe(&self.landscape, &self.shared, &req, p)?;
+        for agent in 0..self.senders.len() {
+            self.step_sender(agent, t)?;
         }
         if self.agreed
             && let Some(a) = agree_senders(&self.shared, &self.landscape.space, &mut self.senders)
@@ -123,9 +115,96 @@ impl Fts {
             self.shared = a;
             refit_senders(&self.shared, &mut self.senders)?;
         }
-        for (s, msg) in self.senders.iter_mut().zip(self.latest.iter_mut()) {
-            if let Some(s) = s {
-                *msg = Some(s.messenger.message());
+        for agent in 0..self.senders.len() {
+            self.draw_message(agent);
+        }
+        Ok(())
+    }
+
+    /// Sender `agent`'s TS step before iteration t (none if this process does not hold it);
+    /// its evaluation belongs to this algorithm.
+    fn step_sender(&mut self, agent: usize, t: usize) -> Result<()> {
+        let Some(s) = self.senders[agent].as_mut() else {
+            return Ok(());
+        };
+        let p = s.learner.thompson()?;
+        let req = Request::new(
+            format!("{} {SENDERS}", self.label),
+            self.run,
+            agent,
+            t as i64,
+        );
+        s.observe(&self.landscape, &self.shared, &req, p)
+    }
+
+    /// Sender `agent`'s fresh message, drawn from its posterior, as its latest.
+    fn draw_message(&mut self, agent: usize) {
+        if let Some(s) = self.senders[agent].as_mut() {
+            self.latest[agent] = Some(s.messenger.message());
+        }
+    }
+
+    /// Whether `agent` sends messages: every agent that some target is not.
+    fn is_sender(&self, agent: usize) -> bool {
+        self.ids.iter().any(|&t| t != agent)
+    }
+
+    /// Target `k`'s query at iteration t: its own Thompson sample with probability p_t,
+    /// otherwise the best point of the message of an agent drawn from P_N among those whose
+    /// message it holds (in one process, every sender's).
+    fn choose_target(&mut self, k: usize, t: usize) -> Result<Query> {
+        let p_t = self.schedule.p(t);
+        let target = &mut self.targets[k];
+        let r: f64 = target.mixing.random();
+        let held = |a: usize| match self.mode {
+            MessageMode::OneShot => target.messages[a].is_some(),
+            MessageMode::EveryIteration => self.latest[a].is_some(),
+        };
+        let weights: Vec<f64> = (0..target.weights.len())
+            .map(|a| if held(a) { target.weights[a] } else { 0.0 })
+            .collect();
+        let choice = if r <= p_t {
+            None
+        } else {
+            pick_agent(&weights, &mut target.mixing)
+        };
+        let (point, source) = match choice {
+            None => (target.learner.thompson()?, Source::Own),
+            Some(a) => {
+                let omega = match self.mode {
+                    MessageMode::OneShot => {
+                        target.weights[a] = 0.0;
+                        target.messages[a].take().expect("held")
+                    }
+                    MessageMode::EveryIteration => self.latest[a].clone().expect("held"),
+                };
+                (
+                    self.shared.best(&omega, &mut target.learner)?,
+                    Source::Agent(a),
+                )
+            }
+        };
+        Ok(Query {
+            agent: target.learner.agent,
+            point,
+            source,
+        })
+    }
+
+    /// Target `k` takes the senders' messages the server relayed: (agent, omega) blocks of
+    /// 1 + M numbers, all checked before any is taken. A one-shot message replaces none it
+    /// has used; an every-iteration one replaces the sender's latest (one that did not arrive
+    /// leaves the last it sent).
+    fn take_relayed(&mut self, k: usize, shared: &[f64]) -> Result<()> {
+        let me = self.targets[k].learner.agent;
+        let relayed = parse_relayed(shared, self.shared.features.len(), self.senders.len(), me)?;
+        for (sender, omega) in relayed {
+            match self.mode {
+                MessageMode::OneShot if self.targets[k].weights[sender] > 0.0 => {
+                    self.targets[k].messages[sender] = Some(omega);
+                }
+                MessageMode::OneShot => {}
+                MessageMode::EveryIteration => self.latest[sender] = Some(omega),
             }
         }
         Ok(())
@@ -168,42 +247,9 @@ impl Algorithm for Fts {
         if t > 1 && self.mode == MessageMode::EveryIteration {
             self.advance_senders(t)?;
         }
-        let p_t = self.schedule.p(t);
-        let mut out = Vec::with_capacity(self.targets.len());
-        for target in &mut self.targets {
-            let r: f64 = target.mixing.random();
-            let choice = if r <= p_t {
-                None
-            } else {
-                pick_agent(&target.weights, &mut target.mixing)
-            };
-            let (point, source) = match choice {
-                None => (target.learner.thompson()?, Source::Own),
-                Some(a) => {
-                    let omega = match self.mode {
-                        MessageMode::OneShot => {
-                            target.weights[a] = 0.0;
-                            target.messages[a]
-                                .take()
-                                .expect("agents without a message have zero weight")
-                        }
-                        MessageMode::EveryIteration => self.latest[a]
-                            .clone()
-                            .expect("senders always have a message"),
-                    };
-                    (
-                        self.shared.best(&omega, &mut target.learner)?,
-                        Source::Agent(a),
-                    )
-                }
-            };
-            out.push(Query {
-                agent: target.learner.agent,
-                point,
-                source,
-            });
-        }
-        Ok(out)
+        (0..self.targets.len())
+            .map(|k| self.choose_target(k, t))
+            .collect()
     }
 
     fn params_sent(&self, t: usize) -> u64 {
@@ -220,5 +266,141 @@ impl Algorithm for Fts {
                 t.learner.add(q.point.clone(), *y);
             }
         }
+    }
+
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        // Across machines only with the pinned model: the senders' agreement is not built.
+        (!self.agreed).then_some(self as &mut dyn Federated)
+    }
+}
+
+/// Across machines (docs/federation.md): every sender's site makes its own history and
+/// sends its omega_n (once, or every iteration after one more TS step of its own); the
+/// server relays to every target the messages that arrived; each target mixes as in one
+/// process.
+impl Federated for Fts {
+    fn message(&mut self, agent: usize, t: usize) -> Result<Option<Array1<f64>>> {
+        if !self.sends(agent, t) {
+            return Ok(None);
+        }
+        if t > 1 {
+            self.step_sender(agent, t)?;
+            self.draw_message(agent);
+        }
+        Ok(self.latest[agent].clone())
+    }
+
+    fn sends(&self, agent: usize, t: usize) -> bool {
+        self.is_sender(agent) && (t == 1 || self.mode == MessageMode::EveryIteration)
+    }
+
+    fn members(&self, targets: &[usize]) -> Vec<usize> {
+        (0..self.senders.len())
+            .filter(|&a| targets.contains(&a) || self.is_sender(a))
+            .collect()
+    }
+
+    fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
+        let to_each = (0..messages.len())
+            .map(|k| Received {
+                point: None,
+                shared: match self.ids.contains(&k) {
+                    true => relayed(messages, k),
+                    false => Vec::new(),
+                },
+            })
+            .collect();
+        Ok(Broadcast {
+            all: Received::default(),
+            to_each,
+        })
+    }
+
+    fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
+        let k = self
+            .targets
+            .iter()
+            .position(|x| x.learner.agent == agent)
+            .ok_or_else(|| FboError::Run(format!("agent {agent} is no target of this FTS")))?;
+        self.take_relayed(k, &received.shared)?;
+        self.choose_target(k, t)
+    }
+
+    fn message_len(&self) -> usize {
+        self.shared.features.len()
+    }
+}
+
+/// Target `me`'s relayed messages read back: (agent, omega) blocks of 1 + `m` numbers, each
+/// naming another of the `n` agents and finite, or an error saying what is wrong.
+fn parse_relayed(
+    shared: &[f64],
+    m: usize,
+    n: usize,
+    me: usize,
+) -> Result<Vec<(usize, Array1<f64>)>> {
+    if !shared.len().is_multiple_of(m + 1) {
+        return Err(FboError::Run(format!(
+            "agent {me}: the relayed messages are {} numbers, not blocks of 1 + M = {}",
+            shared.len(),
+            m + 1
+        )));
+    }
+    shared
+        .chunks(m + 1)
+        .map(|block| {
+            let a = block[0];
+            let sender = a as usize;
+            if a.fract() != 0.0 || a < 0.0 || sender >= n || sender == me {
+                return Err(FboError::Run(format!(
+                    "agent {me}: a relayed message names agent {a}, not another agent"
+                )));
+            }
+            if block[1..].iter().any(|v| !v.is_finite()) {
+                return Err(FboError::Run(format!(
+                    "agent {me}: agent {sender}'s relayed message is not finite"
+                )));
+            }
+            Ok((sender, Array1::from(block[1..].to_vec())))
+        })
+        .collect()
+}
+
+/// The messages that arrived from agents other than `k`, each as (agent, omega) in agent
+/// order.
+fn relayed(messages: &[Option<Array1<f64>>], k: usize) -> Vec<f64> {
+    messages
+        .iter()
+        .enumerate()
+        .filter(|&(j, _)| j != k)
+        .filter_map(|(j, m)| m.as_ref().map(|m| (j, m)))
+        .flat_map(|(j, m)| std::iter::once(j as f64).chain(m.iter().copied()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relayed_messages_round_trip_and_malformed_ones_are_refused() {
+        let msgs = vec![
+            Some(Array1::from(vec![1.0, 2.0])),
+            None,
+            Some(Array1::from(vec![3.0, 4.0])),
+            Some(Array1::from(vec![5.0, 6.0])),
+        ];
+        let wire = relayed(&msgs, 0);
+        assert_eq!(wire, vec![2.0, 3.0, 4.0, 3.0, 5.0, 6.0]);
+        let back = parse_relayed(&wire, 2, 4, 0).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!((back[0].0, back[0].1.to_vec()), (2, vec![3.0, 4.0]));
+        assert_eq!((back[1].0, back[1].1.to_vec()), (3, vec![5.0, 6.0]));
+        let err = |w: &[f64]| parse_relayed(w, 2, 4, 0).unwrap_err().to_string();
+        assert!(err(&wire[..5]).contains("not blocks of 1 + M = 3"));
+        assert!(err(&[0.0, 1.0, 1.0]).contains("names agent 0"));
+        assert!(err(&[4.0, 1.0, 1.0]).contains("names agent 4"));
+        assert!(err(&[1.5, 1.0, 1.0]).contains("names agent 1.5"));
+        assert!(err(&[1.0, f64::NAN, 1.0]).contains("not finite"));
     }
 }

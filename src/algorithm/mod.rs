@@ -75,6 +75,28 @@ pub struct RunContext<'a> {
     pub landscape: Arc<Landscape>,
     /// Senders' states shared by the algorithms of a spec (None: compute them here).
     pub senders: Option<&'a agent::SenderCache>,
+    /// Whose data this algorithm object may touch.
+    pub place: Place,
+}
+
+/// Where an algorithm object runs, which decides whose objective it may evaluate: every
+/// agent's in one process, one agent's at its site of a federation, or none at a
+/// federation's server (an FTS sender's history is made where the sender is).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    Simulation,
+    Site(usize),
+    Server,
+}
+
+impl Place {
+    pub fn holds(self, agent: usize) -> bool {
+        match self {
+            Place::Simulation => true,
+            Place::Site(a) => a == agent,
+            Place::Server => false,
+        }
+    }
 }
 
 impl RunContext<'_> {
@@ -234,8 +256,21 @@ impl Broadcast {
 /// a real federation gives the simulation's numbers.
 pub trait Federated: Send {
     /// The message agent `agent` sends before iteration t (the server round t - 1), drawn
-    /// from its own data and streams; None: it sends nothing this round.
-    fn message(&mut self, agent: usize, t: usize) -> Option<ndarray::Array1<f64>>;
+    /// from its own data and streams; None: it sends nothing this round. An error is the
+    /// agent's own evaluation failing (an FTS sender's step): its site reports it.
+    fn message(&mut self, agent: usize, t: usize) -> Result<Option<ndarray::Array1<f64>>>;
+
+    /// Whether agent `agent` is to send a message before iteration t (the server notes one
+    /// that does not); every agent every round unless the method says otherwise.
+    fn sends(&self, _agent: usize, _t: usize) -> bool {
+        true
+    }
+
+    /// The agents that take part across machines: those that query (`Algorithm::targets`)
+    /// and those that only send (FTS's senders).
+    fn members(&self, targets: &[usize]) -> Vec<usize> {
+        targets.to_vec()
+    }
 
     /// The server's round t - 1 on the messages that arrived (`None`: did not, whatever the
     /// reason; a dropped message is accounted as the participation model's).

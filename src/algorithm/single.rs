@@ -324,8 +324,8 @@ impl Pending for Single {
 /// Agents alone in a federation: no messages, nothing broadcast; the server only collects
 /// their traces.
 impl Federated for Single {
-    fn message(&mut self, _agent: usize, _t: usize) -> Option<ndarray::Array1<f64>> {
-        None
+    fn message(&mut self, _agent: usize, _t: usize) -> Result<Option<ndarray::Array1<f64>>> {
+        Ok(None)
     }
 
     fn broadcast(

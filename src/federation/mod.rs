@@ -13,7 +13,7 @@
 pub mod secure;
 pub mod wire;
 
-use crate::algorithm::{self, Algorithm, Broadcast, Query, Received, RunContext};
+use crate::algorithm::{self, Algorithm, Broadcast, Place, Query, Received, RunContext};
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Landscape, Point, Request, Space};
@@ -21,6 +21,7 @@ use crate::run::outdir::{Claim, OutDir};
 use crate::run::output;
 use crate::run::runner;
 use crate::run::unit::{Evaluator, Tracer, initial_queries};
+use crate::spec::AlgorithmKind;
 use crate::spec::Spec;
 use ndarray::Array1;
 use serde::{Deserialize, Serialize};
@@ -63,6 +64,7 @@ fn federated_algorithm(
     alg_index: usize,
     run: usize,
     landscape: &Arc<Landscape>,
+    place: Place,
 ) -> Result<Box<dyn Algorithm>> {
     let Some(alg_spec) = spec.algorithms.get(alg_index) else {
         return Err(FboError::Run(format!(
@@ -84,8 +86,16 @@ fn federated_algorithm(
         run,
         landscape: landscape.clone(),
         senders: None,
+        place,
     };
     refuse_secure_forms(spec, alg_index)?;
+    if alg_spec.kind == AlgorithmKind::Fts && alg_spec.shared == crate::spec::SharedModel::Agreed {
+        return Err(FboError::spec(
+            &spec.path,
+            format!("algorithm[{alg_index}].shared"),
+            "FTS's senders agreeing on the shared model (this key, or surrogate.shared) runs only in one process so far: the agreement of the senders' fits before each message is not built across machines; set shared = \"fixed\" to federate it",
+        ));
+    }
     if spec.batch > 1 {
         return Err(FboError::spec(
             &spec.path,
@@ -123,7 +133,7 @@ fn federated_algorithm(
             &spec.path,
             format!("algorithm[{alg_index}].kind"),
             format!(
-                "{}: a real federation runs ts, random, ei, ucb, dp-fts-de (FTS as dp-fts-de with subregions = 1, no dp), consensus, design-density, cgp, fmtbo and fedgp; this kind runs only in one process",
+                "{}: a real federation runs ts, random, ei, ucb, fts (target and senders), dp-fts-de (FTS's server form as dp-fts-de with subregions = 1, no dp), consensus, design-density, cgp, fmtbo and fedgp; this kind runs only in one process",
                 alg_spec.label
             ),
         ));
@@ -279,6 +289,8 @@ pub struct AgentNode {
     alg_index: usize,
     run: usize,
     agent: usize,
+    /// Whether the agent queries (a target); an FTS sender only sends.
+    queries: bool,
     landscape: Arc<Landscape>,
     alg: Box<dyn Algorithm>,
     evaluator: Evaluator,
@@ -304,22 +316,27 @@ impl AgentNode {
         agent: usize,
         journal: Option<PathBuf>,
     ) -> Result<Self> {
-        let mut alg = federated_algorithm(spec, alg_index, run, &landscape)?;
-        if !alg.targets().contains(&agent) {
+        let mut alg = federated_algorithm(spec, alg_index, run, &landscape, Place::Site(agent))?;
+        let targets = alg.targets().to_vec();
+        let members = alg
+            .federated()
+            .expect("a federated algorithm")
+            .members(&targets);
+        if !members.contains(&agent) {
             return Err(FboError::Run(format!(
-                "{}: agent {agent} takes no part in {} (its agents: {:?})",
+                "{}: agent {agent} takes no part in {} (its agents: {members:?})",
                 spec.path.display(),
                 spec.algorithms[alg_index].label,
-                alg.targets()
             )));
         }
-        let _ = alg.federated();
+        let queries = targets.contains(&agent);
         let label = spec.algorithms[alg_index].label.clone();
         let mut node = AgentNode {
             print: fingerprint(spec),
             alg_index,
             run,
             agent,
+            queries,
             evaluator: Evaluator::new(landscape.clone(), &[agent], false),
             tracer: Tracer::new(spec, &label, run, landscape.clone(), 1),
             noise: vec![stream(spec.seed, run as u64, agent as u64, Purpose::Noise)],
@@ -474,16 +491,20 @@ impl AgentNode {
                     self.agent
                 )));
             }
+            let querying: &[usize] = if self.queries { &[self.agent] } else { &[] };
             let init = initial_queries(
                 &self.spec,
                 self.alg.as_ref(),
                 label,
                 self.run,
-                &[self.agent],
+                querying,
                 &self.landscape.space,
             );
             crate::run::unit::tell_given(&self.spec, &self.landscape, &init)?;
             return Ok(init);
+        }
+        if !self.queries {
+            return Ok(Vec::new());
         }
         let point = match &ins.point {
             Some(w) => Some(point_of(&self.landscape.space, w)?),
@@ -559,10 +580,10 @@ impl AgentNode {
             self.alg.observe(std::slice::from_ref(q), &[*y]);
         }
         let fed = self.alg.federated().expect("a federated algorithm");
-        let mut message = (t < self.spec.iterations)
-            .then(|| fed.message(self.agent, t + 1))
-            .flatten()
-            .map(|m| m.to_vec());
+        let mut message = match t < self.spec.iterations {
+            true => fed.message(self.agent, t + 1)?.map(|m| m.to_vec()),
+            false => None,
+        };
         // Under secure aggregation the message stays here; the reply says it is held.
         let mut secure = None;
         if let Some((_, held)) = &mut self.secure
@@ -717,7 +738,9 @@ pub struct ServerNode {
     alg_index: usize,
     run: usize,
     alg: Box<dyn Algorithm>,
+    /// Every agent that answers: the targets, which query, and any that only send.
     agents: Vec<usize>,
+    targets: Vec<usize>,
     n: usize,
     columns: usize,
     round: usize,
@@ -830,13 +853,19 @@ impl ServerNode {
         run: usize,
         journal: Option<PathBuf>,
     ) -> Result<Self> {
-        let alg = federated_algorithm(spec, alg_index, run, &landscape)?;
+        let mut alg = federated_algorithm(spec, alg_index, run, &landscape, Place::Server)?;
         let names = landscape.space.names();
+        let targets = alg.targets().to_vec();
+        let agents = alg
+            .federated()
+            .expect("a federated algorithm")
+            .members(&targets);
         let mut node = ServerNode {
             print: fingerprint(spec),
             alg_index,
             run,
-            agents: alg.targets().to_vec(),
+            agents,
+            targets,
             n: landscape.agents(),
             columns: output::trace_header(landscape.dim(), &names).len(),
             alg,
@@ -1197,12 +1226,9 @@ impl ServerNode {
     /// secure aggregation) held at the site and said so, never in the clear. What fails is
     /// left out and noted.
     fn check_message(&mut self, ins: &Instruction, r: &mut Reply) {
-        let m = self
-            .alg
-            .federated()
-            .expect("a federated algorithm")
-            .message_len();
-        let wants = m > 0 && ins.round < self.spec.iterations;
+        let fed = self.alg.federated().expect("a federated algorithm");
+        let (m, sends) = (fed.message_len(), fed.sends(r.agent, ins.round + 1));
+        let wants = m > 0 && ins.round < self.spec.iterations && sends;
         if self.is_secure() {
             if r.message.take().is_some() {
                 self.notes.push(format!(
@@ -1353,13 +1379,15 @@ impl ServerNode {
                 }
             };
         }
-        let want = if ins.round == 0 {
+        let want = if !self.targets.contains(&r.agent) {
+            0
+        } else if ins.round == 0 {
             self.spec.initial_points
         } else {
             1
         };
         let lines: Vec<&str> = r.rows.lines().collect();
-        if lines.len() != want || !r.rows.ends_with('\n') {
+        if lines.len() != want || (want > 0 && !r.rows.ends_with('\n')) {
             return Err(format!(
                 "{} trace rows where the round has {want}",
                 lines.len()
@@ -1453,7 +1481,7 @@ impl Federation {
         let (_, landscapes) = runner::prepare(&spec, 1)?;
         for (i, a) in spec.algorithms.iter().enumerate() {
             for r in 0..spec.runs.min(1) {
-                federated_algorithm(&spec, i, r, &landscapes[0])
+                federated_algorithm(&spec, i, r, &landscapes[0], Place::Server)
                     .map_err(|e| FboError::Run(format!("{e} ({})", a.label)))?;
             }
         }
@@ -1571,6 +1599,9 @@ pub struct Site {
     nodes: BTreeMap<(usize, usize), AgentNode>,
 }
 
+/// The journal of a site's measured evaluations, in its state folder.
+pub const SITE_EVALUATIONS: &str = "evaluations.jsonl";
+
 impl Site {
     /// Agent `agent` of the experiment of `spec_path`, journaling into the folder `state`.
     pub fn open(spec_path: &Path, agent: usize, state: Option<&Path>) -> Result<Self> {
@@ -1585,6 +1616,16 @@ impl Site {
         }
         if let Some(s) = state {
             fs::create_dir_all(s).map_err(|e| FboError::io(s, e))?;
+            // A measured objective's evaluations at this site are kept in its state, so a
+            // restarted site replays what it paid for rather than measuring it again (an FTS
+            // sender's own TS steps are made outside the agent's journal of rounds).
+            if let Some(origin) = spec.journal_origin() {
+                let path = s.join(SITE_EVALUATIONS);
+                let journal = Arc::new(crate::objective::journal::Journal::open(&path, &origin)?);
+                for land in &landscapes {
+                    land.attach_journal(journal.clone());
+                }
+            }
         }
         Ok(Site {
             spec,

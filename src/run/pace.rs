@@ -130,7 +130,7 @@ pub(crate) fn run_asynchronous(
             .alg
             .federated()
             .expect("an asynchronous kind is federated");
-        held[s] = fed.message(agent, releases + 1).map(|message| Held {
+        held[s] = fed.message(agent, releases + 1)?.map(|message| Held {
             message,
             releases_before: releases,
         });

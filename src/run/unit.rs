@@ -67,6 +67,7 @@ impl<'a> Unit<'a> {
             run,
             landscape: landscape.clone(),
             senders,
+            place: algorithm::Place::Simulation,
         };
         let alg = algorithm::build(&ctx)?;
         let targets = alg.targets().to_vec();
