@@ -74,6 +74,9 @@ const FEDGP: &str = include_str!("fixtures/fedgp-fed.toml");
 /// FTS's target-and-senders form: the senders' sites send omega_n, the server relays them.
 const FTS: &str = include_str!("fixtures/fts-fed.toml");
 
+/// RGPE and TAF: the senders' posteriors relayed once to the targets.
+const META: &str = include_str!("fixtures/meta-fed.toml");
+
 /// The same algorithms on a grid (consensus's points snapped to the nearest grid point).
 fn frameworks_on_a_grid() -> String {
     let grid = FRAMEWORKS
@@ -99,6 +102,18 @@ fn fts_on_a_grid() -> String {
             "observations = 5\nobservations_from = \"ts\"\n",
         );
     assert!(grid.contains("synthetic-fts") && grid.contains("from = \"ts\""));
+    grid
+}
+
+/// RGPE and TAF on a grid, one target: the other agents only send.
+fn meta_on_a_grid() -> String {
+    let grid = META
+        .replace(
+            "kind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.1\ntargets = [0, 1]",
+            "kind = \"synthetic-fts\"\ngrid = 100\nfunctions = 1\nd = 0.05\ntargets = [0]",
+        )
+        .replace("[acquisition]\ncandidates = 200\nstarts = 3\n", "");
+    assert!(grid.contains("synthetic-fts") && !grid.contains("[acquisition]"));
     grid
 }
 
@@ -138,6 +153,8 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("fedgp", FEDGP.to_string()),
         ("fts", FTS.to_string()),
         ("fts-grid", fts_on_a_grid()),
+        ("meta", META.to_string()),
+        ("meta-grid", meta_on_a_grid()),
         ("frameworks-grid", frameworks_on_a_grid()),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -411,6 +428,13 @@ fn fts_killed_every_few_rounds_resumes_to_the_same_bytes() {
     killed_every_few_rounds(&fts_on_a_grid());
 }
 
+/// A target resumed from its journal holds the posteriors it was relayed in round 0 again.
+#[test]
+fn meta_learners_killed_every_few_rounds_resume_to_the_same_bytes() {
+    killed_every_few_rounds(META);
+    killed_every_few_rounds(&meta_on_a_grid());
+}
+
 fn killed_every_few_rounds(text: &str) {
     let dir = tempfile::tempdir().unwrap();
     let spec = write(dir.path(), "spec.toml", text);
@@ -424,20 +448,20 @@ fn killed_every_few_rounds(text: &str) {
     assert!(restarts >= 5, "the run was cut {restarts} times");
     assert_same_files(&sim, &fed);
     // Each agent journals every round it evaluated, once: a line per round of every unit
-    // it takes part in (as many as fbo run traced for it, initial points in one round; an
-    // FTS sender, which is traced nowhere, answers each of the unit's rounds).
+    // it takes part in (as many as fbo run traced for it, initial points in one round; a
+    // sender of FTS, RGPE or TAF, which is traced nowhere, answers each of the unit's rounds).
     let trace = fs::read_to_string(sim.join("trace.csv")).unwrap();
     let loaded = fbo::spec::Spec::load(&spec).unwrap();
     let agents = loaded.total_agents();
     let senders = |a: usize| {
-        let fts = loaded
+        let with_senders = loaded
             .algorithms
             .iter()
-            .filter(|x| x.kind == fbo::spec::AlgorithmKind::Fts)
+            .filter(|x| x.kind.has_senders())
             .count();
         let only_sends = !loaded.targets().contains(&a) && loaded.targets().iter().any(|&t| t != a);
         match only_sends {
-            true => fts * loaded.runs * (loaded.iterations + 1),
+            true => with_senders * loaded.runs * (loaded.iterations + 1),
             false => 0,
         }
     };

@@ -13,7 +13,7 @@
 use super::agent::{
     Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders, refit_senders,
 };
-use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source, relay};
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Landscape, Request};
@@ -197,7 +197,7 @@ impl Fts {
     /// leaves the last it sent).
     fn take_relayed(&mut self, k: usize, shared: &[f64]) -> Result<()> {
         let me = self.targets[k].learner.agent;
-        let relayed = parse_relayed(shared, self.shared.features.len(), self.senders.len(), me)?;
+        let relayed = relay::parse(shared, self.shared.features.len(), self.senders.len(), me)?;
         for (sender, omega) in relayed {
             match self.mode {
                 MessageMode::OneShot if self.targets[k].weights[sender] > 0.0 => {
@@ -301,19 +301,7 @@ impl Federated for Fts {
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
-        let to_each = (0..messages.len())
-            .map(|k| Received {
-                point: None,
-                shared: match self.ids.contains(&k) {
-                    true => relayed(messages, k),
-                    false => Vec::new(),
-                },
-            })
-            .collect();
-        Ok(Broadcast {
-            all: Received::default(),
-            to_each,
-        })
+        Ok(relay::to_targets(messages, &self.ids))
     }
 
     fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
@@ -328,79 +316,5 @@ impl Federated for Fts {
 
     fn message_len(&self) -> usize {
         self.shared.features.len()
-    }
-}
-
-/// Target `me`'s relayed messages read back: (agent, omega) blocks of 1 + `m` numbers, each
-/// naming another of the `n` agents and finite, or an error saying what is wrong.
-fn parse_relayed(
-    shared: &[f64],
-    m: usize,
-    n: usize,
-    me: usize,
-) -> Result<Vec<(usize, Array1<f64>)>> {
-    if !shared.len().is_multiple_of(m + 1) {
-        return Err(FboError::Run(format!(
-            "agent {me}: the relayed messages are {} numbers, not blocks of 1 + M = {}",
-            shared.len(),
-            m + 1
-        )));
-    }
-    shared
-        .chunks(m + 1)
-        .map(|block| {
-            let a = block[0];
-            let sender = a as usize;
-            if a.fract() != 0.0 || a < 0.0 || sender >= n || sender == me {
-                return Err(FboError::Run(format!(
-                    "agent {me}: a relayed message names agent {a}, not another agent"
-                )));
-            }
-            if block[1..].iter().any(|v| !v.is_finite()) {
-                return Err(FboError::Run(format!(
-                    "agent {me}: agent {sender}'s relayed message is not finite"
-                )));
-            }
-            Ok((sender, Array1::from(block[1..].to_vec())))
-        })
-        .collect()
-}
-
-/// The messages that arrived from agents other than `k`, each as (agent, omega) in agent
-/// order.
-fn relayed(messages: &[Option<Array1<f64>>], k: usize) -> Vec<f64> {
-    messages
-        .iter()
-        .enumerate()
-        .filter(|&(j, _)| j != k)
-        .filter_map(|(j, m)| m.as_ref().map(|m| (j, m)))
-        .flat_map(|(j, m)| std::iter::once(j as f64).chain(m.iter().copied()))
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relayed_messages_round_trip_and_malformed_ones_are_refused() {
-        let msgs = vec![
-            Some(Array1::from(vec![1.0, 2.0])),
-            None,
-            Some(Array1::from(vec![3.0, 4.0])),
-            Some(Array1::from(vec![5.0, 6.0])),
-        ];
-        let wire = relayed(&msgs, 0);
-        assert_eq!(wire, vec![2.0, 3.0, 4.0, 3.0, 5.0, 6.0]);
-        let back = parse_relayed(&wire, 2, 4, 0).unwrap();
-        assert_eq!(back.len(), 2);
-        assert_eq!((back[0].0, back[0].1.to_vec()), (2, vec![3.0, 4.0]));
-        assert_eq!((back[1].0, back[1].1.to_vec()), (3, vec![5.0, 6.0]));
-        let err = |w: &[f64]| parse_relayed(w, 2, 4, 0).unwrap_err().to_string();
-        assert!(err(&wire[..5]).contains("not blocks of 1 + M = 3"));
-        assert!(err(&[0.0, 1.0, 1.0]).contains("names agent 0"));
-        assert!(err(&[4.0, 1.0, 1.0]).contains("names agent 4"));
-        assert!(err(&[1.5, 1.0, 1.0]).contains("names agent 1.5"));
-        assert!(err(&[1.0, f64::NAN, 1.0]).contains("not finite"));
     }
 }

@@ -41,7 +41,7 @@
 //!   maximised by the box search.
 
 use super::agent::{Learner, SharedFeatures, agree_senders, build_senders};
-use super::{Algorithm, Query, RunContext, Source};
+use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source, relay};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::{FboError, Result};
 use crate::math::linalg::{argmax, cholesky_jittered};
@@ -258,6 +258,8 @@ struct Target {
 
 pub struct MetaBo {
     ids: Vec<usize>,
+    /// Agents in the objective (targets and senders).
+    n: usize,
     targets: Vec<Target>,
     /// Received before the first iteration; decoded into `surrogates` at the first.
     messages: Vec<Message>,
@@ -308,6 +310,7 @@ impl MetaBo {
             .collect();
         Ok(MetaBo {
             ids,
+            n: ctx.landscape.agents(),
             targets,
             messages,
             surrogates: Vec::new(),
@@ -315,6 +318,96 @@ impl MetaBo {
             lambda,
             weighting,
         })
+    }
+}
+
+impl MetaBo {
+    /// Whether `agent` sends a message: every agent some target is not.
+    fn is_sender(&self, agent: usize) -> bool {
+        self.ids.iter().any(|&t| t != agent)
+    }
+
+    /// Whether TAF measures each agent against the incumbent it sends.
+    fn sends_incumbent(&self) -> bool {
+        matches!(
+            self.weighting,
+            Weighting::Taf {
+                incumbent: TafIncumbent::Agent,
+                ..
+            }
+        )
+    }
+
+    /// A message on the wire: nu_n (M), Sigma_n^-1 row by row (M^2), and TAF's incumbent (1)
+    /// where it is measured against it; `params_sent` numbers.
+    fn encode(&self, msg: &Message) -> Array1<f64> {
+        let mut v: Vec<f64> = msg.nu.iter().copied().collect();
+        v.extend(msg.sigma_inv.iter().copied());
+        if self.sends_incumbent() {
+            v.push(msg.incumbent);
+        }
+        Array1::from(v)
+    }
+
+    /// Agent `agent`'s message read back from `encode`'s numbers (length checked by
+    /// `relay::parse`). An incumbent not sent is never read (RGPE; TAF against the target's).
+    fn decode_wire(&self, agent: usize, v: &[f64]) -> Message {
+        let m = self.shared.features.len();
+        Message {
+            agent,
+            nu: Array1::from(v[..m].to_vec()),
+            sigma_inv: Array2::from_shape_vec((m, m), v[m..m + m * m].to_vec())
+                .expect("M^2 numbers"),
+            incumbent: match self.sends_incumbent() {
+                true => v[m + m * m],
+                false => f64::NAN,
+            },
+        }
+    }
+
+    /// The relayed messages taken by a target at its site, beside any of its own, in agent
+    /// order as one process holds them.
+    fn take_relayed(&mut self, me: usize, shared: &[f64]) -> Result<()> {
+        let len = Federated::message_len(self);
+        let relayed = relay::parse(shared, len, self.n, me)?;
+        let mut changed = false;
+        for (agent, v) in relayed {
+            if self.messages.iter().all(|m| m.agent != agent) {
+                let msg = self.decode_wire(agent, v.as_slice().expect("contiguous"));
+                self.messages.push(msg);
+                changed = true;
+            }
+        }
+        if changed {
+            self.messages.sort_by_key(|m| m.agent);
+            self.surrogates.clear();
+            for t in &mut self.targets {
+                t.rows = vec![Vec::new(); self.messages.len()];
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes the messages into surrogates once (the target's work at its first iteration).
+    fn decode_all(&mut self) -> Result<()> {
+        if self.surrogates.len() == self.messages.len() {
+            return Ok(());
+        }
+        let grid_phi = self.shared.grid_phi();
+        let lambda = self.lambda;
+        self.surrogates = self
+            .messages
+            .par_iter()
+            .map(|m| {
+                decode(m, lambda, grid_phi).map(Arc::new).ok_or_else(|| {
+                    FboError::Run(format!(
+                        "agent {}'s message cannot be decoded (singular Sigma^-1); raise surrogate.lambda",
+                        m.agent
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(())
     }
 }
 
@@ -586,22 +679,7 @@ impl Algorithm for MetaBo {
     }
 
     fn propose(&mut self, _t: usize) -> Result<Vec<Query>> {
-        if self.surrogates.len() < self.messages.len() {
-            let grid_phi = self.shared.grid_phi();
-            let lambda = self.lambda;
-            self.surrogates = self
-                .messages
-                .par_iter()
-                .map(|m| {
-                    decode(m, lambda, grid_phi).map(Arc::new).ok_or_else(|| {
-                        FboError::Run(format!(
-                            "agent {}'s message cannot be decoded (singular Sigma^-1); raise surrogate.lambda",
-                            m.agent
-                        ))
-                    })
-                })
-                .collect::<Result<_>>()?;
-        }
+        self.decode_all()?;
         let (surrogates, shared, weighting) = (&self.surrogates, &self.shared, self.weighting);
         // Targets are independent and use their own streams: parallel order cannot matter.
         self.targets
@@ -637,6 +715,63 @@ impl Algorithm for MetaBo {
                 ..
             } => m + m * m,
         }
+    }
+
+    fn federated(&mut self) -> Option<&mut dyn Federated> {
+        Some(self)
+    }
+}
+
+/// Across machines (docs/federation.md): every sender's site fits its own BLR posterior and
+/// sends it once, before iteration 1; the server relays to every target the others' that
+/// arrived; each target weights and decodes them at its site as in one process. The weights
+/// rank the senders' models on the target's own observations, so the meta-model is built
+/// where those are: a server-side one would need the target's values sent to the server.
+impl Federated for MetaBo {
+    fn message(&mut self, agent: usize, t: usize) -> Result<Option<Array1<f64>>> {
+        if !self.sends(agent, t) {
+            return Ok(None);
+        }
+        Ok(self
+            .messages
+            .iter()
+            .find(|m| m.agent == agent)
+            .map(|m| self.encode(m)))
+    }
+
+    fn sends(&self, agent: usize, t: usize) -> bool {
+        t == 1 && self.is_sender(agent)
+    }
+
+    fn members(&self, targets: &[usize]) -> Vec<usize> {
+        (0..self.n)
+            .filter(|&a| targets.contains(&a) || self.is_sender(a))
+            .collect()
+    }
+
+    fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
+        Ok(relay::to_targets(messages, &self.ids))
+    }
+
+    fn choose(&mut self, agent: usize, _t: usize, received: &Received) -> Result<Query> {
+        let k = self
+            .targets
+            .iter()
+            .position(|x| x.learner.agent == agent)
+            .ok_or_else(|| FboError::Run(format!("agent {agent} is no target here")))?;
+        self.take_relayed(agent, &received.shared)?;
+        self.decode_all()?;
+        let (surrogates, shared, weighting) = (&self.surrogates, &self.shared, self.weighting);
+        Ok(Query {
+            agent,
+            point: choose(&mut self.targets[k], surrogates, shared, weighting)?,
+            source: Source::Acquisition,
+        })
+    }
+
+    fn message_len(&self) -> usize {
+        let m = self.shared.features.len();
+        m + m * m + usize::from(self.sends_incumbent())
     }
 }
 

@@ -11,6 +11,7 @@ pub mod fedgp;
 pub mod fmtbo;
 pub mod fts;
 pub mod meta;
+pub mod relay;
 pub mod single;
 
 use crate::error::Result;

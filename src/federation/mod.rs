@@ -21,7 +21,6 @@ use crate::run::outdir::{Claim, OutDir};
 use crate::run::output;
 use crate::run::runner;
 use crate::run::unit::{Evaluator, Tracer, initial_queries};
-use crate::spec::AlgorithmKind;
 use crate::spec::Spec;
 use ndarray::Array1;
 use serde::{Deserialize, Serialize};
@@ -89,11 +88,11 @@ fn federated_algorithm(
         place,
     };
     refuse_secure_forms(spec, alg_index)?;
-    if alg_spec.kind == AlgorithmKind::Fts && alg_spec.shared == crate::spec::SharedModel::Agreed {
+    if alg_spec.kind.has_senders() && alg_spec.shared == crate::spec::SharedModel::Agreed {
         return Err(FboError::spec(
             &spec.path,
             format!("algorithm[{alg_index}].shared"),
-            "FTS's senders agreeing on the shared model (this key, or surrogate.shared) runs only in one process so far: the agreement of the senders' fits before each message is not built across machines; set shared = \"fixed\" to federate it",
+            "senders agreeing on the shared model (this key, or surrogate.shared) run only in one process so far: the agreement of the senders' fits before their messages is not built across machines; set shared = \"fixed\" to federate it",
         ));
     }
     if spec.batch > 1 {
@@ -133,7 +132,7 @@ fn federated_algorithm(
             &spec.path,
             format!("algorithm[{alg_index}].kind"),
             format!(
-                "{}: a real federation runs ts, random, ei, ucb, fts (target and senders), dp-fts-de (FTS's server form as dp-fts-de with subregions = 1, no dp), consensus, design-density, cgp, fmtbo and fedgp; this kind runs only in one process",
+                "{}: a real federation runs ts, random, ei, ucb, fts (target and senders), rgpe, taf, dp-fts-de (FTS's server form as dp-fts-de with subregions = 1, no dp), consensus, design-density, cgp, fmtbo and fedgp; this kind runs only in one process",
                 alg_spec.label
             ),
         ));
