@@ -77,44 +77,41 @@ const FTS: &str = include_str!("fixtures/fts-fed.toml");
 /// RGPE and TAF: the senders' posteriors relayed once to the targets.
 const META: &str = include_str!("fixtures/meta-fed.toml");
 
+/// `text` with its Branin box replaced by the grid objective `grid` (and no [acquisition]).
+fn on_a_grid(text: &str, branin: &str, grid: &str) -> String {
+    let out = text
+        .replace(branin, grid)
+        .replace("[acquisition]\ncandidates = 200\nstarts = 3\n", "");
+    assert!(out.contains(grid) && !out.contains("[acquisition]"));
+    out
+}
+
+const BRANIN: &str = "kind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.1";
+
 /// The same algorithms on a grid (consensus's points snapped to the nearest grid point).
 fn frameworks_on_a_grid() -> String {
-    let grid = FRAMEWORKS
-        .replace(
-            "kind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.1",
-            "kind = \"synthetic-dp\"\ngrid = 100\nfunctions = 1",
-        )
-        .replace("[acquisition]\ncandidates = 200\nstarts = 3\n", "");
-    assert!(grid.contains("synthetic-dp") && !grid.contains("[acquisition]"));
-    grid
+    on_a_grid(
+        FRAMEWORKS,
+        BRANIN,
+        "kind = \"synthetic-dp\"\ngrid = 100\nfunctions = 1",
+    )
 }
 
-/// FTS on the paper's grid objective, one target: the other agents only send.
+/// The paper's grid objective, one target (the other agents only send).
+const FTS_GRID: &str =
+    "kind = \"synthetic-fts\"\ngrid = 100\nfunctions = 1\nd = 0.05\ntargets = [0]";
+
+/// FTS on the paper's grid objective, the senders' histories from their own TS.
 fn fts_on_a_grid() -> String {
-    let grid = FTS
-        .replace(
-            "kind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.1\ntargets = [0, 1]",
-            "kind = \"synthetic-fts\"\ngrid = 100\nfunctions = 1\nd = 0.05\ntargets = [0]",
-        )
-        .replace("[acquisition]\ncandidates = 200\nstarts = 3\n", "")
-        .replace(
-            "observations = 5\n",
-            "observations = 5\nobservations_from = \"ts\"\n",
-        );
-    assert!(grid.contains("synthetic-fts") && grid.contains("from = \"ts\""));
-    grid
+    on_a_grid(FTS, &format!("{BRANIN}\ntargets = [0, 1]"), FTS_GRID).replace(
+        "observations = 5\n",
+        "observations = 5\nobservations_from = \"ts\"\n",
+    )
 }
 
-/// RGPE and TAF on a grid, one target: the other agents only send.
+/// RGPE and TAF on the paper's grid objective.
 fn meta_on_a_grid() -> String {
-    let grid = META
-        .replace(
-            "kind = \"function\"\nfunction = \"branin\"\nheterogeneity = 0.1\ntargets = [0, 1]",
-            "kind = \"synthetic-fts\"\ngrid = 100\nfunctions = 1\nd = 0.05\ntargets = [0]",
-        )
-        .replace("[acquisition]\ncandidates = 200\nstarts = 3\n", "");
-    assert!(grid.contains("synthetic-fts") && !grid.contains("[acquisition]"));
-    grid
+    on_a_grid(META, &format!("{BRANIN}\ntargets = [0, 1]"), FTS_GRID)
 }
 
 const FILES: [&str; 4] = ["trace.csv", "server.csv", "privacy.csv", "summary.csv"];

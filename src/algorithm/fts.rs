@@ -146,7 +146,7 @@ impl Fts {
 
     /// Whether `agent` sends messages: every agent that some target is not.
     fn is_sender(&self, agent: usize) -> bool {
-        self.ids.iter().any(|&t| t != agent)
+        relay::is_sender(&self.ids, agent)
     }
 
     /// Target `k`'s query at iteration t: its own Thompson sample with probability p_t,
@@ -294,10 +294,8 @@ impl Federated for Fts {
         self.is_sender(agent) && (t == 1 || self.mode == MessageMode::EveryIteration)
     }
 
-    fn members(&self, targets: &[usize]) -> Vec<usize> {
-        (0..self.senders.len())
-            .filter(|&a| targets.contains(&a) || self.is_sender(a))
-            .collect()
+    fn members(&self, _targets: &[usize]) -> Vec<usize> {
+        relay::members(self.senders.len(), &self.ids)
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {

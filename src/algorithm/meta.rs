@@ -324,7 +324,7 @@ impl MetaBo {
 impl MetaBo {
     /// Whether `agent` sends a message: every agent some target is not.
     fn is_sender(&self, agent: usize) -> bool {
-        self.ids.iter().any(|&t| t != agent)
+        relay::is_sender(&self.ids, agent)
     }
 
     /// Whether TAF measures each agent against the incumbent it sends.
@@ -743,10 +743,8 @@ impl Federated for MetaBo {
         t == 1 && self.is_sender(agent)
     }
 
-    fn members(&self, targets: &[usize]) -> Vec<usize> {
-        (0..self.n)
-            .filter(|&a| targets.contains(&a) || self.is_sender(a))
-            .collect()
+    fn members(&self, _targets: &[usize]) -> Vec<usize> {
+        relay::members(self.n, &self.ids)
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {

@@ -6,6 +6,18 @@ use super::{Broadcast, Received};
 use crate::error::{FboError, Result};
 use ndarray::Array1;
 
+/// Whether `agent` sends messages to the targets `ids`: it is not the only target.
+pub fn is_sender(ids: &[usize], agent: usize) -> bool {
+    ids.iter().any(|&t| t != agent)
+}
+
+/// The agents that take part across machines, of `n`: the targets and every sender.
+pub fn members(n: usize, ids: &[usize]) -> Vec<usize> {
+    (0..n)
+        .filter(|&a| ids.contains(&a) || is_sender(ids, a))
+        .collect()
+}
+
 /// To each of `targets` the others' messages that arrived (`blocks`); nothing to the others.
 pub fn to_targets(messages: &[Option<Array1<f64>>], targets: &[usize]) -> Broadcast {
     let to_each = (0..messages.len())
