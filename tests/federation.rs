@@ -343,25 +343,29 @@ fn an_agreement_under_secure_aggregation_is_refused_across_machines_by_name() {
     assert!(err.contains("surrogate.shared"), "{err}");
 }
 
-/// FTS whose senders agree on the shared model before each message is refused across
-/// machines by key (the agreement is built in one process only).
+/// FTS, RGPE or TAF whose senders agree on the shared model before their messages is refused
+/// across machines by key (the agreement is built in one process only), and nothing is
+/// written.
 #[test]
-fn fts_with_agreed_senders_is_refused_across_machines_by_key() {
-    let dir = tempfile::tempdir().unwrap();
-    let text = FTS.replace(
-        "kind = \"fts\"\nmessages = \"one-shot\"",
-        "kind = \"fts\"\nmessages = \"one-shot\"\nshared = \"agreed\"",
-    );
-    assert!(text.contains("agreed"));
-    let spec = write(dir.path(), "agreed.toml", &text);
-    let (out, state) = (dir.path().join("fed"), dir.path().join("state"));
-    let err = federation::run_in_process(&spec, &out, &state, false)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        err.contains("algorithm[1].shared") && err.contains("fixed"),
-        "{err}"
-    );
+fn senders_agreeing_on_the_shared_model_are_refused_across_machines_by_key() {
+    let fts = "kind = \"fts\"\nmessages = \"one-shot\"";
+    let taf = "kind = \"taf\"\n";
+    for (name, text, alg, key) in [("fts", FTS, fts, 1), ("taf", META, taf, 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let text = text.replacen(alg, &format!("{alg}\nshared = \"agreed\"\n"), 1);
+        assert!(text.contains("agreed"), "{name}");
+        let spec = write(dir.path(), "agreed.toml", &text);
+        let (out, state) = (dir.path().join("fed"), dir.path().join("state"));
+        let err = federation::run_in_process(&spec, &out, &state, false)
+            .unwrap_err()
+            .to_string();
+        let want = format!("algorithm[{key}].shared");
+        assert!(
+            err.contains(&want) && err.contains("fixed"),
+            "{name}: {err}"
+        );
+        assert!(!out.exists() && !state.exists(), "{name}: nothing written");
+    }
 }
 
 /// The federation of `out` opened again right after the last one was dropped. Its folder
