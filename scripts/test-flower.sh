@@ -9,6 +9,7 @@
 #      secure aggregation (the vectors travel only masked, in four steps per round) with each
 #      site's own noise shares and self-sampling coin; 1c. FedGP, its solver's questions over
 #      Flower; 1d. FTS's target-and-senders form (senders' messages relayed to the targets);
+#      1e. RGPE and TAF (the senders' posteriors relayed once);
 #   2. kill -9 of one SuperNode mid-run, restarted later: the run completes, that agent evaluated
 #      no round twice, its missing rounds are in federation-notes.txt and server.csv, privacy.csv
 #      is fbo's (the bound holds with messages missing);
@@ -316,6 +317,45 @@ for f in trace.csv summary.csv; do
 done
 cp "$W/spec-plain.toml" "$W/spec.toml"
 echo "test-flower: 1d. ok: FTS target-and-senders over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds)" >&2
+
+echo "test-flower: 1e. RGPE and TAF: each sender's posterior sent once, relayed to the targets" >&2
+rm -rf "$W/state"
+cat >"$W/spec.toml" <<'SPEC'
+name = "flower-meta"
+seed = 13
+runs = 1
+iterations = 4
+initial_points = 2
+
+[objective]
+kind = "synthetic-dp"
+grid = 120
+functions = 1
+targets = [0, 1]
+
+[surrogate]
+features = 20
+
+[federation]
+agents = 5
+observations = 4
+
+[[algorithm]]
+kind = "rgpe"
+samples = 20
+
+[[algorithm]]
+kind = "taf"
+SPEC
+"$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-meta', no_timing=True)"
+t0=$SECONDS
+run_app "$W/out1e" 60.0
+wait_for "$W/out1e/trace.csv" 600 || fail "the RGPE and TAF federation did not finish in 600 s"
+for f in trace.csv summary.csv; do
+    cmp -s "$W/sim-meta/$f" "$W/out1e/$f" || fail "$f of the RGPE and TAF federation differs from fbo run's"
+done
+cp "$W/spec-plain.toml" "$W/spec.toml"
+echo "test-flower: 1e. ok: RGPE and TAF over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 2 x 5 rounds)" >&2
 
 echo "test-flower: 4a. a SuperNode with an unregistered key is refused" >&2
 start_node 9 stranger ""
