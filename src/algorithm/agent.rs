@@ -765,7 +765,7 @@ fn sender_states(ctx: &RunContext) -> Result<Vec<Option<(Learner, Rng)>>> {
         .into_par_iter()
         .map(|agent| -> Result<Option<(Learner, Rng)>> {
             // A sender is an agent some target is not; its history is made where it is.
-            if !ids.iter().any(|&t| t != agent) || !ctx.place.holds(agent) {
+            if !super::relay::is_sender(ids, agent) || !ctx.place.holds(agent) {
                 return Ok(None);
             }
             let mut learner = Learner::sender_for_run(ctx, agent);

@@ -14,7 +14,7 @@ use super::agent::{
     Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders, refit_senders,
 };
 use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source, relay};
-use crate::error::{FboError, Result};
+use crate::error::Result;
 use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::{Landscape, Request};
 use crate::spec::schedule::Schedule;
@@ -269,8 +269,7 @@ impl Algorithm for Fts {
     }
 
     fn federated(&mut self) -> Option<&mut dyn Federated> {
-        // Across machines only with the pinned model: the senders' agreement is not built.
-        (!self.agreed).then_some(self as &mut dyn Federated)
+        Some(self)
     }
 }
 
@@ -303,11 +302,7 @@ impl Federated for Fts {
     }
 
     fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
-        let k = self
-            .targets
-            .iter()
-            .position(|x| x.learner.agent == agent)
-            .ok_or_else(|| FboError::Run(format!("agent {agent} is no target of this FTS")))?;
+        let k = relay::target_index(&self.ids, agent)?;
         self.take_relayed(k, &received.shared)?;
         self.choose_target(k, t)
     }

@@ -752,11 +752,7 @@ impl Federated for MetaBo {
     }
 
     fn choose(&mut self, agent: usize, _t: usize, received: &Received) -> Result<Query> {
-        let k = self
-            .targets
-            .iter()
-            .position(|x| x.learner.agent == agent)
-            .ok_or_else(|| FboError::Run(format!("agent {agent} is no target here")))?;
+        let k = relay::target_index(&self.ids, agent)?;
         self.take_relayed(agent, &received.shared)?;
         self.decode_all()?;
         let (surrogates, shared, weighting) = (&self.surrogates, &self.shared, self.weighting);

@@ -11,6 +11,13 @@ pub fn is_sender(ids: &[usize], agent: usize) -> bool {
     ids.iter().any(|&t| t != agent)
 }
 
+/// Target `agent`'s index among the targets `ids` (the order the algorithm keeps them in).
+pub fn target_index(ids: &[usize], agent: usize) -> Result<usize> {
+    ids.iter()
+        .position(|&t| t == agent)
+        .ok_or_else(|| FboError::Run(format!("agent {agent} is no target of this algorithm")))
+}
+
 /// The agents that take part across machines, of `n`: the targets and every sender.
 pub fn members(n: usize, ids: &[usize]) -> Vec<usize> {
     (0..n)

@@ -132,7 +132,7 @@ fn federated_algorithm(
             &spec.path,
             format!("algorithm[{alg_index}].kind"),
             format!(
-                "{}: a real federation runs ts, random, ei, ucb, fts (target and senders), rgpe, taf, dp-fts-de (FTS's server form as dp-fts-de with subregions = 1, no dp), consensus, design-density, cgp, fmtbo and fedgp; this kind runs only in one process",
+                "{}: this kind has no federated form (its agent and server steps); it runs only in one process",
                 alg_spec.label
             ),
         ));
