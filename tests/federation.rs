@@ -77,6 +77,24 @@ const FTS: &str = include_str!("fixtures/fts-fed.toml");
 /// RGPE and TAF: the senders' posteriors relayed once to the targets.
 const META: &str = include_str!("fixtures/meta-fed.toml");
 
+/// Three evaluations per site per round (`batch = 3`): TS's independent samples, EI's
+/// fantasised batch, random draws and DP-FTS-DE's (the server's point, then the agent's own
+/// samples), on Branin's box.
+fn batch_on_a_box() -> String {
+    let out = BRANIN_DP.replace("initial_points = 3\n", "initial_points = 3\nbatch = 3\n")
+        + "\n[[algorithm]]\nkind = \"ei\"\n\n[[algorithm]]\nkind = \"random\"\n";
+    assert!(out.contains("batch = 3"));
+    out
+}
+
+/// The same on the DP grid (random draws without replacement across the batch).
+fn batch_on_a_grid() -> String {
+    let out = SMALL_DP.replace("initial_points = 3\n", "initial_points = 3\nbatch = 3\n")
+        + "\n[[algorithm]]\nkind = \"random\"\n";
+    assert!(out.contains("batch = 3"));
+    out
+}
+
 /// `text` with its Branin box replaced by the grid objective `grid` (and no [acquisition]).
 fn on_a_grid(text: &str, branin: &str, grid: &str) -> String {
     let out = text
@@ -153,6 +171,8 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("meta", META.to_string()),
         ("meta-grid", meta_on_a_grid()),
         ("frameworks-grid", frameworks_on_a_grid()),
+        ("batch-box", batch_on_a_box()),
+        ("batch-grid", batch_on_a_grid()),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let spec = write(dir.path(), &format!("{name}.toml"), &text);
@@ -429,6 +449,13 @@ fn fts_killed_every_few_rounds_resumes_to_the_same_bytes() {
     killed_every_few_rounds(&fts_on_a_grid());
 }
 
+/// Sites killed between batches' rounds resume from their journals (a round's k values are
+/// one journal line) to the same batches and bytes.
+#[test]
+fn batches_killed_every_few_rounds_resume_to_the_same_bytes() {
+    killed_every_few_rounds(&batch_on_a_box());
+}
+
 /// A target resumed from its journal holds the posteriors it was relayed in round 0 again.
 #[test]
 fn meta_learners_killed_every_few_rounds_resume_to_the_same_bytes() {
@@ -473,8 +500,10 @@ fn killed_every_few_rounds(text: &str) {
             .map(|l| l.split(',').map(String::from).collect::<Vec<_>>())
             .filter(|c| c[2] == a.to_string())
             .map(|c| {
+                // Round t holds a batch's iterations (t - 1) batch + 1 ..= t batch.
                 let it: i64 = c[3].parse().unwrap();
-                (c[0].clone(), c[1].clone(), it.max(0).to_string())
+                let round = (it.max(0) as usize).div_ceil(loaded.batch);
+                (c[0].clone(), c[1].clone(), round.to_string())
             })
             .collect();
         let folder = state.join(format!("agent{a}"));
@@ -691,8 +720,15 @@ fn a_reply_lost_in_transit_is_resent_with_the_next_and_traced() {
 /// traces the sites export, joined, are fbo run's trace.csv and summary.csv to the byte.
 #[test]
 fn sites_keep_their_values_and_their_merged_traces_are_fbo_runs() {
+    sites_keep_their_values(SMALL_DP);
+    // A batch's rows merge in the runner's order: by round, agent, then the batch's order.
+    sites_keep_their_values(&batch_on_a_grid());
+}
+
+fn sites_keep_their_values(spec_text: &str) {
     let dir = tempfile::tempdir().unwrap();
-    let text = SMALL_DP.replace("[privacy]", "[output]\nsite_traces = true\n\n[privacy]");
+    let text = spec_text.replace("[privacy]", "[output]\nsite_traces = true\n\n[privacy]");
+    assert!(text.contains("site_traces = true"));
     let spec = write(dir.path(), "dp.toml", &text);
     let sim = dir.path().join("sim");
     fbo_ok("run", &spec, &sim, &["--no-timing"]);

@@ -446,6 +446,12 @@ impl Federated for DpFtsDe {
         self.peers[agent].choose(p_t, received)
     }
 
+    fn choose_round(&mut self, agent: usize, t: usize, received: &Received) -> Result<Vec<Query>> {
+        self.follow(&received.shared);
+        let p_t = self.schedule.p(t);
+        self.peers[agent].choose_batch(p_t, received, self.batch)
+    }
+
     fn message_len(&self) -> usize {
         self.shared.features.len() + self.agreement_len()
     }

@@ -285,6 +285,13 @@ pub trait Federated: Send {
     /// broadcast (`Broadcast::for_agent`).
     fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query>;
 
+    /// Agent `agent`'s queries of iteration t across machines, in the order the trace numbers
+    /// them: `choose`'s one, or with `batch = k` the round's k where the kind has a batch
+    /// (the single-agent kinds, DP-FTS-DE), the same k `Algorithm::propose` gives the agent.
+    fn choose_round(&mut self, agent: usize, t: usize, received: &Received) -> Result<Vec<Query>> {
+        Ok(vec![self.choose(agent, t, received)?])
+    }
+
     /// The length of every message (validated by the server before it aggregates).
     fn message_len(&self) -> usize;
 

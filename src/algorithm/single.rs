@@ -342,9 +342,23 @@ impl Federated for Single {
             .iter()
             .position(|&a| a == agent)
             .expect("a target agent");
-        // Across machines one query per round (batch is refused there).
+        // One query: an agent at its own pace has one evaluation in flight.
         let mut round = self.agents[slot].round(self.rule, 1)?;
         Ok(round.remove(0))
+    }
+
+    fn choose_round(
+        &mut self,
+        agent: usize,
+        _t: usize,
+        _received: &Received,
+    ) -> Result<Vec<Query>> {
+        let slot = self
+            .targets
+            .iter()
+            .position(|&a| a == agent)
+            .expect("a target agent");
+        self.agents[slot].round(self.rule, self.batch)
     }
 
     fn message_len(&self) -> usize {

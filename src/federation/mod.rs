@@ -95,18 +95,11 @@ fn federated_algorithm(
             "senders agreeing on the shared model (this key, or surrogate.shared) run only in one process so far: the agreement of the senders' fits before their messages is not built across machines; set shared = \"fixed\" to federate it",
         ));
     }
-    if spec.batch > 1 {
-        return Err(FboError::spec(
-            &spec.path,
-            "batch",
-            "runs only in one process (a round across machines is one query per site); set batch = 1 across machines",
-        ));
-    }
     if spec.parallel > 1 {
         return Err(FboError::spec(
             &spec.path,
             "parallel",
-            "runs only in one process (a round across machines is one query per site); set parallel = 1 across machines",
+            "runs only in one process (pending evaluations are proposed as each returns; across machines a site answers a whole round at once): set parallel = 1, or batch = k for k evaluations per site per round",
         ));
     }
     // Across machines time is real: the simulated clock and its asynchronous server belong to
@@ -515,9 +508,18 @@ impl AgentNode {
             point,
             shared: ins.shared.clone(),
         };
-        let q = fed.choose(self.agent, ins.round, &received)?;
-        let req = Request::new(label.clone(), self.run, self.agent, ins.round as i64);
-        Ok(vec![(q, req)])
+        let queries = fed.choose_round(self.agent, ins.round, &received)?;
+        // The trace counts evaluations, as the runner does: the j-th query (from 0) of round
+        // t is iteration (t - 1) batch + j + 1.
+        let first = (ins.round - 1) * self.spec.batch;
+        Ok(queries
+            .into_iter()
+            .enumerate()
+            .map(|(j, q)| {
+                let it = (first + j + 1) as i64;
+                (q, Request::new(label.clone(), self.run, self.agent, it))
+            })
+            .collect())
     }
 
     /// Takes the (f, cost) of the queries `ask` gave for `ins`: journals them, observes them
@@ -567,8 +569,8 @@ impl AgentNode {
         let params = if t == 0 { 0 } else { self.alg.params_sent(t) };
         let (mut seen, mut ys) = (Vec::new(), Vec::new());
         for ((q, req), (f, y, cost)) in queries.iter().zip(observed) {
-            let iteration = if t == 0 { req.iteration } else { t as i64 };
-            self.tracer.record(0, q, y, iteration, params, f, cost, 0.0);
+            self.tracer
+                .record(0, q, y, req.iteration, params, f, cost, 0.0);
             if !f.is_nan() {
                 seen.push(q.clone());
                 ys.push(y);
@@ -1383,7 +1385,7 @@ impl ServerNode {
         } else if ins.round == 0 {
             self.spec.initial_points
         } else {
-            1
+            self.spec.batch
         };
         let lines: Vec<&str> = r.rows.lines().collect();
         if lines.len() != want || (want > 0 && !r.rows.ends_with('\n')) {
@@ -1393,12 +1395,14 @@ impl ServerNode {
             ));
         }
         let label = &self.spec.algorithms[self.alg_index].label;
-        for line in lines {
+        // Round t's rows are iterations (t - 1) batch + 1 ..= t batch, in order.
+        let first = ins.round.saturating_sub(1) * self.spec.batch;
+        for (j, line) in lines.into_iter().enumerate() {
             let rec = csv_row(line).ok_or("a trace row that is not CSV")?;
             let iteration: Option<i64> = rec.get(3).and_then(|v| v.parse().ok());
             let good_iteration = match iteration {
                 Some(i) if ins.round == 0 => i <= 0,
-                Some(i) => i == ins.round as i64,
+                Some(i) => i == (first + j + 1) as i64,
                 None => false,
             };
             if rec.len() != self.columns
@@ -1763,6 +1767,7 @@ pub fn merge_site_traces(spec_path: &Path, out: &Path, traces: &[PathBuf]) -> Re
     let header = output::trace_header(land.dim(), &land.space.names()).join(",");
     let labels: Vec<&str> = spec.algorithms.iter().map(|a| a.label.as_str()).collect();
     // (algorithm, run, round, agent) -> the row, and which file gave each (algorithm, run, agent).
+    // Round t holds iterations (t - 1) batch + 1 ..= t batch (the initial points are round 0).
     let mut rows: Vec<((usize, usize, i64, usize), String)> = Vec::new();
     let mut from: BTreeMap<(usize, usize, usize), usize> = BTreeMap::new();
     for (f, path) in traces.iter().enumerate() {
@@ -1798,10 +1803,11 @@ pub fn merge_site_traces(spec_path: &Path, out: &Path, traces: &[PathBuf]) -> Re
                 )));
             }
             from.insert((alg, run, agent), f);
-            rows.push(((alg, run, it.max(0), agent), format!("{line}\n")));
+            let round = (it.max(0) as usize).div_ceil(spec.batch) as i64;
+            rows.push(((alg, run, round, agent), format!("{line}\n")));
         }
     }
-    // Stable: an agent's initial points keep their order.
+    // Stable: an agent's initial points and a round's batch keep their order.
     rows.sort_by_key(|(k, _)| *k);
     let mut trace = format!("{header}\n");
     trace.extend(rows.into_iter().map(|(_, r)| r));
