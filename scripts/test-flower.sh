@@ -17,7 +17,9 @@
 #      `fbo-flower status` showed the last round kept meanwhile;
 #   4. a SuperNode whose key is not registered is refused; a SuperNode sending NaN vectors is
 #      rejected round after round without stopping the run; a site whose objective fails on
-#      every call is noted with its error, and its third failure in a row stops the run.
+#      every call is noted with its error, and its third failure in a row stops the run;
+#   5. each site's own Optuna study as its objective (fbo.optuna.site_objective, the site's
+#      module on PYTHONPATH): fbo run's bytes, and every study's trials equal its trace rows.
 # Builds the fbo package (scripts/test-python.sh's environment) and installs flwr, pinned, into
 # a virtual environment of its own. FBO_FLOWER_KEEP=1 keeps the work folder.
 set -euo pipefail
@@ -36,6 +38,10 @@ VENV="${FBO_FLOWER_VENV:-target/flower-venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 VENV="$(cd "$VENV" && pwd)"
 "$VENV/bin/pip" install -q --disable-pip-version-check -r integrations/flower/requirements.txt
+# Optuna for check 5, at the pins the package's tests use (their block from "# fbo.optuna" on;
+# packaging, pinned above it for the package's build, stays at flwr's pin, which Optuna takes).
+grep -A99 '^# fbo.optuna' python/requirements-test.txt |
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r /dev/stdin
 echo "test-flower: building the fbo package into $VENV (a first build takes 3-5 minutes) ..." >&2
 CARGO_TARGET_DIR="$ROOT/target/python" "$VENV/bin/pip" install -q --disable-pip-version-check ./python
 "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps ./integrations/flower
@@ -207,6 +213,24 @@ same_as_fbo() { # OUT [files...]
     done
 }
 
+# federate NAME WHAT FILES...: the spec on stdin becomes every site's spec.toml, fbo runs it in
+# one process ($W/sim-NAME) and the federation over Flower ($W/out-NAME, from fresh site
+# states); FILES must be byte-identical. The plain DP-FTS-DE spec is put back afterwards.
+federate() {
+    local name=$1 what=$2
+    shift 2
+    rm -rf "$W/state"
+    cat >"$W/spec.toml"
+    "$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-$name', no_timing=True)"
+    t0=$SECONDS
+    run_app "$W/out-$name" 60.0
+    wait_for "$W/out-$name/trace.csv" 600 || fail "the $what federation did not finish in 600 s"
+    for f in "$@"; do
+        cmp -s "$W/sim-$name/$f" "$W/out-$name/$f" || fail "$f of the $what federation differs from fbo run's"
+    done
+    cp "$W/spec-plain.toml" "$W/spec.toml"
+}
+
 declare -a NODE
 start_link ""
 for a in 0 1 2 3 4; do
@@ -233,26 +257,18 @@ echo "test-flower: 1b. the same federation under secure aggregation (server.secu
 # vectors then travel only masked, in the protocol's four steps per round, each site adding
 # its discrete Gaussian noise share and deciding by its own coin whether its vector or a zero
 # goes in (the server never holds an un-noised sum nor learns who took part).
-rm -rf "$W/state"
 cp "$W/spec.toml" "$W/spec-plain.toml"
-sed -i 's/^clip = 3.0$/clip = 3.0\nsecure = true\nnoise = "distributed"\nself_sampling = true/' "$W/spec.toml"
-grep -q "^secure = true" "$W/spec.toml" || fail "the secure spec was not written"
-"$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-secure', no_timing=True)"
-run_app "$W/out1b" 60.0
-wait_for "$W/out1b/trace.csv" 600 || fail "the secure federation did not finish in 600 s"
-for f in trace.csv server.csv privacy.csv summary.csv; do
-    cmp -s "$W/sim-secure/$f" "$W/out1b/$f" || fail "$f of the secure federation differs from fbo run's"
-done
-cut -d, -f5,6 "$W/out1b/server.csv" | sed -n 2p | grep -qx "," ||
+sed 's/^clip = 3.0$/clip = 3.0\nsecure = true\nnoise = "distributed"\nself_sampling = true/' "$W/spec-plain.toml" >"$W/spec-secure.toml"
+grep -q "^secure = true" "$W/spec-secure.toml" || fail "the secure spec was not written"
+federate secure "secure" trace.csv server.csv privacy.csv summary.csv <"$W/spec-secure.toml"
+cut -d, -f5,6 "$W/out-secure/server.csv" | sed -n 2p | grep -qx "," ||
     fail "the secure server.csv names clipped vectors it cannot know"
-cp "$W/spec-plain.toml" "$W/spec.toml"
 echo "test-flower: 1b. ok: secure aggregation with distributed noise and self-sampling over Flower byte-identical to fbo run" >&2
 
 echo "test-flower: 1c. FedGP on the same sites: the server's solver asks its questions before each broadcast" >&2
 # FedAvg with two communication rounds per iteration: every iteration is an evaluation and
 # two questions (each site's local steps from the server's hyperparameters), all over Flower.
-rm -rf "$W/state"
-cat >"$W/spec.toml" <<'SPEC'
+federate fedgp "FedGP" trace.csv summary.csv <<'SPEC'
 name = "flower-fedgp"
 seed = 11
 runs = 1
@@ -272,21 +288,12 @@ kind = "fedgp"
 solver = "fedavg"
 rounds = 2
 SPEC
-"$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-fedgp', no_timing=True)"
-t0=$SECONDS
-run_app "$W/out1c" 60.0
-wait_for "$W/out1c/trace.csv" 600 || fail "the FedGP federation did not finish in 600 s"
-for f in trace.csv summary.csv; do
-    cmp -s "$W/sim-fedgp/$f" "$W/out1c/$f" || fail "$f of the FedGP federation differs from fbo run's"
-done
-cp "$W/spec-plain.toml" "$W/spec.toml"
 echo "test-flower: 1c. ok: FedGP over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds and 10 questions)" >&2
 
 echo "test-flower: 1d. FTS's target-and-senders form: senders step their own TS at their sites, the server relays" >&2
 # Two targets among five agents; every agent sends a fresh omega_n before each iteration
 # after one more TS step of its own, and each target mixes the others' relayed messages.
-rm -rf "$W/state"
-cat >"$W/spec.toml" <<'SPEC'
+federate fts "FTS" trace.csv summary.csv <<'SPEC'
 name = "flower-fts"
 seed = 12
 runs = 1
@@ -308,19 +315,10 @@ observations_from = "ts"
 kind = "fts"
 messages = "every-iteration"
 SPEC
-"$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-fts', no_timing=True)"
-t0=$SECONDS
-run_app "$W/out1d" 60.0
-wait_for "$W/out1d/trace.csv" 600 || fail "the FTS federation did not finish in 600 s"
-for f in trace.csv summary.csv; do
-    cmp -s "$W/sim-fts/$f" "$W/out1d/$f" || fail "$f of the FTS federation differs from fbo run's"
-done
-cp "$W/spec-plain.toml" "$W/spec.toml"
 echo "test-flower: 1d. ok: FTS target-and-senders over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds)" >&2
 
 echo "test-flower: 1e. RGPE and TAF: each sender's posterior sent once, relayed to the targets" >&2
-rm -rf "$W/state"
-cat >"$W/spec.toml" <<'SPEC'
+federate meta "RGPE and TAF" trace.csv summary.csv <<'SPEC'
 name = "flower-meta"
 seed = 13
 runs = 1
@@ -347,14 +345,6 @@ samples = 20
 [[algorithm]]
 kind = "taf"
 SPEC
-"$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim-meta', no_timing=True)"
-t0=$SECONDS
-run_app "$W/out1e" 60.0
-wait_for "$W/out1e/trace.csv" 600 || fail "the RGPE and TAF federation did not finish in 600 s"
-for f in trace.csv summary.csv; do
-    cmp -s "$W/sim-meta/$f" "$W/out1e/$f" || fail "$f of the RGPE and TAF federation differs from fbo run's"
-done
-cp "$W/spec-plain.toml" "$W/spec.toml"
 echo "test-flower: 1e. ok: RGPE and TAF over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 2 x 5 rounds)" >&2
 
 echo "test-flower: 4a. a SuperNode with an unregistered key is refused" >&2
@@ -455,5 +445,70 @@ sleep 15
 [ "$(failures)" -eq 3 ] || fail "rounds went on after the third failure in a row"
 ls "$W/out5/federation/"*.jsonl >/dev/null 2>&1 || fail "the server's journal was not kept"
 echo "test-flower: 4c. ok: 3 failures of agent 2 noted with its error, the run stopped unmerged" >&2
+
+echo "test-flower: 5. each site's own Optuna study chooses nothing but records every trial (fbo.optuna.site_objective)" >&2
+# Five landmine fields (the repository's table, agents 0-4; its training seconds zeroed, since
+# a study's trial reports a value only). Each site's SuperNode calls its Optuna objective
+# through site_objective, so every query becomes a trial of that site's own SQLite study.
+mkdir -p "$W/fields" "$W/optuna"
+awk -F, -v OFS=, 'NR == 1 {print; next} $1 < 5 {$NF = 0; print}' data/landmine/table.csv >"$W/fields/table.csv"
+sed 's/^agents = 29$/agents = 5/' data/landmine/table.toml >"$W/fields/table.toml"
+grep -q "^agents = 5$" "$W/fields/table.toml" || fail "the five-field table.toml was not written"
+for a in 0 1 2 3 4; do
+    cat >"$W/optuna/field$a.py" <<PY
+import csv
+
+import fbo.optuna
+
+with open("$W/fields/table.csv") as f:
+    AUC = {(float(r["C"]), float(r["gamma"])): float(r["metric"]) for r in csv.DictReader(f) if r["agent"] == "$a"}
+
+
+def objective(trial):
+    c = trial.suggest_float("C", 1e-4, 10.0)
+    g = trial.suggest_float("gamma", 0.01, 10.0)
+    return AUC[(c, g)]
+
+
+train = fbo.optuna.site_objective(
+    objective, study_name="field$a", storage="sqlite:///$W/optuna/field$a.db", direction="maximize"
+)
+PY
+done
+# The sites' SuperNodes again, each with its objective (importable from PYTHONPATH, which
+# the SuperNode passes on to its ClientApp processes).
+for a in 0 1 2 3 4; do kill -9 "${NODE[$a]}" 2>/dev/null || true; done
+for a in 0 1 2 3 4; do PYTHONPATH="$W/optuna" restart_node "$a" "$a" "objective=\"field$a:train\""; done
+federate optuna "Optuna sites'" trace.csv server.csv privacy.csv summary.csv <<SPEC
+name = "flower-optuna"
+seed = 14
+runs = 1
+iterations = 4
+initial_points = 2
+
+[objective]
+kind = "table"
+table = "$W/fields/table.toml"
+
+[[algorithm]]
+kind = "dp-fts-de"
+server = { subregions = 2, dp = true, q = 0.6, z = 1.0 }
+SPEC
+"$VENV/bin/python" - "$W" <<'PY' || fail "the sites' Optuna studies do not hold their trace rows"
+import csv, sys
+import optuna
+w = sys.argv[1]
+with open(f"{w}/out-optuna/trace.csv") as f:
+    trace = list(csv.DictReader(f))
+for a in range(5):
+    study = optuna.load_study(study_name=f"field{a}", storage=f"sqlite:///{w}/optuna/field{a}.db")
+    done = [t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE]
+    rows = [r for r in trace if int(r["agent"]) == a]
+    assert len(done) == len(rows) == len(study.trials) == 6, (a, len(done), len(rows), len(study.trials))
+    for t, r in zip(done, rows):
+        assert t.params == {"C": float(r["C"]), "gamma": float(r["gamma"])}, (a, t.params, r)
+        assert t.value == float(r["metric"]), (a, t.value, r)
+PY
+echo "test-flower: 5. ok: five sites' Optuna studies over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds), each study 6 trials, its trace rows" >&2
 
 echo "test-flower: all Flower checks passed" >&2
