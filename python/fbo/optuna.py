@@ -26,6 +26,7 @@ docs/reference.md).
 A FAIL or PRUNED trial gives its query back, and the next trial evaluates it again.
 """
 
+import concurrent.futures
 import pathlib
 import threading
 import tomllib
@@ -133,10 +134,23 @@ class _Journal:
 
 class _Sites:
     """Any other spec (a response table, a function, ...) through fbo's federation roles in
-    this process: a Server writing `out` and one Agent per site journaled in `state` (the kinds
-    that run across machines: the DP-FTS-DE family and the single-agent ones)."""
+    this process: a Server writing `out` and one Agent per site journaled in `state` (every
+    algorithm kind; what does not run across machines is refused by key).
+
+    The roles are the package's Rust objects, each bound to the thread that made it, while
+    Optuna runs a study's trials (``n_jobs > 1``) on threads of its own: every call into them
+    is made on one thread kept for them here."""
 
     def __init__(self, spec, out, state, agents):
+        self._thread = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="fbo-roles"
+        )
+        self._call(self._open, spec, out, state, agents)
+
+    def _call(self, f, *args):
+        return self._thread.submit(f, *args).result()
+
+    def _open(self, spec, out, state, agents):
         from . import Agent, Server
 
         self.server = Server(spec, out)
@@ -146,6 +160,16 @@ class _Sites:
         self.ins = None
 
     def outstanding(self):
+        return self._call(self._outstanding)
+
+    def tell(self, q, value):
+        self._call(self._tell, q, value)
+
+    def finish(self):
+        self._call(self._finish)
+        self._thread.shutdown()
+
+    def _outstanding(self):
         if self.unit is None or self.unit.finished:
             return []
         if self.ins is None:
@@ -165,7 +189,7 @@ class _Sites:
             if self.values[a][i] is None
         ]
 
-    def tell(self, q, value):
+    def _tell(self, q, value):
         a = q["agent"]
         self.values[a][q["index"]] = value
         if all(v is not None for v in self.values[a]):
@@ -174,10 +198,12 @@ class _Sites:
             self.unit.receive([self.replies[a] for a in self.unit.agents])
             self.ins = None
 
-    def finish(self):
+    def _finish(self):
         if self.unit is not None:
             self.server.save(self.unit)
         self.server.finish()
+        # Dropped here, on the thread they belong to.
+        self.server = self.unit = self.sites = None
 
 
 class Federation:
@@ -215,7 +241,13 @@ class Federation:
                 with open(self.spec.parent / table, "rb") as f:
                     meta = tomllib.load(f)
             self.direction = objective.get("direction", meta.get("direction"))
-            self.agents = int(raw.get("federation", {}).get("agents", meta.get("agents", 1)))
+            # A table's agents, or those of them `objective.agents` lets take part.
+            taking_part = objective.get("agents")
+            self.agents = (
+                len(taking_part)
+                if isinstance(taking_part, list)
+                else int(raw.get("federation", {}).get("agents", meta.get("agents", 1)))
+            )
             state = pathlib.Path(state) if state is not None else self.out.with_name(self.out.name + ".sites")
             self._backend = _Sites(self.spec, self.out, state, self.agents)
         self._lock = threading.RLock()

@@ -217,6 +217,35 @@ def test_studies_on_a_response_table_reproduce_fbo_run(tmp_path):
         assert a == b
 
 
+def test_studies_take_a_batch_per_round_through_the_federation_roles(tmp_path):
+    """With batch = 2 on the landmine table (five fields) each site's study gets its round's
+    two trials at once (n_jobs = 2), chosen at the site as fbo run chooses them: the same
+    summary, server and privacy bytes, and two trials per study per round."""
+    text = landmine_spec(tmp_path).read_text()
+    path = tmp_path / "batch.toml"
+    path.write_text(
+        text.replace("initial_points = 1\n", "initial_points = 2\nbatch = 2\n").replace(
+            'table = "', 'agents = [0, 1, 2, 3, 4]\ntable = "'
+        )
+    )
+    assert "batch = 2" in path.read_text() and "agents = [0, 1, 2, 3, 4]" in path.read_text()
+    fbo.run(path, tmp_path / "reference", no_timing=True)
+    fed = fbo.optuna.Federation(path, tmp_path / "optuna")
+    assert fed.agents == 5
+    studies = [
+        optuna.create_study(sampler=fed.sampler(a), direction="maximize") for a in range(5)
+    ]
+    fbo.optuna.optimize(fed, studies, [landmine_objective_of(a) for a in range(5)], n_jobs=2)
+    for name in ("summary.csv", "privacy.csv", "server.csv"):
+        assert (tmp_path / "optuna" / name).read_bytes() == (
+            tmp_path / "reference" / name
+        ).read_bytes(), name
+    for study in studies:
+        # 2 initial points, then 3 rounds of 2.
+        assert len(study.trials) == 2 + 3 * 2
+        assert all(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+
+
 def test_a_sites_study_across_machines_records_the_federations_trials(tmp_path):
     """Across machines (the Flower SuperNode's objective hook, here called as the ClientApp
     calls it) each site's own study, kept in its storage, gets one trial per fbo query: the
