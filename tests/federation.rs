@@ -74,6 +74,22 @@ const FEDGP: &str = include_str!("fixtures/fedgp-fed.toml");
 /// FTS's target-and-senders form: the senders' sites send omega_n, the server relays them.
 const FTS: &str = include_str!("fixtures/fts-fed.toml");
 
+/// FTS's senders agreeing on the shared model: their fits travel as the messages, the
+/// server's question is the median, their omegas on the agreed features the answers.
+fn fts_agreed() -> String {
+    let out = FTS
+        .replace(
+            "messages = \"one-shot\"\n",
+            "messages = \"one-shot\"\nshared = \"agreed\"\n",
+        )
+        .replace(
+            "label = \"FTS every iteration\"\n",
+            "label = \"FTS every iteration\"\nshared = \"agreed\"\n",
+        );
+    assert_eq!(out.matches("shared = \"agreed\"").count(), 2);
+    out
+}
+
 /// RGPE and TAF: the senders' posteriors relayed once to the targets.
 const META: &str = include_str!("fixtures/meta-fed.toml");
 
@@ -172,6 +188,7 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("meta-grid", meta_on_a_grid()),
         ("frameworks-grid", frameworks_on_a_grid()),
         ("batch-box", batch_on_a_box()),
+        ("fts-agreed", fts_agreed()),
         ("batch-grid", batch_on_a_grid()),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -363,14 +380,14 @@ fn an_agreement_under_secure_aggregation_is_refused_across_machines_by_name() {
     assert!(err.contains("surrogate.shared"), "{err}");
 }
 
-/// FTS, RGPE or TAF whose senders agree on the shared model before their messages is refused
-/// across machines by key (the agreement is built in one process only), and nothing is
+/// RGPE or TAF whose senders agree on the shared model before their posteriors is refused
+/// across machines by key (that agreement is built in one process only), and nothing is
 /// written.
 #[test]
 fn senders_agreeing_on_the_shared_model_are_refused_across_machines_by_key() {
-    let fts = "kind = \"fts\"\nmessages = \"one-shot\"";
+    let rgpe = "kind = \"rgpe\"\n";
     let taf = "kind = \"taf\"\n";
-    for (name, text, alg, key) in [("fts", FTS, fts, 1), ("taf", META, taf, 1)] {
+    for (name, text, alg, key) in [("rgpe", META, rgpe, 0), ("taf", META, taf, 1)] {
         let dir = tempfile::tempdir().unwrap();
         let text = text.replacen(alg, &format!("{alg}\nshared = \"agreed\"\n"), 1);
         assert!(text.contains("agreed"), "{name}");
@@ -447,6 +464,8 @@ fn fedgp_killed_between_its_questions_resumes_to_the_same_bytes() {
 fn fts_killed_every_few_rounds_resumes_to_the_same_bytes() {
     killed_every_few_rounds(FTS);
     killed_every_few_rounds(&fts_on_a_grid());
+    // A restarted sender draws its answer of round t from that round's stream.
+    killed_every_few_rounds(&fts_agreed());
 }
 
 /// Sites killed between batches' rounds resume from their journals (a round's k values are

@@ -582,6 +582,11 @@ impl Messenger {
         self.blr.sample(&mut self.rng)
     }
 
+    /// omega_n drawn from `rng` instead of the messenger's own stream.
+    pub fn message_from(&self, rng: &mut Rng) -> Array1<f64> {
+        self.blr.sample(rng)
+    }
+
     pub fn n_obs(&self) -> usize {
         self.blr.n_obs()
     }

@@ -11,14 +11,16 @@
 //! sends a fresh omega, so t_n grows and no agent is removed.
 
 use super::agent::{
-    Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders, refit_senders,
+    Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders, own_log_hyper,
+    refit_senders,
 };
-use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source, relay};
-use crate::error::Result;
-use crate::math::rng::{Purpose, Rng, stream};
+use super::{Algorithm, Broadcast, Federated, Place, Query, Received, RunContext, Source, relay};
+use crate::error::{FboError, Result};
+use crate::math::rng::{Purpose, Rng, stream, stream_at};
 use crate::objective::{Landscape, Request};
 use crate::spec::schedule::Schedule;
 use crate::spec::{MessageMode, SharedModel};
+use crate::surrogate::agreement::{SharedHyper, median};
 use ndarray::Array1;
 use rand::Rng as _;
 use std::sync::Arc;
@@ -43,10 +45,28 @@ pub struct Fts {
     shared: SharedFeatures,
     /// The senders agree on the shared model before every message (`surrogate.shared`).
     agreed: bool,
+    /// Across machines with an agreement: the last agreed log hyperparameters (the server's,
+    /// or the ones a site's features are drawn for), and at the server the omegas the
+    /// senders answered its question with this round.
+    agreed_log: Option<Vec<f64>>,
+    answered: Vec<Option<Array1<f64>>>,
     schedule: Schedule,
     landscape: Arc<Landscape>,
     label: String,
+    seed: u64,
     run: usize,
+}
+
+/// Sender `s`'s omega_n before iteration t: from its messenger's own stream, or under an
+/// agreement from the stream of round t (a site restarted from its journal, which replays
+/// its evaluations but not its answers, then draws the same omega).
+fn omega(s: &mut Sender, agreed: bool, seed: u64, run: usize, t: usize) -> Array1<f64> {
+    if !agreed {
+        return s.messenger.message();
+    }
+    let agent = s.learner.agent as u64;
+    let mut rng = stream_at(seed, run as u64, agent, Purpose::Message, t as u64);
+    s.messenger.message_from(&mut rng)
 }
 
 impl Fts {
@@ -62,13 +82,22 @@ impl Fts {
         let n = land.agents();
         let mut senders = build_senders(ctx, &shared)?;
         let agreed = ctx.algorithm.shared == SharedModel::Agreed;
-        if agreed && let Some(a) = agree_senders(&shared, &land.space, &mut senders) {
+        // Across machines the agreement is the server's question (`Federated::question`),
+        // and a sender's first message its answer.
+        let here = ctx.place == Place::Simulation;
+        if agreed
+            && here
+            && let Some(a) = agree_senders(&shared, &land.space, &mut senders)
+        {
             shared = a;
             refit_senders(&shared, &mut senders)?;
         }
         let first: Vec<Option<Array1<f64>>> = senders
             .iter_mut()
-            .map(|s| s.as_mut().map(|s| s.messenger.message()))
+            .map(|s| match s {
+                Some(s) if here || !agreed => Some(omega(s, agreed, seed, run, 1)),
+                _ => None,
+            })
             .collect();
         let targets = ids
             .iter()
@@ -97,9 +126,12 @@ impl Fts {
             mode: alg.messages,
             shared,
             agreed,
+            agreed_log: None,
+            answered: Vec::new(),
             schedule: alg.p_t.clone(),
             landscape: land,
             label: alg.label.clone(),
+            seed,
             run,
         })
     }
@@ -116,7 +148,7 @@ impl Fts {
             refit_senders(&self.shared, &mut self.senders)?;
         }
         for agent in 0..self.senders.len() {
-            self.draw_message(agent);
+            self.draw_message(agent, t);
         }
         Ok(())
     }
@@ -137,11 +169,32 @@ impl Fts {
         s.observe(&self.landscape, &self.shared, &req, p)
     }
 
-    /// Sender `agent`'s fresh message, drawn from its posterior, as its latest.
-    fn draw_message(&mut self, agent: usize) {
+    /// Sender `agent`'s fresh message before iteration t, drawn from its posterior, as its
+    /// latest.
+    fn draw_message(&mut self, agent: usize, t: usize) {
         if let Some(s) = self.senders[agent].as_mut() {
-            self.latest[agent] = Some(s.messenger.message());
+            self.latest[agent] = Some(omega(s, self.agreed, self.seed, self.run, t));
         }
+    }
+
+    /// At a site: the features for the agreed log hyperparameters the server sent, redrawn
+    /// when they are not the ones its features have.
+    fn follow(&mut self, log: &[f64]) -> Result<()> {
+        let want = self.landscape.space.dim() + 2;
+        if log.len() != want || log.iter().any(|v| !v.is_finite()) {
+            return Err(FboError::Run(format!(
+                "{}: an agreement of {} numbers where the shared model has {want} log hyperparameters",
+                self.label,
+                log.len()
+            )));
+        }
+        if self.agreed_log.as_deref() != Some(log) {
+            self.shared = self
+                .shared
+                .agreed(&self.landscape.space, &SharedHyper::from_log(log));
+            self.agreed_log = Some(log.to_vec());
+        }
+        Ok(())
     }
 
     /// Whether `agent` sends messages: every agent that some target is not.
@@ -276,7 +329,9 @@ impl Algorithm for Fts {
 /// Across machines (docs/federation.md): every sender's site makes its own history and
 /// sends its omega_n (once, or every iteration after one more TS step of its own); the
 /// server relays to every target the messages that arrived; each target mixes as in one
-/// process.
+/// process. With an agreement the message is the sender's fit, the server's question the
+/// agreed log hyperparameters (the median of the fits that arrived), and the omega_n on the
+/// agreed features the sender's answer; the targets receive the agreement before the omegas.
 impl Federated for Fts {
     fn message(&mut self, agent: usize, t: usize) -> Result<Option<Array1<f64>>> {
         if !self.sends(agent, t) {
@@ -284,9 +339,62 @@ impl Federated for Fts {
         }
         if t > 1 {
             self.step_sender(agent, t)?;
-            self.draw_message(agent);
+            if !self.agreed {
+                self.draw_message(agent, t);
+            }
+        }
+        if self.agreed {
+            let fit = self.senders[agent]
+                .as_mut()
+                .map(|s| Array1::from(own_log_hyper(&mut s.learner)));
+            return Ok(fit);
         }
         Ok(self.latest[agent].clone())
+    }
+
+    fn question(
+        &mut self,
+        _t: usize,
+        messages: &[Option<Array1<f64>>],
+        answers: &[Vec<Option<Vec<f64>>>],
+    ) -> Result<Option<Vec<f64>>> {
+        if !self.agreed {
+            return Ok(None);
+        }
+        let m = self.shared.features.len();
+        if let Some(round) = answers.first() {
+            // An answer of another length is a message that did not arrive.
+            self.answered = round
+                .iter()
+                .map(|a| {
+                    a.as_ref()
+                        .filter(|v| v.len() == m)
+                        .map(|v| Array1::from(v.clone()))
+                })
+                .collect();
+            return Ok(None);
+        }
+        self.answered = vec![None; messages.len()];
+        let fits: Vec<Vec<f64>> = messages.iter().flatten().map(|f| f.to_vec()).collect();
+        if fits.is_empty() {
+            return Ok(None);
+        }
+        let log = median(&fits);
+        self.agreed_log = Some(log.clone());
+        Ok(Some(log))
+    }
+
+    fn answer(&mut self, agent: usize, t: usize, question: &[f64]) -> Result<Vec<f64>> {
+        if self.senders.get(agent).is_none_or(Option::is_none) {
+            return Err(FboError::Run(format!(
+                "agent {agent}: {} asks only its senders",
+                self.label
+            )));
+        }
+        self.follow(question)?;
+        let s = self.senders[agent].as_mut().expect("a sender held here");
+        s.messenger.refit(&self.shared, &s.learner)?;
+        Ok(omega(s, true, self.seed, self.run, t).to_vec())
     }
 
     fn sends(&self, agent: usize, t: usize) -> bool {
@@ -298,16 +406,44 @@ impl Federated for Fts {
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
-        Ok(relay::to_targets(messages, &self.ids))
+        if !self.agreed {
+            return Ok(relay::to_targets(messages, &self.ids));
+        }
+        let mut answered = std::mem::take(&mut self.answered);
+        answered.resize(messages.len(), None);
+        let mut b = relay::to_targets(&answered, &self.ids);
+        if let Some(log) = &self.agreed_log {
+            for &k in &self.ids {
+                let to = &mut b.to_each[k];
+                to.shared = log.iter().copied().chain(to.shared.drain(..)).collect();
+            }
+        }
+        Ok(b)
     }
 
     fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
         let k = relay::target_index(&self.ids, agent)?;
-        self.take_relayed(k, &received.shared)?;
+        let mut relayed = &received.shared[..];
+        if self.agreed && !relayed.is_empty() {
+            // The agreement first (D + 2 numbers), then the omegas drawn on its features.
+            let d = (self.landscape.space.dim() + 2).min(relayed.len());
+            let (log, rest) = relayed.split_at(d);
+            self.follow(log)?;
+            relayed = rest;
+            // Every round's omegas are drawn on that round's agreement: one held from an
+            // earlier round (its sender's answer lost since) would be read on other features.
+            if self.mode == MessageMode::EveryIteration {
+                self.latest.iter_mut().for_each(|m| *m = None);
+            }
+        }
+        self.take_relayed(k, relayed)?;
         self.choose_target(k, t)
     }
 
     fn message_len(&self) -> usize {
-        self.shared.features.len()
+        match self.agreed {
+            true => self.landscape.space.dim() + 2,
+            false => self.shared.features.len(),
+        }
     }
 }

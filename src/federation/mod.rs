@@ -88,11 +88,14 @@ fn federated_algorithm(
         place,
     };
     refuse_secure_forms(spec, alg_index)?;
-    if alg_spec.kind.has_senders() && alg_spec.shared == crate::spec::SharedModel::Agreed {
+    if alg_spec.kind.has_senders()
+        && alg_spec.kind != crate::spec::AlgorithmKind::Fts
+        && alg_spec.shared == crate::spec::SharedModel::Agreed
+    {
         return Err(FboError::spec(
             &spec.path,
             format!("algorithm[{alg_index}].shared"),
-            "senders agreeing on the shared model (this key, or surrogate.shared) run only in one process so far: the agreement of the senders' fits before their messages is not built across machines; set shared = \"fixed\" to federate it",
+            "RGPE's and TAF's senders agreeing on the shared model (this key, or surrogate.shared) run only in one process so far: the agreement of the senders' fits before their posteriors is not built across machines; set shared = \"fixed\" to federate it",
         ));
     }
     if spec.parallel > 1 {
@@ -1029,17 +1032,10 @@ impl ServerNode {
         if let Some(phase) = &self.phase {
             // A step of secure aggregation: what each agent is asked is `instruction_for`.
             return Ok(Instruction {
-                spec: self.print.clone(),
-                algorithm: self.alg_index,
-                run: self.run,
-                round: self.round,
-                point: None,
-                shared: Vec::new(),
-                unanswered: Vec::new(),
                 secure: Some(SecureAsk::Idle {
                     round: phase.round(),
                 }),
-                question: None,
+                ..self.bare_instruction()
             });
         }
         if let Some(ins) = &self.current {
@@ -1059,18 +1055,11 @@ impl ServerNode {
             // The method's question before the broadcast: what each agent is asked is
             // `instruction_for`.
             return Ok(Instruction {
-                spec: self.print.clone(),
-                algorithm: self.alg_index,
-                run: self.run,
-                round: self.round,
-                point: None,
-                shared: Vec::new(),
-                unanswered: Vec::new(),
-                secure: None,
                 question: Some(WireQuestion {
                     step: self.answers.len(),
                     ask: ask.clone(),
                 }),
+                ..self.bare_instruction()
             });
         }
         self.broadcast = if self.round == 0 {
@@ -1085,18 +1074,29 @@ impl ServerNode {
         self.messages = vec![None; self.n];
         self.answers.clear();
         let ins = Instruction {
+            point: self.broadcast.all.point.as_ref().map(wire_point),
+            shared: self.broadcast.all.shared.clone(),
+            unanswered: self.unanswered(),
+            ..self.bare_instruction()
+        };
+        self.current = Some(ins.clone());
+        Ok(ins)
+    }
+
+    /// The current round's instruction of this unit with nothing in it yet: no point, no
+    /// messages, no rounds asked for again, no step of secure aggregation, no question.
+    fn bare_instruction(&self) -> Instruction {
+        Instruction {
             spec: self.print.clone(),
             algorithm: self.alg_index,
             run: self.run,
             round: self.round,
-            point: self.broadcast.all.point.as_ref().map(wire_point),
-            shared: self.broadcast.all.shared.clone(),
-            unanswered: self.unanswered(),
+            point: None,
+            shared: Vec::new(),
+            unanswered: Vec::new(),
             secure: None,
             question: None,
-        };
-        self.current = Some(ins.clone());
-        Ok(ins)
+        }
     }
 
     /// Per agent, the earlier rounds whose trace rows the server does not hold (a reply lost

@@ -73,6 +73,19 @@ pub fn stream(seed: u64, run: u64, agent: u64, purpose: Purpose) -> Rng {
     ChaCha8Rng::from_seed(key)
 }
 
+/// The `index`-th of a family of streams for (seed, run, agent, purpose), each a pure
+/// function of its key: a draw that must come out the same whenever it is made (an FTS
+/// sender's message of round `index`, which a site restarted from its journal draws again
+/// without replaying the draws before it).
+pub fn stream_at(seed: u64, run: u64, agent: u64, purpose: Purpose, index: u64) -> Rng {
+    stream(
+        splitmix64(seed) ^ splitmix64(index.wrapping_add(1)),
+        run,
+        agent,
+        purpose,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +99,17 @@ mod tests {
         assert_ne!(base, stream(1, 2, 0, Purpose::Noise).random::<u64>());
         assert_ne!(base, stream(1, 2, 3, Purpose::Init).random::<u64>());
         assert_eq!(base, stream(1, 2, 3, Purpose::Noise).random::<u64>());
+    }
+
+    #[test]
+    fn indexed_streams_differ_by_index_and_from_the_plain_one() {
+        let at = |i| stream_at(1, 2, 3, Purpose::Message, i).random::<u64>();
+        assert_eq!(at(4), at(4));
+        assert_ne!(at(4), at(5));
+        assert_ne!(at(0), stream(1, 2, 3, Purpose::Message).random::<u64>());
+        assert_ne!(
+            at(0),
+            stream_at(1, 2, 4, Purpose::Message, 0).random::<u64>()
+        );
     }
 }
