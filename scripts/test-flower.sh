@@ -20,6 +20,8 @@
 #      every call is noted with its error, and its third failure in a row stops the run;
 #   5. each site's own Optuna study as its objective (fbo.optuna.site_objective, the site's
 #      module on PYTHONPATH): fbo run's bytes, and every study's trials equal its trace rows.
+#   6. three sites and the server on network namespaces of their own (a bridge between them),
+#      set up with the defaults docs/federation.md gives for real sites: fbo run's bytes.
 # Builds the fbo package (scripts/test-python.sh's environment) and installs flwr, pinned, into
 # a virtual environment of its own. FBO_FLOWER_KEEP=1 keeps the work folder.
 set -euo pipefail
@@ -50,6 +52,7 @@ export PATH="$VENV/bin:$PATH"
 W="$(mktemp -d /tmp/fbo-flower.XXXXXX)"
 PORT=$((20000 + RANDOM % 20000))
 PIDS=()
+NETNS=()
 R=""
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
@@ -59,6 +62,7 @@ cleanup() {
     # killed under it).
     pkill -9 -f "$VENV/bin/flwr-serverapp" 2>/dev/null || true
     pkill -9 -f "$VENV/bin/flwr-clientapp" 2>/dev/null || true
+    for n in "${NETNS[@]}"; do ip netns del "$n" 2>/dev/null || true; done
     if [ -z "${FBO_FLOWER_KEEP:-}" ]; then rm -rf "$W" $R; else echo "test-flower: kept $W $R" >&2; fi
 }
 trap cleanup EXIT
@@ -510,5 +514,84 @@ for a in range(5):
         assert t.value == float(r["metric"]), (a, t.value, r)
 PY
 echo "test-flower: 5. ok: five sites' Optuna studies over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds), each study 6 trials, its trace rows" >&2
+
+echo "test-flower: 6. three sites on network namespaces of their own, set up as docs/federation.md says for three hospitals" >&2
+# The server and each site in a network namespace of its own, joined by a bridge in the
+# server's (a LAN where the server is 10.77.0.1): sites reach the server only at the address
+# its certificate names, and the server no site's loopback. As the docs' "From the rehearsal
+# to four hospitals" says: server-init names the address sites dial and leaves --host (the
+# SuperLink listens on every interface) and --port (8000) at their defaults, and every
+# SuperNode keeps the default port. Skipped where namespaces cannot be made (not root).
+NS="fbo$PORT"
+if ip netns add "$NS-srv" 2>/dev/null; then
+    NETNS+=("$NS-srv")
+    N="$W/ns"
+    mkdir -p "$N"
+    ip -n "$NS-srv" link add br0 type bridge
+    ip -n "$NS-srv" addr add 10.77.0.1/24 dev br0
+    ip -n "$NS-srv" link set br0 up
+    ip -n "$NS-srv" link set lo up
+    for k in 0 1 2; do
+        ip netns add "$NS-s$k"
+        NETNS+=("$NS-s$k")
+        ip link add "${NS}v$k" type veth peer name "${NS}p$k"
+        ip link set "${NS}v$k" netns "$NS-s$k"
+        ip link set "${NS}p$k" netns "$NS-srv"
+        ip -n "$NS-srv" link set "${NS}p$k" master br0
+        ip -n "$NS-srv" link set "${NS}p$k" up
+        ip -n "$NS-s$k" addr add "10.77.0.$((10 + k))/24" dev "${NS}v$k"
+        ip -n "$NS-s$k" link set "${NS}v$k" up
+        ip -n "$NS-s$k" link set lo up
+    done
+    sed -e 's/^agents = 5$/agents = 3/' -e 's/^iterations = 5$/iterations = 4/' "$W/spec-plain.toml" >"$N/spec.toml"
+    grep -q "^agents = 3$" "$N/spec.toml" || fail "the three-site spec was not written"
+    "$VENV/bin/python" -c "import fbo; fbo.run('$N/spec.toml', '$N/sim', no_timing=True)"
+    fbo-flower server-init "$N/server" --name 10.77.0.1 >"$N/server-init.log" ||
+        fail "fbo-flower server-init (namespaces): $(cat "$N/server-init.log")"
+    for k in 0 1 2; do
+        # Each site its own copy of the spec, in its own folder.
+        mkdir -p "$N/site-$k"
+        cp "$N/spec.toml" "$N/site-$k/spec.toml"
+        fbo-flower site-init "$N/site-$k/fbo" --agent "$k" --superlink 10.77.0.1:8000 \
+            --ca "$N/server/ca.crt" --spec "$N/site-$k/spec.toml" >"$N/site-init-$k.log" ||
+            fail "fbo-flower site-init $k (namespaces): $(cat "$N/site-init-$k.log")"
+    done
+    ip netns exec "$NS-srv" bash "$N/server/superlink.sh" >"$N/link.log" 2>&1 &
+    PIDS+=("$!")
+    disown "$!"
+    for _ in $(seq 60); do
+        grep -q "Uvicorn running\|Application startup complete" "$N/link.log" 2>/dev/null && break
+        sleep 1
+    done
+    for k in 0 1 2; do
+        ip netns exec "$NS-srv" env FLWR_HOME="$N/server/flwr-home" \
+            fbo-flower register "$N/server" "$N/site-$k/fbo/site.key.pub" >>"$N/register.log" 2>&1 ||
+            fail "registering site $k (namespaces): $(tail -n 3 "$N/register.log")"
+        ip netns exec "$NS-s$k" bash "$N/site-$k/fbo/supernode.sh" >"$N/node$k.log" 2>&1 &
+        PIDS+=("$!")
+        disown "$!"
+    done
+    t0=$SECONDS
+    ip netns exec "$NS-srv" env FLWR_HOME="$N/server/flwr-home" flwr run "$ROOT/integrations/flower" fbo \
+        --run-config "spec=\"$N/spec.toml\" out=\"$N/out\" deadline-s=60.0 wait-nodes-s=120.0" >"$N/flwr-run.log" 2>&1 ||
+        fail "flwr run refused the app (namespaces): $(tail -n 5 "$N/flwr-run.log")"
+    wait_for "$N/out/trace.csv" 600 ||
+        fail "the federation on namespaces did not finish in 600 s: $(tail -n 5 "$N"/node0.log)"
+    for f in trace.csv server.csv privacy.csv summary.csv; do
+        cmp -s "$N/sim/$f" "$N/out/$f" || fail "$f of the federation on namespaces differs from fbo run's"
+    done
+    # No site could have reached the server but through the bridge.
+    ip netns exec "$NS-s0" "$VENV/bin/python" -c "
+import socket
+try:
+    socket.create_connection(('127.0.0.1', 8000), timeout=2)
+except OSError:
+    pass
+else:
+    raise SystemExit('site 0 reaches a SuperLink on its own loopback')" || fail "the namespaces are not apart"
+    echo "test-flower: 6. ok: three sites on namespaces of their own, byte-identical to fbo run ($((SECONDS - t0)) s for 5 rounds)" >&2
+else
+    echo "test-flower: 6. skipped: no network namespaces here (ip netns add needs root)" >&2
+fi
 
 echo "test-flower: all Flower checks passed" >&2

@@ -64,8 +64,14 @@ def _san(names):
     return x509.SubjectAlternativeName(out)
 
 
+# The SuperLink's own processes (its SuperExec, which starts the ServerApp) dial it over TLS
+# on the loopback, so its certificate names the loopback too, whatever names the sites dial.
+LOOPBACK = ["127.0.0.1", "localhost"]
+
+
 def _certificates(names, days):
-    """A CA and the server's certificate signed by it, valid for `names` (what sites dial)."""
+    """A CA and the server's certificate signed by it, valid for `names` (what sites dial)
+    and for the loopback (what the SuperLink's own processes dial)."""
     now = datetime.datetime.now(datetime.timezone.utc)
     ca_key = ec.generate_private_key(ec.SECP384R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "fbo federation CA")])
@@ -93,7 +99,7 @@ def _certificates(names, days):
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(_san(names), critical=False)
+        .add_extension(_san(list(dict.fromkeys(names + LOOPBACK))), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(ca_key, hashes.SHA384())
@@ -229,7 +235,7 @@ def main(argv=None):
     s = sub.add_parser("server-init", help="the server's CA, certificate, Flower configuration and SuperLink command")
     s.add_argument("dir")
     s.add_argument("--name", action="append", required=True,
-                   help="a name or IP address the sites dial (repeat for more); the first is the address given to sites")
+                   help="a name or IP address the sites dial (repeat for more); the first is the address given to sites (the certificate names 127.0.0.1 and localhost too)")
     s.add_argument("--port", type=int, default=8000, help="the SuperLink's port (default 8000)")
     s.add_argument("--host", default="0.0.0.0", help="the interface the SuperLink listens on (default: every one)")
     s.add_argument("--days", type=int, default=365, help="certificates' validity (default 365)")
