@@ -90,6 +90,23 @@ fn fts_agreed() -> String {
     out
 }
 
+/// RGPE and TAF with senders agreeing on the shared model: fits as messages, the median as
+/// the question, the posteriors on the agreed features as the answers.
+fn meta_agreed() -> String {
+    let out = META
+        .replace(
+            "kind = \"rgpe\"\n",
+            "kind = \"rgpe\"\nshared = \"agreed\"\n",
+        )
+        .replacen(
+            "kind = \"taf\"\n",
+            "kind = \"taf\"\nshared = \"agreed\"\n",
+            2,
+        );
+    assert_eq!(out.matches("shared = \"agreed\"").count(), 3);
+    out
+}
+
 /// RGPE and TAF: the senders' posteriors relayed once to the targets.
 const META: &str = include_str!("fixtures/meta-fed.toml");
 
@@ -189,6 +206,7 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("frameworks-grid", frameworks_on_a_grid()),
         ("batch-box", batch_on_a_box()),
         ("fts-agreed", fts_agreed()),
+        ("meta-agreed", meta_agreed()),
         ("batch-grid", batch_on_a_grid()),
     ] {
         let dir = tempfile::tempdir().unwrap();
@@ -380,31 +398,6 @@ fn an_agreement_under_secure_aggregation_is_refused_across_machines_by_name() {
     assert!(err.contains("surrogate.shared"), "{err}");
 }
 
-/// RGPE or TAF whose senders agree on the shared model before their posteriors is refused
-/// across machines by key (that agreement is built in one process only), and nothing is
-/// written.
-#[test]
-fn senders_agreeing_on_the_shared_model_are_refused_across_machines_by_key() {
-    let rgpe = "kind = \"rgpe\"\n";
-    let taf = "kind = \"taf\"\n";
-    for (name, text, alg, key) in [("rgpe", META, rgpe, 0), ("taf", META, taf, 1)] {
-        let dir = tempfile::tempdir().unwrap();
-        let text = text.replacen(alg, &format!("{alg}\nshared = \"agreed\"\n"), 1);
-        assert!(text.contains("agreed"), "{name}");
-        let spec = write(dir.path(), "agreed.toml", &text);
-        let (out, state) = (dir.path().join("fed"), dir.path().join("state"));
-        let err = federation::run_in_process(&spec, &out, &state, false)
-            .unwrap_err()
-            .to_string();
-        let want = format!("algorithm[{key}].shared");
-        assert!(
-            err.contains(&want) && err.contains("fixed"),
-            "{name}: {err}"
-        );
-        assert!(!out.exists() && !state.exists(), "{name}: nothing written");
-    }
-}
-
 /// The federation of `out` opened again right after the last one was dropped. Its folder
 /// lock (a flock) is released when that server closed it, unless another test of this
 /// process forked a child for `fbo` in the meantime: until the child execs, it holds a copy
@@ -480,6 +473,7 @@ fn batches_killed_every_few_rounds_resume_to_the_same_bytes() {
 fn meta_learners_killed_every_few_rounds_resume_to_the_same_bytes() {
     killed_every_few_rounds(META);
     killed_every_few_rounds(&meta_on_a_grid());
+    killed_every_few_rounds(&meta_agreed());
 }
 
 fn killed_every_few_rounds(text: &str) {

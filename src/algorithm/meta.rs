@@ -40,14 +40,16 @@
 //!   with its analytic gradient (GP and BLR means and variances, expected improvement) and
 //!   maximised by the box search.
 
-use super::agent::{Learner, SharedFeatures, agree_senders, build_senders};
-use super::{Algorithm, Broadcast, Federated, Query, Received, RunContext, Source, relay};
+use super::agent::{Learner, Sender, SharedFeatures, agree_senders, build_senders, own_log_hyper};
+use super::{Algorithm, Broadcast, Federated, Place, Query, Received, RunContext, Source, relay};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::{FboError, Result};
 use crate::math::linalg::{argmax, cholesky_jittered};
 use crate::math::rng::{Purpose, Rng, stream};
+use crate::objective::Space;
 use crate::objective::{Point, Region};
 use crate::spec::{SharedModel, TafIncumbent};
+use crate::surrogate::agreement::{SharedHyper, median as median_of};
 use crate::surrogate::gp::{GpHyper, GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2, ArrayView1, Axis};
 use rand::Rng as _;
@@ -267,6 +269,31 @@ pub struct MetaBo {
     shared: SharedFeatures,
     lambda: f64,
     weighting: Weighting,
+    /// Across machines with an agreement (`shared = "agreed"`): the senders held here, whose
+    /// posteriors wait for the agreement (their answers to the server's question); the last
+    /// agreed log hyperparameters; at the server the posteriors answered this round.
+    agreed: bool,
+    waiting: Vec<Option<Sender>>,
+    agreed_log: Option<Vec<f64>>,
+    answered: Vec<Option<Array1<f64>>>,
+    space: Arc<Space>,
+}
+
+/// Sender `s`'s message: its BLR posterior on `shared` and its incumbent on its own scale.
+fn posterior_message(shared: &SharedFeatures, s: &Sender) -> Result<Message> {
+    let agent = s.learner.agent;
+    let blr = shared.posterior(&s.learner).ok_or_else(|| {
+        FboError::Run(format!(
+            "agent {agent}'s posterior is singular; raise surrogate.lambda"
+        ))
+    })?;
+    let scaled = s.learner.scaled_ys();
+    Ok(Message {
+        agent,
+        nu: blr.mean_weights(),
+        sigma_inv: blr.precision_inverse(),
+        incumbent: scaled.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+    })
 }
 
 impl MetaBo {
@@ -274,30 +301,25 @@ impl MetaBo {
         let spec = ctx.spec;
         let mut shared = SharedFeatures::for_run(ctx);
         let mut senders = build_senders(ctx, &shared)?;
-        if ctx.algorithm.shared == SharedModel::Agreed
+        let agreed = ctx.algorithm.shared == SharedModel::Agreed;
+        // Across machines the agreement is the server's question, and a sender's posterior
+        // its answer.
+        let here = ctx.place == Place::Simulation;
+        if agreed
+            && here
             && let Some(a) = agree_senders(&shared, &ctx.landscape.space, &mut senders)
         {
             shared = a;
         }
+        let waiting = match agreed && !here {
+            true => std::mem::take(&mut senders),
+            false => Vec::new(),
+        };
         let lambda = shared.lambda;
         let messages: Vec<Message> = senders
             .par_iter()
             .flatten()
-            .map(|s| {
-                let agent = s.learner.agent;
-                let blr = shared.posterior(&s.learner).ok_or_else(|| {
-                    FboError::Run(format!(
-                        "agent {agent}'s posterior is singular; raise surrogate.lambda"
-                    ))
-                })?;
-                let scaled = s.learner.scaled_ys();
-                Ok(Message {
-                    agent,
-                    nu: blr.mean_weights(),
-                    sigma_inv: blr.precision_inverse(),
-                    incumbent: scaled.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
-                })
-            })
+            .map(|s| posterior_message(&shared, s))
             .collect::<Result<_>>()?;
         let ids = spec.targets().to_vec();
         let targets = ids
@@ -317,6 +339,11 @@ impl MetaBo {
             shared,
             lambda,
             weighting,
+            agreed,
+            waiting,
+            agreed_log: None,
+            answered: Vec::new(),
+            space: ctx.landscape.space.clone(),
         })
     }
 }
@@ -336,6 +363,32 @@ impl MetaBo {
                 ..
             }
         )
+    }
+
+    /// A posterior's numbers on the wire (`encode`).
+    fn posterior_len(&self) -> usize {
+        let m = self.shared.features.len();
+        m + m * m + usize::from(self.sends_incumbent())
+    }
+
+    /// At a site: the features (and their noise) for the agreed log hyperparameters the
+    /// server sent, redrawn when they are not the ones it has; a target then decodes its
+    /// posteriors afresh.
+    fn follow(&mut self, log: &[f64]) -> Result<()> {
+        let want = self.space.dim() + 2;
+        if log.len() != want || log.iter().any(|v| !v.is_finite()) {
+            return Err(FboError::Run(format!(
+                "an agreement of {} numbers where the shared model has {want} log hyperparameters",
+                log.len()
+            )));
+        }
+        if self.agreed_log.as_deref() != Some(log) {
+            self.shared = self.shared.agreed(&self.space, &SharedHyper::from_log(log));
+            self.lambda = self.shared.lambda;
+            self.agreed_log = Some(log.to_vec());
+            self.surrogates.clear();
+        }
+        Ok(())
     }
 
     /// A message on the wire: nu_n (M), Sigma_n^-1 row by row (M^2), and TAF's incumbent (1)
@@ -368,24 +421,27 @@ impl MetaBo {
     /// The relayed messages taken by a target at its site, beside any of its own, in agent
     /// order as one process holds them.
     fn take_relayed(&mut self, me: usize, shared: &[f64]) -> Result<()> {
-        let len = Federated::message_len(self);
+        let len = self.posterior_len();
         let relayed = relay::parse(shared, len, self.n, me)?;
-        let mut changed = false;
         for (agent, v) in relayed {
-            if self.messages.iter().all(|m| m.agent != agent) {
-                let msg = self.decode_wire(agent, v.as_slice().expect("contiguous"));
-                self.messages.push(msg);
-                changed = true;
-            }
-        }
-        if changed {
-            self.messages.sort_by_key(|m| m.agent);
-            self.surrogates.clear();
-            for t in &mut self.targets {
-                t.rows = vec![Vec::new(); self.messages.len()];
-            }
+            let msg = self.decode_wire(agent, v.as_slice().expect("contiguous"));
+            self.hold(msg);
         }
         Ok(())
+    }
+
+    /// Keeps `msg` among the messages (in agent order, as one process holds them) unless
+    /// its agent's is held already; the surrogates are then decoded afresh.
+    fn hold(&mut self, msg: Message) {
+        if self.messages.iter().any(|m| m.agent == msg.agent) {
+            return;
+        }
+        self.messages.push(msg);
+        self.messages.sort_by_key(|m| m.agent);
+        self.surrogates.clear();
+        for t in &mut self.targets {
+            t.rows = vec![Vec::new(); self.messages.len()];
+        }
     }
 
     /// Decodes the messages into surrogates once (the target's work at its first iteration).
@@ -732,11 +788,61 @@ impl Federated for MetaBo {
         if !self.sends(agent, t) {
             return Ok(None);
         }
+        if self.agreed {
+            // Its fit, for the agreement; its posterior is its answer.
+            let fit = self.waiting.get_mut(agent).and_then(Option::as_mut);
+            return Ok(fit.map(|s| Array1::from(own_log_hyper(&mut s.learner))));
+        }
         Ok(self
             .messages
             .iter()
             .find(|m| m.agent == agent)
             .map(|m| self.encode(m)))
+    }
+
+    fn question(
+        &mut self,
+        _t: usize,
+        messages: &[Option<Array1<f64>>],
+        answers: &[Vec<Option<Vec<f64>>>],
+    ) -> Result<Option<Vec<f64>>> {
+        if !self.agreed {
+            return Ok(None);
+        }
+        let len = self.posterior_len();
+        if let Some(round) = answers.first() {
+            // An answer of another length is a message that did not arrive.
+            self.answered = round
+                .iter()
+                .map(|a| {
+                    a.as_ref()
+                        .filter(|v| v.len() == len)
+                        .map(|v| Array1::from(v.clone()))
+                })
+                .collect();
+            return Ok(None);
+        }
+        self.answered = vec![None; messages.len()];
+        let fits: Vec<Vec<f64>> = messages.iter().flatten().map(|f| f.to_vec()).collect();
+        if fits.is_empty() {
+            return Ok(None);
+        }
+        let log = median_of(&fits);
+        self.agreed_log = Some(log.clone());
+        Ok(Some(log))
+    }
+
+    fn answer(&mut self, agent: usize, _t: usize, question: &[f64]) -> Result<Vec<f64>> {
+        if self.waiting.get(agent).is_none_or(Option::is_none) {
+            return Err(FboError::Run(format!(
+                "agent {agent}: only the senders held here are asked"
+            )));
+        }
+        self.follow(question)?;
+        let s = self.waiting[agent].as_ref().expect("a sender held here");
+        let msg = posterior_message(&self.shared, s)?;
+        // (A target that also sends never weights its own posterior: it is not held.)
+        Ok(self.encode(&msg).to_vec())
     }
 
     fn sends(&self, agent: usize, t: usize) -> bool {
@@ -748,12 +854,32 @@ impl Federated for MetaBo {
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
-        Ok(relay::to_targets(messages, &self.ids))
+        if !self.agreed {
+            return Ok(relay::to_targets(messages, &self.ids));
+        }
+        let mut answered = std::mem::take(&mut self.answered);
+        answered.resize(messages.len(), None);
+        let mut b = relay::to_targets(&answered, &self.ids);
+        if let Some(log) = &self.agreed_log {
+            for &k in &self.ids {
+                let to = &mut b.to_each[k];
+                to.shared = log.iter().copied().chain(to.shared.drain(..)).collect();
+            }
+        }
+        Ok(b)
     }
 
     fn choose(&mut self, agent: usize, _t: usize, received: &Received) -> Result<Query> {
         let k = relay::target_index(&self.ids, agent)?;
-        self.take_relayed(agent, &received.shared)?;
+        let mut relayed = &received.shared[..];
+        if self.agreed && !relayed.is_empty() {
+            // The agreement first (D + 2 numbers), then the posteriors on its features.
+            let d = (self.space.dim() + 2).min(relayed.len());
+            let (log, rest) = relayed.split_at(d);
+            self.follow(log)?;
+            relayed = rest;
+        }
+        self.take_relayed(agent, relayed)?;
         self.decode_all()?;
         let (surrogates, shared, weighting) = (&self.surrogates, &self.shared, self.weighting);
         Ok(Query {
@@ -764,8 +890,10 @@ impl Federated for MetaBo {
     }
 
     fn message_len(&self) -> usize {
-        let m = self.shared.features.len();
-        m + m * m + usize::from(self.sends_incumbent())
+        match self.agreed {
+            true => self.space.dim() + 2,
+            false => self.posterior_len(),
+        }
     }
 }
 

@@ -88,16 +88,6 @@ fn federated_algorithm(
         place,
     };
     refuse_secure_forms(spec, alg_index)?;
-    if alg_spec.kind.has_senders()
-        && alg_spec.kind != crate::spec::AlgorithmKind::Fts
-        && alg_spec.shared == crate::spec::SharedModel::Agreed
-    {
-        return Err(FboError::spec(
-            &spec.path,
-            format!("algorithm[{alg_index}].shared"),
-            "RGPE's and TAF's senders agreeing on the shared model (this key, or surrogate.shared) run only in one process so far: the agreement of the senders' fits before their posteriors is not built across machines; set shared = \"fixed\" to federate it",
-        ));
-    }
     if spec.parallel > 1 {
         return Err(FboError::spec(
             &spec.path,
