@@ -14,13 +14,14 @@ use super::agent::{
     Learner, SENDERS, Sender, SharedFeatures, agree_senders, build_senders, own_log_hyper,
     refit_senders,
 };
-use super::{Algorithm, Broadcast, Federated, Place, Query, Received, RunContext, Source, relay};
+use super::relay::{self, SenderAgreement};
+use super::{Algorithm, Broadcast, Federated, Place, Query, Received, RunContext, Source};
 use crate::error::{FboError, Result};
 use crate::math::rng::{Purpose, Rng, stream, stream_at};
 use crate::objective::{Landscape, Request};
 use crate::spec::schedule::Schedule;
 use crate::spec::{MessageMode, SharedModel};
-use crate::surrogate::agreement::{SharedHyper, median};
+use crate::surrogate::agreement::SharedHyper;
 use ndarray::Array1;
 use rand::Rng as _;
 use std::sync::Arc;
@@ -45,11 +46,8 @@ pub struct Fts {
     shared: SharedFeatures,
     /// The senders agree on the shared model before every message (`surrogate.shared`).
     agreed: bool,
-    /// Across machines with an agreement: the last agreed log hyperparameters (the server's,
-    /// or the ones a site's features are drawn for), and at the server the omegas the
-    /// senders answered its question with this round.
-    agreed_log: Option<Vec<f64>>,
-    answered: Vec<Option<Array1<f64>>>,
+    /// Across machines with an agreement: the server's question and the agreement followed.
+    agreement: SenderAgreement,
     schedule: Schedule,
     landscape: Arc<Landscape>,
     label: String,
@@ -126,8 +124,7 @@ impl Fts {
             mode: alg.messages,
             shared,
             agreed,
-            agreed_log: None,
-            answered: Vec::new(),
+            agreement: SenderAgreement::default(),
             schedule: alg.p_t.clone(),
             landscape: land,
             label: alg.label.clone(),
@@ -180,19 +177,11 @@ impl Fts {
     /// At a site: the features for the agreed log hyperparameters the server sent, redrawn
     /// when they are not the ones its features have.
     fn follow(&mut self, log: &[f64]) -> Result<()> {
-        let want = self.landscape.space.dim() + 2;
-        if log.len() != want || log.iter().any(|v| !v.is_finite()) {
-            return Err(FboError::Run(format!(
-                "{}: an agreement of {} numbers where the shared model has {want} log hyperparameters",
-                self.label,
-                log.len()
-            )));
-        }
-        if self.agreed_log.as_deref() != Some(log) {
+        SenderAgreement::check(log, self.landscape.space.dim())?;
+        if self.agreement.is_new(log) {
             self.shared = self
                 .shared
                 .agreed(&self.landscape.space, &SharedHyper::from_log(log));
-            self.agreed_log = Some(log.to_vec());
         }
         Ok(())
     }
@@ -358,30 +347,11 @@ impl Federated for Fts {
         messages: &[Option<Array1<f64>>],
         answers: &[Vec<Option<Vec<f64>>>],
     ) -> Result<Option<Vec<f64>>> {
-        if !self.agreed {
-            return Ok(None);
-        }
         let m = self.shared.features.len();
-        if let Some(round) = answers.first() {
-            // An answer of another length is a message that did not arrive.
-            self.answered = round
-                .iter()
-                .map(|a| {
-                    a.as_ref()
-                        .filter(|v| v.len() == m)
-                        .map(|v| Array1::from(v.clone()))
-                })
-                .collect();
-            return Ok(None);
-        }
-        self.answered = vec![None; messages.len()];
-        let fits: Vec<Vec<f64>> = messages.iter().flatten().map(|f| f.to_vec()).collect();
-        if fits.is_empty() {
-            return Ok(None);
-        }
-        let log = median(&fits);
-        self.agreed_log = Some(log.clone());
-        Ok(Some(log))
+        Ok(match self.agreed {
+            true => self.agreement.question(messages, answers, m),
+            false => None,
+        })
     }
 
     fn answer(&mut self, agent: usize, t: usize, question: &[f64]) -> Result<Vec<f64>> {
@@ -406,35 +376,27 @@ impl Federated for Fts {
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
-        if !self.agreed {
-            return Ok(relay::to_targets(messages, &self.ids));
-        }
-        let mut answered = std::mem::take(&mut self.answered);
-        answered.resize(messages.len(), None);
-        let mut b = relay::to_targets(&answered, &self.ids);
-        if let Some(log) = &self.agreed_log {
-            for &k in &self.ids {
-                let to = &mut b.to_each[k];
-                to.shared = log.iter().copied().chain(to.shared.drain(..)).collect();
-            }
-        }
-        Ok(b)
+        Ok(match self.agreed {
+            true => self.agreement.broadcast(messages.len(), &self.ids),
+            false => relay::to_targets(messages, &self.ids),
+        })
     }
 
     fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
         let k = relay::target_index(&self.ids, agent)?;
         let mut relayed = &received.shared[..];
-        if self.agreed && !relayed.is_empty() {
-            // The agreement first (D + 2 numbers), then the omegas drawn on its features.
-            let d = (self.landscape.space.dim() + 2).min(relayed.len());
-            let (log, rest) = relayed.split_at(d);
-            self.follow(log)?;
-            relayed = rest;
-            // Every round's omegas are drawn on that round's agreement: one held from an
-            // earlier round (its sender's answer lost since) would be read on other features.
-            if self.mode == MessageMode::EveryIteration {
-                self.latest.iter_mut().for_each(|m| *m = None);
+        if self.agreed {
+            // The agreement first, then the omegas drawn on its features.
+            let (log, rest) = SenderAgreement::split(relayed, self.landscape.space.dim())?;
+            if let Some(log) = log {
+                self.follow(log)?;
+                // Every round's omegas are drawn on that round's agreement: one held from an
+                // earlier round (its sender's answer lost since) would be read on others.
+                if self.mode == MessageMode::EveryIteration {
+                    self.latest.iter_mut().for_each(|m| *m = None);
+                }
             }
+            relayed = rest;
         }
         self.take_relayed(k, relayed)?;
         self.choose_target(k, t)

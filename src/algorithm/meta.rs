@@ -41,7 +41,8 @@
 //!   maximised by the box search.
 
 use super::agent::{Learner, Sender, SharedFeatures, agree_senders, build_senders, own_log_hyper};
-use super::{Algorithm, Broadcast, Federated, Place, Query, Received, RunContext, Source, relay};
+use super::relay::{self, SenderAgreement};
+use super::{Algorithm, Broadcast, Federated, Place, Query, Received, RunContext, Source};
 use crate::acquisition::{ei_grad, expected_improvement};
 use crate::error::{FboError, Result};
 use crate::math::linalg::{argmax, cholesky_jittered};
@@ -49,7 +50,7 @@ use crate::math::rng::{Purpose, Rng, stream};
 use crate::objective::Space;
 use crate::objective::{Point, Region};
 use crate::spec::{SharedModel, TafIncumbent};
-use crate::surrogate::agreement::{SharedHyper, median as median_of};
+use crate::surrogate::agreement::SharedHyper;
 use crate::surrogate::gp::{GpHyper, GpPosterior, kernel_matrix};
 use ndarray::{Array1, Array2, ArrayView1, Axis};
 use rand::Rng as _;
@@ -269,13 +270,11 @@ pub struct MetaBo {
     shared: SharedFeatures,
     lambda: f64,
     weighting: Weighting,
-    /// Across machines with an agreement (`shared = "agreed"`): the senders held here, whose
-    /// posteriors wait for the agreement (their answers to the server's question); the last
-    /// agreed log hyperparameters; at the server the posteriors answered this round.
+    /// With `shared = "agreed"`; across machines the senders held here, whose posteriors
+    /// wait for the agreement (their answers to the server's question), and the agreement.
     agreed: bool,
     waiting: Vec<Option<Sender>>,
-    agreed_log: Option<Vec<f64>>,
-    answered: Vec<Option<Array1<f64>>>,
+    agreement: SenderAgreement,
     space: Arc<Space>,
 }
 
@@ -341,8 +340,7 @@ impl MetaBo {
             weighting,
             agreed,
             waiting,
-            agreed_log: None,
-            answered: Vec::new(),
+            agreement: SenderAgreement::default(),
             space: ctx.landscape.space.clone(),
         })
     }
@@ -375,17 +373,10 @@ impl MetaBo {
     /// server sent, redrawn when they are not the ones it has; a target then decodes its
     /// posteriors afresh.
     fn follow(&mut self, log: &[f64]) -> Result<()> {
-        let want = self.space.dim() + 2;
-        if log.len() != want || log.iter().any(|v| !v.is_finite()) {
-            return Err(FboError::Run(format!(
-                "an agreement of {} numbers where the shared model has {want} log hyperparameters",
-                log.len()
-            )));
-        }
-        if self.agreed_log.as_deref() != Some(log) {
+        SenderAgreement::check(log, self.space.dim())?;
+        if self.agreement.is_new(log) {
             self.shared = self.shared.agreed(&self.space, &SharedHyper::from_log(log));
             self.lambda = self.shared.lambda;
-            self.agreed_log = Some(log.to_vec());
             self.surrogates.clear();
         }
         Ok(())
@@ -806,30 +797,11 @@ impl Federated for MetaBo {
         messages: &[Option<Array1<f64>>],
         answers: &[Vec<Option<Vec<f64>>>],
     ) -> Result<Option<Vec<f64>>> {
-        if !self.agreed {
-            return Ok(None);
-        }
         let len = self.posterior_len();
-        if let Some(round) = answers.first() {
-            // An answer of another length is a message that did not arrive.
-            self.answered = round
-                .iter()
-                .map(|a| {
-                    a.as_ref()
-                        .filter(|v| v.len() == len)
-                        .map(|v| Array1::from(v.clone()))
-                })
-                .collect();
-            return Ok(None);
-        }
-        self.answered = vec![None; messages.len()];
-        let fits: Vec<Vec<f64>> = messages.iter().flatten().map(|f| f.to_vec()).collect();
-        if fits.is_empty() {
-            return Ok(None);
-        }
-        let log = median_of(&fits);
-        self.agreed_log = Some(log.clone());
-        Ok(Some(log))
+        Ok(match self.agreed {
+            true => self.agreement.question(messages, answers, len),
+            false => None,
+        })
     }
 
     fn answer(&mut self, agent: usize, _t: usize, question: &[f64]) -> Result<Vec<f64>> {
@@ -854,29 +826,21 @@ impl Federated for MetaBo {
     }
 
     fn broadcast(&mut self, _t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
-        if !self.agreed {
-            return Ok(relay::to_targets(messages, &self.ids));
-        }
-        let mut answered = std::mem::take(&mut self.answered);
-        answered.resize(messages.len(), None);
-        let mut b = relay::to_targets(&answered, &self.ids);
-        if let Some(log) = &self.agreed_log {
-            for &k in &self.ids {
-                let to = &mut b.to_each[k];
-                to.shared = log.iter().copied().chain(to.shared.drain(..)).collect();
-            }
-        }
-        Ok(b)
+        Ok(match self.agreed {
+            true => self.agreement.broadcast(messages.len(), &self.ids),
+            false => relay::to_targets(messages, &self.ids),
+        })
     }
 
     fn choose(&mut self, agent: usize, _t: usize, received: &Received) -> Result<Query> {
         let k = relay::target_index(&self.ids, agent)?;
         let mut relayed = &received.shared[..];
-        if self.agreed && !relayed.is_empty() {
-            // The agreement first (D + 2 numbers), then the posteriors on its features.
-            let d = (self.space.dim() + 2).min(relayed.len());
-            let (log, rest) = relayed.split_at(d);
-            self.follow(log)?;
+        if self.agreed {
+            // The agreement first, then the posteriors on its features.
+            let (log, rest) = SenderAgreement::split(relayed, self.space.dim())?;
+            if let Some(log) = log {
+                self.follow(log)?;
+            }
             relayed = rest;
         }
         self.take_relayed(agent, relayed)?;
