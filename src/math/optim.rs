@@ -57,51 +57,21 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 /// Minimises from `x0`. Returns None only if the objective cannot be evaluated at `x0`.
 pub fn lbfgs(obj: &mut impl Objective, x0: &[f64], opts: LbfgsOptions) -> Option<Minimum> {
-    let n = x0.len();
     let mut x = x0.to_vec();
     let (mut f, mut g) = obj.eval(&x)?;
     let mut evals = 1;
-    let mut s_hist: Vec<Vec<f64>> = Vec::new();
-    let mut y_hist: Vec<Vec<f64>> = Vec::new();
+    let mut pairs = Pairs::new(opts.memory);
     for _ in 0..opts.max_iter {
         if dot(&g, &g).sqrt() < opts.grad_tol {
             break;
         }
-        // Two-loop recursion for d = -H g.
-        let mut q = g.clone();
-        let k = s_hist.len();
-        let mut alpha = vec![0.0; k];
-        for i in (0..k).rev() {
-            let rho = 1.0 / dot(&y_hist[i], &s_hist[i]);
-            alpha[i] = rho * dot(&s_hist[i], &q);
-            for j in 0..n {
-                q[j] -= alpha[i] * y_hist[i][j];
-            }
-        }
-        let gamma = if k > 0 {
-            dot(&s_hist[k - 1], &y_hist[k - 1]) / dot(&y_hist[k - 1], &y_hist[k - 1])
-        } else {
-            // First step: move at most unit length.
-            1.0 / dot(&g, &g).sqrt().max(1.0)
-        };
-        for v in q.iter_mut() {
-            *v *= gamma;
-        }
-        for i in 0..k {
-            let rho = 1.0 / dot(&y_hist[i], &s_hist[i]);
-            let beta = rho * dot(&y_hist[i], &q);
-            for j in 0..n {
-                q[j] += s_hist[i][j] * (alpha[i] - beta);
-            }
-        }
-        let mut d: Vec<f64> = q.iter().map(|v| -v).collect();
+        let mut d = pairs.direction(&g);
         let mut slope = dot(&g, &d);
         if slope >= 0.0 {
             // Not a descent direction (curvature information went stale): steepest descent.
             d = g.iter().map(|v| -v).collect();
             slope = -dot(&g, &g);
-            s_hist.clear();
-            y_hist.clear();
+            pairs.clear();
         }
         // Backtracking line search with the Armijo condition.
         let mut step = 1.0;
@@ -123,17 +93,8 @@ pub fn lbfgs(obj: &mut impl Objective, x0: &[f64], opts: LbfgsOptions) -> Option
         let Some((xn, fn_, gn)) = accepted else {
             break;
         };
-        let s: Vec<f64> = xn.iter().zip(&x).map(|(a, b)| a - b).collect();
-        let yv: Vec<f64> = gn.iter().zip(&g).map(|(a, b)| a - b).collect();
-        let converged = (f - fn_).abs() <= opts.f_rel_tol * f.abs().max(1.0);
-        if dot(&s, &yv) > 1e-12 {
-            if s_hist.len() == opts.memory {
-                s_hist.remove(0);
-                y_hist.remove(0);
-            }
-            s_hist.push(s);
-            y_hist.push(yv);
-        }
+        let converged = stalled(f, fn_, opts);
+        pairs.remember(&x, &xn, &g, &gn, |sy, _, _| sy > 1e-12);
         x = xn;
         f = fn_;
         g = gn;
@@ -146,6 +107,59 @@ pub fn lbfgs(obj: &mut impl Objective, x0: &[f64], opts: LbfgsOptions) -> Option
         value: f,
         evaluations: evals,
     })
+}
+
+/// Whether a step from value `f` to `fn_` changed it by less than `f_rel_tol` relative.
+fn stalled(f: f64, fn_: f64, opts: LbfgsOptions) -> bool {
+    (f - fn_).abs() <= opts.f_rel_tol * f.abs().max(1.0)
+}
+
+/// The curvature pairs (s, y) of the last `memory` accepted steps, oldest first.
+struct Pairs {
+    s: Vec<Vec<f64>>,
+    y: Vec<Vec<f64>>,
+    memory: usize,
+}
+
+impl Pairs {
+    fn new(memory: usize) -> Self {
+        Pairs {
+            s: Vec::new(),
+            y: Vec::new(),
+            memory,
+        }
+    }
+
+    fn clear(&mut self) {
+        self.s.clear();
+        self.y.clear();
+    }
+
+    fn direction(&self, g: &[f64]) -> Vec<f64> {
+        two_loop(g, &self.s, &self.y)
+    }
+
+    /// Stores the step from (x, g) to (xn, gn) when `curved(s.y, s.s, y.y)` holds (the two
+    /// minimisers ask different things of the curvature), dropping the oldest pair when full.
+    fn remember(
+        &mut self,
+        x: &[f64],
+        xn: &[f64],
+        g: &[f64],
+        gn: &[f64],
+        curved: impl Fn(f64, f64, f64) -> bool,
+    ) {
+        let s: Vec<f64> = xn.iter().zip(x).map(|(a, b)| a - b).collect();
+        let y: Vec<f64> = gn.iter().zip(g).map(|(a, b)| a - b).collect();
+        if curved(dot(&s, &y), dot(&s, &s), dot(&y, &y)) {
+            if self.s.len() == self.memory {
+                self.s.remove(0);
+                self.y.remove(0);
+            }
+            self.s.push(s);
+            self.y.push(y);
+        }
+    }
 }
 
 /// Two-loop recursion: d = -H g from the stored pairs, with the pairs' own scaling.
@@ -163,6 +177,7 @@ fn two_loop(g: &[f64], s_hist: &[Vec<f64>], y_hist: &[Vec<f64>]) -> Vec<f64> {
     let gamma = if k > 0 {
         dot(&s_hist[k - 1], &y_hist[k - 1]) / dot(&y_hist[k - 1], &y_hist[k - 1])
     } else {
+        // First step: move at most unit length.
         1.0 / dot(g, g).sqrt().max(1.0)
     };
     for v in q.iter_mut() {
@@ -199,8 +214,7 @@ pub fn lbfgs_box(
     project(&mut x);
     let (mut f, mut g) = obj.eval(&x)?;
     let mut evals = 1;
-    let mut s_hist: Vec<Vec<f64>> = Vec::new();
-    let mut y_hist: Vec<Vec<f64>> = Vec::new();
+    let mut pairs = Pairs::new(opts.memory);
     for _ in 0..opts.max_iter {
         // Projected gradient: the step steepest descent would take inside the box.
         let pg: Vec<f64> = (0..x.len())
@@ -217,7 +231,7 @@ pub fn lbfgs_box(
             .zip(&active)
             .map(|(v, a)| if *a { 0.0 } else { *v })
             .collect();
-        let mut d = two_loop(&g_free, &s_hist, &y_hist);
+        let mut d = pairs.direction(&g_free);
         for (dk, a) in d.iter_mut().zip(&active) {
             if *a {
                 *dk = 0.0;
@@ -225,8 +239,7 @@ pub fn lbfgs_box(
         }
         if dot(&g_free, &d) >= 0.0 {
             d = g_free.iter().map(|v| -v).collect();
-            s_hist.clear();
-            y_hist.clear();
+            pairs.clear();
         }
         let mut step = 1.0;
         let mut accepted = None;
@@ -252,17 +265,10 @@ pub fn lbfgs_box(
         let Some((xn, fn_, gn)) = accepted else {
             break;
         };
-        let s: Vec<f64> = xn.iter().zip(&x).map(|(a, b)| a - b).collect();
-        let yv: Vec<f64> = gn.iter().zip(&g).map(|(a, b)| a - b).collect();
-        let converged = (f - fn_).abs() <= opts.f_rel_tol * f.abs().max(1.0);
-        if dot(&s, &yv) > 1e-16 * dot(&s, &s).sqrt() * dot(&yv, &yv).sqrt() {
-            if s_hist.len() == opts.memory {
-                s_hist.remove(0);
-                y_hist.remove(0);
-            }
-            s_hist.push(s);
-            y_hist.push(yv);
-        }
+        let converged = stalled(f, fn_, opts);
+        pairs.remember(&x, &xn, &g, &gn, |sy, ss, yy| {
+            sy > 1e-16 * ss.sqrt() * yy.sqrt()
+        });
         x = xn;
         f = fn_;
         g = gn;
