@@ -7,7 +7,7 @@
 # synchronous rounds and against TS alone (paired over run x agent), and, from the trace, the
 # mean best-so-far simple regret over runs and agents on a grid of 200 times with the first
 # time each algorithm reaches the synchronous rounds' regret at the budget.
-# Not part of CI: about 7 minutes on 2 cores.
+# Not part of CI: about 9 minutes on 2 cores.
 #
 #   scripts/bench-async.sh   # results/bench-async/{reach.csv, compare/*.txt, curve-*.csv},
 #                            # results/figures/async-*.png
@@ -87,6 +87,7 @@ for f in consensus CGP-UCB density FMTBO; do
     "$FBO" compare "$OUT/frameworks" --metric simple-regret --at-clock 750,1500,3000 \
         --baseline "$f rounds" --allow-init-differences >"$OUT/compare/frameworks-$f-vs-rounds.txt"
 done
+bench fedgp "$ROOT/configs/async-fedgp.toml" 3000 "FedGP rounds"
 column -s, -t "$reach"
 for name in hartmann6-spread-1 privtuna; do
     plot time "async-$name" --input "$OUT/curve-$name.csv" --y simple-regret --log-y \

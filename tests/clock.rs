@@ -213,7 +213,7 @@ fn asynchronous_runs_are_byte_identical_across_threads_and_release_at_most_itera
 }
 
 /// The frameworks with a server step at their own pace: consensus, CGP-UCB, design
-/// densities and FMTBO run on the clock like DP-FTS-DE, never wait (each agent's finish times
+/// densities, FMTBO and FedGP run on the clock like DP-FTS-DE, never wait (each agent's finish times
 /// are the lone agent's), write the same bytes on one and two threads, and a fast agent queries
 /// each consensus point at most once.
 #[test]
@@ -230,12 +230,13 @@ fn frameworks_at_their_own_pace_never_wait_and_use_a_point_once() {
          [[algorithm]]\nkind = \"consensus\"\nlabel = \"consensus\"\npace = \"asynchronous\"\n\n\
          [[algorithm]]\nkind = \"cgp\"\nlabel = \"cgp\"\npace = \"asynchronous\"\n\n\
          [[algorithm]]\nkind = \"design-density\"\nlabel = \"density\"\npace = \"asynchronous\"\n\n\
-         [[algorithm]]\nkind = \"fmtbo\"\nlabel = \"fmtbo\"\npace = \"asynchronous\"\n"
+         [[algorithm]]\nkind = \"fmtbo\"\nlabel = \"fmtbo\"\npace = \"asynchronous\"\n\n\
+         [[algorithm]]\nkind = \"fedgp\"\nlabel = \"fedgp\"\npace = \"asynchronous\"\n"
     );
     let s = spec(&text);
     let land = s.landscapes().unwrap()[0].clone();
     let alone = finish_times(&run_one(&s, 0, 1, land.clone()).unwrap().rows);
-    for a in 1..5 {
+    for a in 1..6 {
         let own = finish_times(&run_one(&s, a, 1, land.clone()).unwrap().rows);
         assert_eq!(own.len(), alone.len(), "{}", s.algorithms[a].label);
         for (k, t) in &alone {
@@ -282,6 +283,60 @@ fn frameworks_at_their_own_pace_never_wait_and_use_a_point_once() {
         last.insert(key, (r.num("sim_clock_s"), used));
     }
     assert!(from_server > 0, "no consensus point was queried");
+}
+
+/// FedGP at its own pace: each release is its solver's run among the agents fresh at that
+/// time, and every agent decides under the latest release until the next. So the model behind
+/// each query (beliefs.csv) is the agent's own fit before the first release (they differ
+/// across agents) and afterwards the latest release's hyperparameters, exactly the same for
+/// every query started between the same two releases (one every 40 s); what an agent has sent
+/// is nothing before the first release and grows only as it answers releases.
+#[test]
+fn fedgp_at_its_own_pace_decides_under_the_latest_release() {
+    let head = CLOCKED[..CLOCKED.find("[server]").unwrap()].to_string();
+    let text = head
+        + "[clock]\nmedian_s = 10\nsite_spread = 1.0\nspread = 0.5\nperiod_s = 40\n\n\
+           [output]\nbeliefs = true\n\n\
+           [[algorithm]]\nkind = \"fedgp\"\npace = \"asynchronous\"\n";
+    let s = spec(&text);
+    let land = s.landscapes().unwrap()[0].clone();
+    let out = run_one(&s, 0, 1, land).unwrap();
+    let finish = finish_times(&out.rows);
+    let started = |agent: usize, it: usize| finish[&(agent, it as i64 - 1)];
+    let releases_by = |time: f64| ((time / 40.0).floor() as usize).min(10);
+    let mut by_release: BTreeMap<usize, Vec<(usize, &fbo::surrogate::gp::GpHyper)>> =
+        BTreeMap::new();
+    for b in &out.beliefs {
+        let r = releases_by(started(b.agent, b.iteration));
+        by_release
+            .entry(r)
+            .or_default()
+            .push((b.agent, &b.belief.hyper));
+    }
+    assert_eq!(out.beliefs.len(), 6 * 10, "one belief per query");
+    let own = &by_release[&0];
+    assert!(
+        own.iter().any(|(_, h)| h != &own[0].1),
+        "before the first release every agent decides under its own fit"
+    );
+    let shared: Vec<_> = by_release.iter().filter(|(r, _)| **r > 0).collect();
+    assert!(shared.len() >= 3, "{} releases used", shared.len());
+    for (r, hypers) in &shared {
+        for (agent, h) in hypers.iter() {
+            assert_eq!(*h, hypers[0].1, "agent {agent} after release {r}");
+        }
+    }
+    assert_ne!(shared[0].1[0].1, shared[shared.len() - 1].1[0].1);
+    let mut last = vec![0u64; 6];
+    for r in out.rows.iter().filter(|r| r.iteration >= 1) {
+        let t = r.iteration as usize;
+        if releases_by(started(r.agent, t)) == 0 {
+            assert_eq!(r.params_sent, 0, "agent {} iteration {t}", r.agent);
+        }
+        assert!(r.params_sent >= last[r.agent]);
+        last[r.agent] = r.params_sent;
+    }
+    assert!(last.iter().all(|&p| p > 0), "{last:?}");
 }
 
 #[test]
@@ -413,14 +468,8 @@ fn pace_and_clock_are_refused_where_they_do_not_apply() {
     let p = write(dir.path(), "b.toml", &ts);
     assert_refused(
         &p,
-        "applies to kinds whose server takes whatever messages are fresh (\"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\") and to the target-and-senders forms (\"fts\", \"rgpe\", \"taf\"); ts keeps synchronous rounds",
+        "applies to kinds whose server takes whatever messages are fresh (\"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\", \"fedgp\") and to the target-and-senders forms (\"fts\", \"rgpe\", \"taf\"); ts keeps synchronous rounds",
     );
-    let fedgp = CLOCKED.replace(
-        "kind = \"ts\"\n",
-        "kind = \"fedgp\"\npace = \"asynchronous\"\n",
-    );
-    let p = write(dir.path(), "b2.toml", &fedgp);
-    assert_refused(&p, "fedgp keeps synchronous rounds");
     let p = write(
         dir.path(),
         "c.toml",

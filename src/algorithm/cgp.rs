@@ -484,7 +484,7 @@ impl Algorithm for Cgp {
     }
 
     /// Each agent shares its LCB maximiser and that LCB (D + 1 numbers) every round.
-    fn params_sent(&self, t: usize) -> u64 {
+    fn params_sent(&self, _agent: usize, t: usize) -> u64 {
         (self.message_len() * t) as u64
     }
 

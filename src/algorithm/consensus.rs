@@ -300,7 +300,7 @@ impl Algorithm for Consensus {
 
     /// Each agent sends its candidate (D numbers) every round, and with the leader schedule
     /// the acquisition value that elects the leader.
-    fn params_sent(&self, t: usize) -> u64 {
+    fn params_sent(&self, _agent: usize, t: usize) -> u64 {
         self.message_len() as u64 * t as u64
     }
 

@@ -290,7 +290,7 @@ impl Algorithm for DesignDensity {
 
     /// Each agent shares its density's centres (D numbers each) every round; the width is
     /// the spec's.
-    fn params_sent(&self, t: usize) -> u64 {
+    fn params_sent(&self, _agent: usize, t: usize) -> u64 {
         (self.message_len() * t) as u64
     }
 

@@ -546,7 +546,7 @@ impl Algorithm for DpFtsDe {
 
     /// Every agent sends its M-vector to the server in every round (the server, not the
     /// agent, subsamples), so t rounds cost M t; none once the privacy budget is spent.
-    fn params_sent(&self, t: usize) -> u64 {
+    fn params_sent(&self, _agent: usize, t: usize) -> u64 {
         self.shared.features.len() as u64 * (t as u64).min(self.budget_rounds)
     }
 

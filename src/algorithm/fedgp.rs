@@ -460,6 +460,10 @@ pub struct FedGp {
     /// Across machines, at the server: this iteration's solve once its questions are
     /// answered (the shared hyperparameters and the rounds taken), for `broadcast`.
     solved: Option<(Vec<f64>, usize)>,
+    /// At their own pace (`crate::run::pace`): the numbers each agent has answered so far.
+    /// Releases do not line up with an agent's iterations there, and an agent whose message
+    /// is stale answers none of a release's rounds, so what it sent is counted as it answers.
+    answered: Option<Vec<u64>>,
 }
 
 impl FedGp {
@@ -493,6 +497,7 @@ impl FedGp {
             global,
             decided: None,
             solved: None,
+            answered: (ctx.algorithm.pace == crate::spec::Pace::Asynchronous).then(|| vec![0; n]),
         }
     }
 
@@ -651,7 +656,11 @@ impl Federated for FedGp {
         let ask = Ask::from_wire(question, dim)
             .map_err(|why| FboError::Run(format!("agent {agent}: a FedGP question: {why}")))?;
         let local = Self::local(&self.agents[agent], ask.theta().len() - 2);
-        Ok(answer(&local, &ask, &self.model(), dim, self.local_steps))
+        let reply = answer(&local, &ask, &self.model(), dim, self.local_steps);
+        if let Some(count) = self.answered.as_mut().and_then(|a| a.get_mut(agent)) {
+            *count += reply.len() as u64;
+        }
+        Ok(reply)
     }
 
     fn broadcast(&mut self, t: usize, messages: &[Option<Array1<f64>>]) -> Result<Broadcast> {
@@ -694,6 +703,12 @@ impl Federated for FedGp {
     fn message_len(&self) -> usize {
         1
     }
+
+    /// The federated hyperparameters are a prior the agents' models use until newer ones
+    /// come.
+    fn release_reusable(&self) -> bool {
+        true
+    }
 }
 
 impl Algorithm for FedGp {
@@ -722,8 +737,12 @@ impl Algorithm for FedGp {
     }
 
     /// Each agent sends its local hyperparameters (p + 2 numbers; FedAvg) or its likelihood
-    /// and gradient (p + 3; L-BFGS) in every communication round of every iteration.
-    fn params_sent(&self, t: usize) -> u64 {
+    /// and gradient (p + 3; L-BFGS) in every communication round of every iteration (at their
+    /// own pace: of every release it was fresh for).
+    fn params_sent(&self, agent: usize, t: usize) -> u64 {
+        if let Some(answered) = &self.answered {
+            return answered[agent];
+        }
         let rounds: usize = self.rounds_taken.iter().take(t).sum();
         // With a tolerance each FedAvg round also returns one likelihood per agent.
         let per_round = self.global.len()

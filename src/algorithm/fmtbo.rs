@@ -324,7 +324,7 @@ impl Algorithm for Fmtbo {
 
     /// Each agent sends its length scales (D numbers) and its ranking of the shared points
     /// every round.
-    fn params_sent(&self, t: usize) -> u64 {
+    fn params_sent(&self, _agent: usize, t: usize) -> u64 {
         (self.message_len() * t) as u64
     }
 

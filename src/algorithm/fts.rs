@@ -294,7 +294,7 @@ impl Algorithm for Fts {
             .collect()
     }
 
-    fn params_sent(&self, t: usize) -> u64 {
+    fn params_sent(&self, _agent: usize, t: usize) -> u64 {
         let m = self.shared.features.len() as u64;
         match self.mode {
             MessageMode::OneShot => m,

@@ -749,7 +749,7 @@ impl Algorithm for MetaBo {
         }
     }
 
-    fn params_sent(&self, _t: usize) -> u64 {
+    fn params_sent(&self, _agent: usize, _t: usize) -> u64 {
         let m = self.shared.features.len() as u64;
         match self.weighting {
             Weighting::Rgpe { .. } => m + m * m,

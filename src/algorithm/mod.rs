@@ -127,9 +127,11 @@ pub trait Algorithm {
         None
     }
 
-    /// Parameters each other agent has sent to the target (or server) by iteration t: the
-    /// communication cost the FTS paper's Fig. 2 puts on its horizontal axis.
-    fn params_sent(&self, _t: usize) -> u64 {
+    /// Parameters each other agent has sent to the target (or server) by agent `agent`'s
+    /// iteration t: the communication cost the FTS paper's Fig. 2 puts on its horizontal axis.
+    /// In rounds every agent has sent alike; at their own pace (`crate::run::pace`) what an
+    /// agent sent depends on the releases it took part in, so the count is per agent.
+    fn params_sent(&self, _agent: usize, _t: usize) -> u64 {
         0
     }
 

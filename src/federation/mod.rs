@@ -559,7 +559,11 @@ impl AgentNode {
         let batch: Vec<(&Query, Request)> = queries.iter().map(|(q, r)| (q, r.clone())).collect();
         let observed = self.evaluator.observed(&batch, values, &mut self.noise);
         let t = ins.round;
-        let params = if t == 0 { 0 } else { self.alg.params_sent(t) };
+        let params = if t == 0 {
+            0
+        } else {
+            self.alg.params_sent(self.agent, t)
+        };
         let (mut seen, mut ys) = (Vec::new(), Vec::new());
         for ((q, req), (f, y, cost)) in queries.iter().zip(observed) {
             self.tracer

@@ -1,5 +1,5 @@
 //! Agents at their own pace (`pace = "asynchronous"`: DP-FTS-DE and the frameworks with a
-//! server step, consensus, CGP-UCB, design densities and FMTBO): on the simulated clock
+//! server step, consensus, CGP-UCB, design densities, FMTBO and FedGP): on the simulated clock
 //! (`[clock]`) every agent proposes as soon as its last evaluation returns, and the server
 //! releases every `clock.period_s` seconds from whatever messages are fresh. Any algorithm
 //! split into agent and server steps (`Federated`) runs here unchanged. (The
@@ -19,7 +19,9 @@
 //!   median cost, so that the releases span the slowest agent's iterations): the server aggregates the latest
 //!   message of every agent sent after release k - staleness, exactly as a synchronous round
 //!   aggregates (subsampling, clipping, weights, noise), with the others as messages that did
-//!   not arrive.
+//!   not arrive. FedGP's release is its solver's communication rounds among the fresh agents
+//!   (each answers from its data at the release, at no simulated cost) and then the federated
+//!   hyperparameters, which every agent uses until the next.
 //!
 //! Privacy: the server releases at most `iterations` times, at times fixed in advance, and each
 //! release is the synchronous round's mechanism, in which an agent whose message is stale or
@@ -62,6 +64,32 @@ fn fresh_messages(held: &[Option<Held>], k: usize, staleness: usize) -> Vec<Opti
                 .map(|h| h.message.clone())
         })
         .collect()
+}
+
+/// Release `k` on the fresh messages: the server's questions first, each answered at once by
+/// every agent whose message is fresh, from its data as it is now (FedGP's solver rounds; the
+/// other kinds ask none), then the broadcast, the same steps a synchronous round takes.
+/// Answering costs no simulated time: a site answers while its evaluation runs.
+fn release(
+    fed: &mut dyn crate::algorithm::Federated,
+    targets: &[usize],
+    k: usize,
+    fresh: &[Option<Array1<f64>>],
+) -> Result<Broadcast> {
+    let mut answers: Vec<Vec<Option<Vec<f64>>>> = Vec::new();
+    while let Some(question) = fed.question(k, fresh, &answers)? {
+        let round = fresh
+            .iter()
+            .zip(targets)
+            .map(|(m, &agent)| {
+                m.as_ref()
+                    .map(|_| fed.answer(agent, k, &question))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        answers.push(round);
+    }
+    fed.broadcast(k, fresh)
 }
 
 pub(crate) fn run_asynchronous(
@@ -113,7 +141,8 @@ pub(crate) fn run_asynchronous(
                 .alg
                 .federated()
                 .expect("an asynchronous kind is federated");
-            latest = (k, fed.broadcast(k, &fresh_messages(&held, k, staleness))?);
+            let fresh = fresh_messages(&held, k, staleness);
+            latest = (k, release(fed, &u.targets, k, &fresh)?);
             continue;
         }
         let agent = u.targets[s];
@@ -142,15 +171,16 @@ pub(crate) fn run_asynchronous(
         } else {
             Broadcast::none()
         };
-        beliefs.extend(u.belief(agent, t));
         let query = u
             .alg
             .federated()
             .expect("an asynchronous kind is federated")
             .choose(agent, t, broadcast.for_agent(agent))?;
+        // After the choice, as in rounds: the model the query was chosen with.
+        beliefs.extend(u.belief(agent, t));
         let request = Request::new(u.label.to_string(), run, agent, t as i64);
         let (f, y, cost) = u.evaluator.evaluate(&[(&query, request)], &mut u.noise)?[0];
-        let params = u.alg.params_sent(t);
+        let params = u.alg.params_sent(agent, t);
         let training = u.evaluator.training_s;
         u.tracer
             .record(s, &query, y, t as i64, params, f, cost, training);

@@ -91,7 +91,7 @@ pub(crate) fn run_pending(
                 let batch = [(&flight.query, flight.request.clone())];
                 let (f, y, cost) = u.evaluator.observed(&batch, vec![value], &mut u.noise)[0];
                 let training = u.evaluator.training_s;
-                let params = u.alg.params_sent(flight.t);
+                let params = u.alg.params_sent(flight.query.agent, flight.t);
                 u.tracer.record(
                     slot,
                     &flight.query,

@@ -203,7 +203,6 @@ pub fn run_one_shared(
                 .zip(&iterations)
                 .filter_map(|(q, &iteration)| u.belief(q.agent, iteration)),
         );
-        let params = u.alg.params_sent(t);
         let batch: Vec<(&Query, Request)> = queries
             .iter()
             .zip(&iterations)
@@ -220,6 +219,7 @@ pub fn run_one_shared(
         for (k, (q, (f, y, cost))) in queries.iter().zip(evaluated).enumerate() {
             let training = u.evaluator.training_s;
             let it = iterations[k] as i64;
+            let params = u.alg.params_sent(q.agent, t);
             u.tracer
                 .record(slots[k], q, y, it, params, f, cost, training);
             if let Some(done) = &finished {

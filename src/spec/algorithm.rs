@@ -609,8 +609,8 @@ fn meta_keys(c: &Check, key: &dyn Fn(&str) -> String, ra: &RawAlgorithm) -> Resu
 /// `pace`: the asynchronous form needs a server step that takes whatever has arrived
 /// (DP-FTS-DE's and the frameworks' that have one) or targets that wait for nobody (the
 /// target-and-senders forms: a target's messages come from senders, never from another
-/// target, so each target keeps its own clock); FedGP (whose likelihood needs every agent in
-/// lockstep) keeps rounds, and the single-agent kinds have none to wait for.
+/// target, so each target keeps its own clock); the single-agent kinds have no rounds to wait
+/// for.
 fn checked_pace(
     c: &Check,
     key: &str,
@@ -625,20 +625,11 @@ fn checked_pace(
         super::Pace::NAMES,
         super::Pace::parse,
     )?;
-    let own_pace = kind.has_senders()
-        || matches!(
-            kind,
-            AlgorithmKind::DpFtsDe
-                | AlgorithmKind::Consensus
-                | AlgorithmKind::Cgp
-                | AlgorithmKind::DesignDensity
-                | AlgorithmKind::Fmtbo
-        );
-    if pace == super::Pace::Asynchronous && !own_pace {
+    if pace == super::Pace::Asynchronous && kind.is_single_agent() {
         return Err(c.err(
             key,
             format!(
-                "\"asynchronous\" applies to kinds whose server takes whatever messages are fresh (\"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\") and to the target-and-senders forms (\"fts\", \"rgpe\", \"taf\"); {} keeps synchronous rounds",
+                "\"asynchronous\" applies to kinds whose server takes whatever messages are fresh (\"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\", \"fedgp\") and to the target-and-senders forms (\"fts\", \"rgpe\", \"taf\"); {} keeps synchronous rounds",
                 ra.kind
             ),
         ));
