@@ -598,16 +598,10 @@ impl AgentNode {
             .position(|&b| b == b'\n')
             .map_or(Vec::new(), |i| csv[i + 1..].to_vec());
         let reply = Reply {
-            spec: self.print.clone(),
-            algorithm: self.alg_index,
-            run: self.run,
-            round: t,
-            agent: self.agent,
             rows: String::from_utf8(body).expect("CSV is UTF-8"),
             message,
-            late: Vec::new(),
             secure,
-            answer: None,
+            ..self.reply(t)
         };
         self.replies.insert(t, reply.clone());
         Ok(self.with_late(ins, reply))
@@ -679,16 +673,8 @@ impl AgentNode {
             FboError::Run(format!("agent {}: secure round {round}: {e}", self.agent))
         })?;
         Ok(Reply {
-            spec: self.print.clone(),
-            algorithm: self.alg_index,
-            run: self.run,
-            round: ins.round,
-            agent: self.agent,
-            rows: String::new(),
-            message: None,
-            late: Vec::new(),
             secure: Some(answer),
-            answer: None,
+            ..self.reply(ins.round)
         })
     }
 
@@ -714,17 +700,26 @@ impl AgentNode {
             Some(fed.answer(self.agent, ins.round, &q.ask)?)
         };
         Ok(Reply {
+            answer,
+            ..self.reply(ins.round)
+        })
+    }
+
+    /// This site's reply to round `round` that carries nothing yet (no rows, message or
+    /// answers): what each step fills in.
+    fn reply(&self, round: usize) -> Reply {
+        Reply {
             spec: self.print.clone(),
             algorithm: self.alg_index,
             run: self.run,
-            round: ins.round,
+            round,
             agent: self.agent,
             rows: String::new(),
             message: None,
             late: Vec::new(),
             secure: None,
-            answer,
-        })
+            answer: None,
+        }
     }
 }
 
