@@ -12,7 +12,9 @@
 # 10 minutes on 2 cores, and live landmine about 40 more. FBO_FRAMEWORKS_QUICK=1 checks the
 # script (2 seeds, 6 iterations, no landmine). Beyond the issues' setting:
 # FBO_FRAMEWORKS_AGENTS (8), FBO_FRAMEWORKS_ITERATIONS (30) and FBO_FRAMEWORKS_OUT (a folder under
-# results/, bench-frameworks) size the federation and keep its results apart.
+# results/, bench-frameworks) size the federation and keep its results apart;
+# FBO_FRAMEWORKS_ARD sets every agent's surrogate.own.ard (the tables measured before
+# 2026-11-28 ran under "auto", the default then; docs/results.md says which).
 #
 #   scripts/bench-frameworks.sh   # results/bench-frameworks/<problem>/ and table.md
 source "$(dirname "$0")/lib.sh"
@@ -63,6 +65,14 @@ problems=("branin 2 0.1" "branin 2 0.5" "hartmann6 6 0.1" "hartmann6 6 0.5" "ros
 if [[ -n "${FBO_FRAMEWORKS_PROBLEMS:-}" ]]; then
     IFS=',' read -r -a problems <<<"$FBO_FRAMEWORKS_PROBLEMS"
 fi
+own=""
+if [[ -n "${FBO_FRAMEWORKS_ARD:-}" ]]; then
+    ard=$FBO_FRAMEWORKS_ARD
+    # A name ("auto", "loo") is a TOML string; true, false and a count are written as they are.
+    [[ "$ard" =~ ^(true|false|[0-9]+)$ ]] || ard="\"$ard\""
+    own="[surrogate.own]
+ard = $ard"
+fi
 table="$OUT/table.md"
 {
     echo "Final simple regret (functions; lower is better) or best AUC (landmine; higher is better), algorithm minus baseline, paired over (run, agent)."
@@ -102,6 +112,7 @@ $heterogeneity
 [federation]
 agents = $agents
 p_t = "1-1/sqrt(t)"
+$own
 
 [[algorithm]]
 kind = "ts"
