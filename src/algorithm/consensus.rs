@@ -79,10 +79,12 @@ pub fn leader_w(k: usize, t: usize, t_max: usize, w0: f64, leader: usize) -> Vec
 }
 
 /// The grid point nearest to `x` (unit coordinates), or `x` itself on a box: a convex
-/// combination of grid points is rarely one.
+/// combination of grid points is rarely one. On a box `x` is held to [0, 1]: a convex
+/// combination of points of the unit cube lies in it, but W's rounding can leave a coordinate
+/// an ulp outside (-3e-18 seen with the leader schedule), which a site rightly refuses.
 pub fn to_space(space: &Space, x: Vec<f64>) -> Point {
     match space.grid() {
-        None => space.point(x),
+        None => space.point(x.into_iter().map(|v| v.clamp(0.0, 1.0)).collect()),
         Some(grid) => {
             let pts = grid.points();
             let mut best = (f64::INFINITY, 0);
@@ -448,5 +450,19 @@ mod tests {
         ]));
         let p = to_space(&space, vec![0.3]);
         assert_eq!(p.index, Some(1));
+    }
+
+    /// On a box a coordinate W's rounding left an ulp outside the unit cube is held to it
+    /// (the leader schedule's -3.3e-18, which a site across machines refused), the others
+    /// kept to the bit.
+    #[test]
+    fn consensus_points_stay_in_the_unit_cube() {
+        let space = Space::Box(vec![
+            crate::objective::Param::linear("a", 0.0, 1.0),
+            crate::objective::Param::linear("b", 0.0, 1.0),
+        ]);
+        let p = to_space(&space, vec![0.4609803302280342, -3.3357692862868763e-18]);
+        assert_eq!(p.x, vec![0.4609803302280342, 0.0]);
+        assert_eq!(to_space(&space, vec![1.0 + 1e-16, 0.5]).x, vec![1.0, 0.5]);
     }
 }

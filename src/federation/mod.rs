@@ -251,8 +251,9 @@ fn point_of(space: &Space, w: &WirePoint) -> Result<Point> {
         None => {
             if w.x.len() != space.dim() || w.x.iter().any(|v| !(0.0..=1.0).contains(v)) {
                 return Err(bad(format!(
-                    "is not {} unit coordinates in [0, 1]",
-                    space.dim()
+                    "is not {} unit coordinates in [0, 1]: {:?}",
+                    space.dim(),
+                    w.x
                 )));
             }
             Ok(space.point(w.x.clone()))
