@@ -1460,11 +1460,9 @@ fn merge(
             file.extend(fs::read(&bp).map_err(|e| FboError::io(&bp, e))?);
         }
     }
-    if values {
-        let summary = summary_of(spec, &trace, &dir.path("trace.csv"))?;
-        dir.write("trace.csv", &trace)?;
-        dir.write("summary.csv", &summary)?;
-    }
+    // trace.csv last: whoever waits for the results (a script, a federation's operator, the
+    // tests) can take its appearance to mean every other file is complete. The accountant
+    // can take seconds, and privacy.csv once came after a reader had compared it.
     if spec.algorithms.iter().any(|a| a.server.is_some()) {
         dir.write("server.csv", &server)?;
     }
@@ -1474,6 +1472,11 @@ fn merge(
     let curves = privacy_curves(spec)?;
     if !curves.is_empty() {
         dir.write("privacy.csv", &output::privacy_csv(spec, &curves, &done))?;
+    }
+    if values {
+        let summary = summary_of(spec, &trace, &dir.path("trace.csv"))?;
+        dir.write("summary.csv", &summary)?;
+        dir.write("trace.csv", &trace)?;
     }
     Ok(())
 }
