@@ -120,6 +120,16 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
             "key `surrogate.own.ard`: must be true, false, \"auto\", \"loo\" or a number of observations per axis in [1, 1000], got 0",
         ),
         (
+            "a margin for a shape fixed in advance",
+            with("ard = false", "ard = false\nard_margin = 3.0"),
+            "key `surrogate.own.ard_margin`: applies to ard = \"loo\" (the default) only",
+        ),
+        (
+            "a margin out of range",
+            with("ard = false", "ard = \"loo\"\nard_margin = 101.0"),
+            "key `surrogate.own.ard_margin`: must be in [0, 100] standard errors, got 101",
+        ),
+        (
             "unknown mean",
             with("mean = \"zero\"", "mean = \"linear\""),
             "key `surrogate.own.mean`: unknown mean \"linear\"; allowed: \"zero\", \"constant\"",

@@ -22,6 +22,7 @@ pub(super) struct RawSurrogate {
 pub(super) struct RawOwn {
     features: Option<i64>,
     ard: Option<toml::Value>,
+    ard_margin: Option<f64>,
     prior: Option<String>,
     mean: Option<String>,
     fit: Option<bool>,
@@ -154,7 +155,7 @@ fn own_settings(
     .with_mean(mean);
     let model = HyperModel {
         kernel,
-        ard: ard(c, ro.ard.as_ref())?,
+        ard: ard(c, ro.ard.as_ref(), ro.ard_margin)?,
         bounds,
         prior: c.choice(
             "surrogate.own.prior",
@@ -201,17 +202,29 @@ fn own_settings(
     })
 }
 
-/// `surrogate.own.ard`: one length scale, one per axis, or a rule choosing between them.
-fn ard(c: &Check, v: Option<&toml::Value>) -> Result<Ard> {
-    Ok(match v {
+/// `surrogate.own.ard`: one length scale, one per axis, or a rule choosing between them;
+/// `surrogate.own.ard_margin` the leave-one-out rule's margin.
+fn ard(c: &Check, v: Option<&toml::Value>, margin: Option<f64>) -> Result<Ard> {
+    let loo = || -> Result<Ard> {
+        let key = "surrogate.own.ard_margin";
+        let margin = c.non_negative(key, margin, Ard::LOO_MARGIN)?;
+        if margin > 100.0 {
+            return Err(c.err(
+                key,
+                format!("must be in [0, 100] standard errors, got {margin}"),
+            ));
+        }
+        Ok(Ard::Loo { margin })
+    };
+    let ard = match v {
         // Chosen by measurement (docs/results.md, "One length scale or one per
         // axis"): 2-8x lower regret where few axes matter, level elsewhere but for one
         // problem of fourteen.
-        None => Ard::Loo,
+        None => loo()?,
         Some(toml::Value::Boolean(false)) => Ard::Off,
         Some(toml::Value::Boolean(true)) => Ard::On,
         Some(toml::Value::String(s)) if s == "auto" => Ard::AUTO,
-        Some(toml::Value::String(s)) if s == "loo" => Ard::Loo,
+        Some(toml::Value::String(s)) if s == "loo" => loo()?,
         Some(toml::Value::Integer(k)) if (1..=1000).contains(k) => Ard::PerAxisFrom(*k as usize),
         Some(other) => {
             return Err(c.err(
@@ -221,7 +234,15 @@ fn ard(c: &Check, v: Option<&toml::Value>) -> Result<Ard> {
                 ),
             ));
         }
-    })
+    };
+    if margin.is_some() && !matches!(ard, Ard::Loo { .. }) {
+        return Err(c.err(
+            "surrogate.own.ard_margin",
+            "applies to ard = \"loo\" (the default) only: the other forms choose no shape"
+                .to_string(),
+        ));
+    }
+    Ok(ard)
 }
 
 /// `surrogate.own.noise_variance_known`: a variance > 0, a list of one per agent, or

@@ -240,7 +240,7 @@ pub fn gamma(u: f64, a: f64, b: f64) -> (f64, f64) {
 }
 
 /// One length scale for all axes or one per axis (automatic relevance determination).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Ard {
     Off,
     On,
@@ -251,10 +251,12 @@ pub enum Ard {
     PerAxisFrom(usize),
     /// At every fit, both (once there are more than D + 2 observations); one per axis is
     /// kept where its leave-one-out predictive density (`loo_log_predictive`: how well each
-    /// predicts points it was not fitted to) beats one length scale's by more than `LOO_Z`
+    /// predicts points it was not fitted to) beats one length scale's by more than `margin`
     /// standard errors of the difference, so D + 2 hyperparameters win only where the axes
     /// really differ (Rasmussen and Williams 2006, sec. 5.4.2; Vehtari et al. 2017).
-    Loo,
+    Loo {
+        margin: f64,
+    },
 }
 
 impl Ard {
@@ -262,9 +264,16 @@ impl Ard {
     pub const AUTO: Ard = Ard::PerAxisFrom(10);
 
     /// How many standard errors of the summed pointwise difference one length scale per
-    /// axis must gain by in `Loo` (docs/results.md "One length scale or one per axis": at 0,
-    /// chance gains on 5-D problems took it and lost).
-    pub const LOO_Z: f64 = 2.0;
+    /// axis must gain by in `Loo` unless told (docs/results.md "One length scale or one per
+    /// axis": at 0, chance gains on 5-D problems took it and lost; at 2, the default until
+    /// 2026-12-07, it still cost 1.2-1.7x on 4-6-D federations of 35 evaluations, which 4
+    /// recovers while keeping the gains in 20 and 50 dimensions; at 8 those are lost).
+    pub const LOO_MARGIN: f64 = 4.0;
+
+    /// `Loo` at its default margin.
+    pub const LOO: Ard = Ard::Loo {
+        margin: Ard::LOO_MARGIN,
+    };
 
     /// Whether a fit to n observations of a D-dimensional input uses one length scale per
     /// axis without choosing (`Loo` chooses in `fit_hyperparameters`; where one shape must be
@@ -274,7 +283,7 @@ impl Ard {
             Ard::Off => false,
             Ard::On => true,
             Ard::PerAxisFrom(k) => n >= k * dim,
-            Ard::Loo => Ard::AUTO.applies(n, dim),
+            Ard::Loo { .. } => Ard::AUTO.applies(n, dim),
         }
     }
 }
@@ -651,10 +660,14 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Option<GpHyper> {
     let (n, dim) = (x.nrows(), x.ncols());
-    if model.ard != Ard::Loo || dim < 2 || n <= dim + 2 {
-        let per_axis = model.ard.applies(n, dim) && model.ard != Ard::Loo;
-        return fit_shape(x, y, model, per_axis, budget, warm, rng);
-    }
+    let margin = match model.ard {
+        Ard::Loo { margin } if dim >= 2 && n > dim + 2 => margin,
+        Ard::Loo { .. } => return fit_shape(x, y, model, false, budget, warm, rng),
+        _ => {
+            let per_axis = model.ard.applies(n, dim);
+            return fit_shape(x, y, model, per_axis, budget, warm, rng);
+        }
+    };
     let iso = fit_shape(x, y, model, false, budget, warm, rng);
     // The per-axis fit starts from the previous optimum (of either shape, as the last fit
     // chose), or at the first fit from this isotropic one, besides its random starts.
@@ -665,7 +678,7 @@ pub fn fit_hyperparameters<R: Rng + ?Sized>(
             .and_then(|h| loo_pointwise(&Distances::new(x, per_axis), y, h))
     };
     match (terms(&iso, false), terms(&ard, true)) {
-        (Some(a), Some(b)) if clearly_better(&a, &b, Ard::LOO_Z) => ard,
+        (Some(a), Some(b)) if clearly_better(&a, &b, margin) => ard,
         (None, Some(_)) => ard,
         _ => iso,
     }
@@ -1310,12 +1323,23 @@ mod tests {
         assert!((fast - brute).abs() < 1e-8, "{fast} vs {brute}");
     }
 
+    /// The margin by hand: differences 1, 2, 1, 2 sum to 6 with sqrt(n var) = sqrt(4 / 3),
+    /// a gain of 5.196 standard errors: clearly better at a margin of 5.1, not at 5.3.
+    #[test]
+    fn clearly_better_counts_standard_errors_of_the_summed_difference() {
+        let (a, b) = ([0.0; 4], [1.0, 2.0, 1.0, 2.0]);
+        assert!(clearly_better(&a, &b, 5.1));
+        assert!(!clearly_better(&a, &b, 5.3));
+        assert!(!clearly_better(&b, &a, 0.0));
+    }
+
     /// "loo" keeps one length scale per axis where one axis does nothing and one where the
-    /// axes are alike: chosen by the data, not by a count.
+    /// axes are alike: chosen by the data, not by a count; a margin larger than the data's
+    /// gain keeps one length scale even with dead axes.
     #[test]
     fn loo_ard_finds_a_dead_axis_and_keeps_one_scale_on_alike_axes() {
         let m = HyperModel {
-            ard: Ard::Loo,
+            ard: Ard::LOO,
             prior: HyperPrior::DimensionScaled,
             bounds: HyperBounds {
                 length_scale: (0.005, 2.0),
@@ -1331,6 +1355,13 @@ mod tests {
         let x = Array2::from_shape_fn((40, 4), |_| rng.random::<f64>());
         // Only the first two axes matter.
         let y = x.map_axis(Axis(1), |r| (6.0 * r[0]).sin() + (5.0 * r[1]).cos());
+        let strict = HyperModel {
+            ard: Ard::Loo { margin: 100.0 },
+            ..m
+        };
+        let h = fit_hyperparameters(x.view(), y.view(), &strict, budget, None, &mut rng.clone())
+            .unwrap();
+        assert_eq!(h.length_scales.len(), 1, "{h:?}");
         let h = fit_hyperparameters(x.view(), y.view(), &m, budget, None, &mut rng).unwrap();
         assert_eq!(h.length_scales.len(), 4, "{h:?}");
         // The dead axes flattened to the box's upper end (2), the live ones well inside.
