@@ -132,7 +132,7 @@ fn a_command_makes_the_builtin_objectives_queries_and_a_rerun_starts_nothing() {
     let said = String::from_utf8_lossy(&v.stdout).into_owned();
     assert!(
         said.contains(
-            "evaluations of the objective: 69 per run (init 6, senders 12, TS 15, FTS M=20 15, DP-FTS-DE P=2 q=0.5 z=1 S=11 21), 138 for 2 runs"
+            "evaluations of the objective: 69 per run (init 6, senders 12, TS 15, FTS M=20 15, DP-FTS-DE P=2 q=0.5 z=1 S=11 follow=signal 21), 138 for 2 runs"
         ),
         "{said}"
     );

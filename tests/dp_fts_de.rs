@@ -78,6 +78,45 @@ fn agents_using_the_server_in_a_round_query_the_same_point() {
     }
 }
 
+/// `follow = "signal"` (docs/algorithms.md): where the noise drowns the release (z = 1000)
+/// the agents mostly keep to their own samples, where the papers' rule follows the server in
+/// most rounds at p_t = 0.1 (on pure noise rho is positive whenever a draw's energy exceeds
+/// its expectation; on these 2 x 16 coordinates its mean is 0.075, so about 7% of the papers'
+/// rows remain); where there is almost no noise (z = 1e-6) the two rules make the same choices.
+#[test]
+fn agents_follow_the_server_by_the_releases_signal_share() {
+    let server_rows = |z: &str, follow: &str| {
+        let text = SMALL_DP
+            .replace("p_t = \"1-1/sqrt(t)\"", "p_t = 0.1")
+            .replace("z = 1.0", &format!("z = {z}\n{follow}"));
+        let s = spec(&text);
+        let rows = run_one(&s, 1, 2, landscape(&s)).unwrap().rows;
+        let server: Vec<(usize, i64)> = rows
+            .iter()
+            .filter(|r| r.source == "server")
+            .map(|r| (r.agent, r.iteration))
+            .collect();
+        (server, rows)
+    };
+    let (drowned, _) = server_rows("1000.0", "follow = \"signal\"");
+    let (papers, _) = server_rows("1000.0", "");
+    assert!(papers.len() > 12 * 8 / 2, "{}", papers.len());
+    assert!(
+        5 * drowned.len() < papers.len(),
+        "{} of {}",
+        drowned.len(),
+        papers.len()
+    );
+    let (signal, a) = server_rows("1e-6", "follow = \"signal\"");
+    let (schedule, b) = server_rows("1e-6", "follow = \"schedule\"");
+    assert!(signal.len() > 12 * 8 / 2, "{}", signal.len());
+    assert_eq!(signal, schedule);
+    let xs = |rows: &[fbo::run::output::TraceRow]| -> Vec<Option<usize>> {
+        rows.iter().map(|r| r.x_index).collect()
+    };
+    assert_eq!(xs(&a), xs(&b));
+}
+
 /// `spec` run with --no-timing on 1 and on 2 threads, into `dir`/t1 and `dir`/t2, each of
 /// `files` asserted byte-identical between the two.
 fn run_on_one_and_two_threads(spec: &Path, dir: &Path, files: &[&str]) -> Vec<std::path::PathBuf> {
@@ -396,6 +435,16 @@ fn server_options_are_checked() {
             "clip = 3.0",
             "clip = 3.0\nweights = \"soft\"",
             "unknown weights \"soft\"",
+        ),
+        (
+            "kind = \"dp-fts-de\"",
+            "kind = \"dp-fts-de\"\nserver = { dp = false, follow = \"signal\" }",
+            "key `algorithm[1].server.follow`: applies only with dp = true",
+        ),
+        (
+            "clip = 3.0",
+            "clip = 3.0\nfollow = \"noise\"",
+            "key `server.follow`: unknown follow rule \"noise\"; allowed: \"schedule\"",
         ),
         (
             "clip = 3.0",
@@ -923,6 +972,31 @@ fn the_shared_model_defaults_to_agreed_only_where_it_was_measured() {
         "kind = \"synthetic-dp\"\ngrid = 50\nfunctions = 1",
     );
     assert_eq!(kinds(&synthetic), [Fixed; 5]);
+}
+
+/// `server.follow` unwritten: "signal" on a function or command objective, the papers' rule
+/// on theirs; written, as written.
+#[test]
+fn the_follow_rule_defaults_to_signal_only_beyond_the_papers_objectives() {
+    use fbo::spec::Follow::{Schedule, Signal};
+    let follow = |text: &str| {
+        let s = spec(text);
+        s.algorithms[1].server.as_ref().unwrap().dp.unwrap().follow
+    };
+    let function = "name = \"s\"\niterations = 2\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n[federation]\nagents = 3\n[[algorithm]]\nkind = \"ts\"\n[[algorithm]]\nkind = \"dp-fts-de\"\nserver = { dp = true }\n";
+    assert_eq!(follow(function), Signal);
+    assert!(
+        spec(function).algorithms[1]
+            .label
+            .ends_with("follow=signal")
+    );
+    let written = function.replace("dp = true }", "dp = true, follow = \"schedule\" }");
+    assert_eq!(follow(&written), Schedule);
+    assert_eq!(follow(SMALL_DP), Schedule);
+    assert_eq!(
+        follow(&SMALL_DP.replace("z = 1.0", "z = 1.0\nfollow = \"signal\"")),
+        Signal
+    );
 }
 
 #[test]

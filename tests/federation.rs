@@ -191,6 +191,14 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
             "sampling = \"allocation\"\nrounds_per_agent = 2\n",
         )
         .replace("[\"rdp-int\", \"rdp\"]", "[\"allocation\"]");
+    // Agents that weigh the server's point by the release's signal share, which travels
+    // after the agreed hyperparameters (little noise, so that the share is neither 0 nor 1).
+    let signal = AGREED.replace(
+        "z = 1.0, clip = 1.0, agreement_z = 1.0 }",
+        "z = 0.05, clip = 1.0, agreement_z = 1.0, follow = \"signal\" }",
+    );
+    let signal_box = BRANIN_DP.replace("z = 1.0 }", "z = 0.05, follow = \"signal\" }");
+    assert!(signal.contains("follow") && signal_box.contains("follow"));
     for (name, text) in [
         ("grid", grid_spec()),
         ("box", BRANIN_DP.to_string()),
@@ -208,6 +216,8 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         ("fts-agreed", fts_agreed()),
         ("meta-agreed", meta_agreed()),
         ("batch-grid", batch_on_a_grid()),
+        ("signal", signal),
+        ("signal-box", signal_box),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let spec = write(dir.path(), &format!("{name}.toml"), &text);
@@ -217,6 +227,13 @@ fn a_federation_in_one_process_writes_the_bytes_of_fbo_run() {
         federation::run_in_process(&spec, &fed, &dir.path().join("state"), false)
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_same_files(&sim, &fed);
+        if name.starts_with("signal") {
+            let trace = fs::read_to_string(sim.join("trace.csv")).unwrap();
+            assert!(
+                trace.contains(",server,"),
+                "{name}: some agents follow the server"
+            );
+        }
         if name == "budget" {
             let server = fs::read_to_string(sim.join("server.csv")).unwrap();
             let rounds = server.lines().filter(|l| l.contains("DP-FTS-DE")).count();

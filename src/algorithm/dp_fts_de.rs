@@ -7,7 +7,8 @@
 //! its posterior over the shared features (all its data), the server aggregates them into P
 //! vectors, and each agent then uses its own Thompson sample with probability p_t and otherwise
 //! argmax_x phi(x)^T omega^(i(x)) over the whole domain. That argmax is the same for every
-//! agent of a round, so it is computed once.
+//! agent of a round, so it is computed once. Under DP with `server.follow = "signal"` the
+//! server's point is taken with probability (1 - p_t) times the release's signal share.
 
 use super::agent::{Learner, Messenger, SharedFeatures, maximise_point, own_log_hyper};
 use super::{Algorithm, Broadcast, Federated, InitArea, Query, Received, RunContext, Source};
@@ -19,7 +20,7 @@ use crate::objective::space::Domain;
 use crate::objective::{Point, Region, Space};
 use crate::server::{Partition, RoundPlan, RoundRecord, RoundSum, Server};
 use crate::spec::schedule::Schedule;
-use crate::spec::{AgreementDp, AlgorithmSpec, InitRegion, ServerSpec, SharedModel, Spec};
+use crate::spec::{AgreementDp, AlgorithmSpec, Follow, InitRegion, ServerSpec, SharedModel, Spec};
 use crate::surrogate::agreement::{SharedHyper, median, private_mean};
 use ndarray::Array1;
 use rand::Rng as _;
@@ -36,8 +37,8 @@ impl Peer {
     /// The agent's `k` queries of one round: the first as `choose`, the others its own
     /// independent Thompson samples (parallel TS, Kandasamy et al. 2018), so the server's
     /// point is queried at most once a round.
-    fn choose_batch(&mut self, p_t: f64, received: &Received, k: usize) -> Result<Vec<Query>> {
-        let mut queries = vec![self.choose(p_t, received)?];
+    fn choose_batch(&mut self, p_own: f64, received: &Received, k: usize) -> Result<Vec<Query>> {
+        let mut queries = vec![self.choose(p_own, received)?];
         for _ in 1..k {
             queries.push(Query {
                 agent: self.learner.agent,
@@ -48,15 +49,16 @@ impl Peer {
         Ok(queries)
     }
 
-    /// The agent's query: its own Thompson sample with probability p_t, otherwise the server's
-    /// point; only its own sample, with no draw, once the server releases nothing (a spent
-    /// privacy budget: what the DP paper recommends once p_t is near 1).
-    fn choose(&mut self, p_t: f64, received: &Received) -> Result<Query> {
+    /// The agent's query: its own Thompson sample with probability `p_own` (p_t, or
+    /// `own_probability`'s under `follow = "signal"`), otherwise the server's point; only its
+    /// own sample, with no draw, once the server releases nothing (a spent privacy budget:
+    /// what the DP paper recommends once p_t is near 1).
+    fn choose(&mut self, p_own: f64, received: &Received) -> Result<Query> {
         let (point, source) = match &received.point {
             None => (self.learner.thompson()?, Source::Own),
             Some(server_x) => {
                 let r: f64 = self.mixing.random();
-                if r <= p_t {
+                if r <= p_own {
                     (self.learner.thompson()?, Source::Own)
                 } else {
                     (server_x.clone(), Source::Server)
@@ -366,6 +368,36 @@ impl DpFtsDe {
         ag.agreed = Some(log.to_vec());
     }
 
+    /// Whether the agents weigh the server's point by the release's signal share.
+    fn follows_signal(&self) -> bool {
+        self.server
+            .spec()
+            .dp
+            .is_some_and(|dp| dp.follow == Follow::Signal)
+    }
+
+    /// What a broadcast shares, split into the agreed log hyperparameters and, under
+    /// `follow = "signal"`, the release's signal share (its last number).
+    fn split_shared<'a>(&self, shared: &'a [f64]) -> (&'a [f64], Option<f64>) {
+        match shared.split_last() {
+            Some((rho, log)) if self.follows_signal() => (log, Some(*rho)),
+            _ => (shared, None),
+        }
+    }
+
+    /// The broadcast of a released point, with the release's signal share after anything
+    /// else it carries when the agents weigh the point by it.
+    fn point_broadcast(&self, point: Point, vectors: &[Array1<f64>], noise_sd: f64) -> Broadcast {
+        let mut b = Broadcast::to_all(point);
+        if let Some(log) = self.agreement.as_ref().and_then(|ag| ag.agreed.clone()) {
+            b.all.shared = log;
+        }
+        if self.follows_signal() {
+            b.all.shared.push(signal_share(vectors, noise_sd));
+        }
+        b
+    }
+
     /// Numbers an agreement adds after omega_n: the log hyperparameters (D length scales,
     /// signal and noise variance).
     fn agreement_len(&self) -> usize {
@@ -430,26 +462,25 @@ impl Federated for DpFtsDe {
         // The argmax above is on this round's features; the agreement sets the next round's,
         // and travels with the point.
         self.agree(&record);
+        let b = self.point_broadcast(point, &vectors, record.noise_sd);
         self.records.push(record);
-        let mut b = Broadcast::to_all(point);
-        if let Some(log) = self.agreement.as_ref().and_then(|ag| ag.agreed.clone()) {
-            b.all.shared = log;
-        }
         Ok(b)
     }
 
     fn choose(&mut self, agent: usize, t: usize, received: &Received) -> Result<Query> {
         // Across machines the agreed model reaches the agent here (in one process the
         // server's agreement already set it).
-        self.follow(&received.shared);
-        let p_t = self.schedule.p(t);
-        self.peers[agent].choose(p_t, received)
+        let (log, rho) = self.split_shared(&received.shared);
+        self.follow(log);
+        let p_own = own_probability(self.schedule.p(t), rho);
+        self.peers[agent].choose(p_own, received)
     }
 
     fn choose_round(&mut self, agent: usize, t: usize, received: &Received) -> Result<Vec<Query>> {
-        self.follow(&received.shared);
-        let p_t = self.schedule.p(t);
-        self.peers[agent].choose_batch(p_t, received, self.batch)
+        let (log, rho) = self.split_shared(&received.shared);
+        self.follow(log);
+        let p_own = own_probability(self.schedule.p(t), rho);
+        self.peers[agent].choose_batch(p_own, received, self.batch)
     }
 
     fn message_len(&self) -> usize {
@@ -486,8 +517,9 @@ impl Federated for DpFtsDe {
                 .release(plan, RoundSum::secure(sums, missing, noised), None);
         let point = self.server_best(&vectors)?;
         self.agree(&record);
+        let b = self.point_broadcast(point, &vectors, record.noise_sd);
         self.records.push(record);
-        Ok(Broadcast::to_all(point))
+        Ok(b)
     }
 }
 
@@ -521,14 +553,17 @@ impl Algorithm for DpFtsDe {
             .map(|a| self.omega_message(a, t))
             .collect();
         let broadcast = self.broadcast(t, &messages)?;
-        let p_t = self.schedule.p(t);
+        let p_own = own_probability(
+            self.schedule.p(t),
+            self.split_shared(&broadcast.all.shared).1,
+        );
         let k = self.batch;
         // Agents act independently on their own streams, so running them in parallel cannot
         // change the result.
         let rounds: Vec<Vec<Query>> = self
             .peers
             .par_iter_mut()
-            .map(|peer| peer.choose_batch(p_t, &broadcast.all, k))
+            .map(|peer| peer.choose_batch(p_own, &broadcast.all, k))
             .collect::<Result<_>>()?;
         Ok(rounds.into_iter().flatten().collect())
     }
@@ -559,6 +594,34 @@ impl Algorithm for DpFtsDe {
     }
 }
 
+/// The share of the released vectors' energy that is not noise, rho = 1 - P M sigma^2 /
+/// sum_p |v_p|^2 clamped to [0, 1] (sigma the noise s.d. per coordinate): the noise adds P M
+/// sigma^2 to the energy's expectation, so this is the usual moment estimate of the signal's
+/// share. 1 without noise. A function of the release and of public settings only, so acting on
+/// it is post-processing and the privacy guarantee stands.
+pub fn signal_share(vectors: &[Array1<f64>], noise_sd: f64) -> f64 {
+    if noise_sd == 0.0 {
+        return 1.0;
+    }
+    let energy: f64 = vectors.iter().map(|v| v.dot(v)).sum();
+    let coordinates: usize = vectors.iter().map(|v| v.len()).sum();
+    let noise = coordinates as f64 * noise_sd * noise_sd;
+    if energy <= noise {
+        return 0.0;
+    }
+    1.0 - noise / energy
+}
+
+/// The probability of an agent's own sample: p_t (the papers'), or with the release's signal
+/// share rho, 1 - (1 - p_t) rho: the server's point is followed in proportion to how much of
+/// the release is not noise. rho = 1 (no noise) gives p_t itself, bit for bit.
+fn own_probability(p_t: f64, rho: Option<f64>) -> f64 {
+    match rho {
+        Some(rho) if rho < 1.0 => 1.0 - (1.0 - p_t) * rho,
+        _ => p_t,
+    }
+}
+
 /// Each agent's stream for `purpose` under secure aggregation (keys; self-sampling coins and
 /// noise shares), none without it: a plain unit draws nothing more than it always did.
 fn secure_streams(
@@ -574,4 +637,62 @@ fn secure_streams(
     (0..n as u64)
         .map(|a| stream(seed, run as u64, a, purpose))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// By hand: vectors (3, 4) and (0, 0) have energy 25; at noise s.d. 1 the noise's share
+    /// of it is 4 coordinates x 1 / 25, so rho = 0.84. Without noise 1; energy at or below
+    /// the noise's expectation, 0.
+    #[test]
+    fn the_signal_share_is_the_energy_not_explained_by_the_noise() {
+        let v = [Array1::from(vec![3.0, 4.0]), Array1::from(vec![0.0, 0.0])];
+        assert!((signal_share(&v, 1.0) - 0.84).abs() < 1e-15);
+        assert_eq!(signal_share(&v, 0.0), 1.0);
+        assert_eq!(signal_share(&v, 2.5), 0.0);
+        assert_eq!(signal_share(&v, 3.0), 0.0);
+    }
+
+    /// Averaged over noise draws, energy minus the noise's expectation is the signal's
+    /// energy (the moment estimate behind rho is unbiased): |s|^2 = 25 under s.d. 2 on 50
+    /// coordinates, 4000 draws, within 3 standard errors.
+    #[test]
+    fn the_signal_energy_estimate_is_unbiased() {
+        use rand::SeedableRng;
+        use rand_distr::{Distribution, StandardNormal};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let mut s = vec![0.0; 50];
+        s[0] = 3.0;
+        s[1] = 4.0;
+        let (sd, draws) = (2.0, 4000);
+        let estimates: Vec<f64> = (0..draws)
+            .map(|_| {
+                let v: Vec<f64> = s
+                    .iter()
+                    .map(|x| {
+                        let e: f64 = StandardNormal.sample(&mut rng);
+                        x + sd * e
+                    })
+                    .collect();
+                v.iter().map(|x| x * x).sum::<f64>() - 50.0 * sd * sd
+            })
+            .collect();
+        let mean = estimates.iter().sum::<f64>() / draws as f64;
+        let var = estimates.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (draws - 1) as f64;
+        let se = (var / draws as f64).sqrt();
+        assert!((mean - 25.0).abs() < 3.0 * se, "{mean} +- {se}");
+    }
+
+    /// The papers' rule is p_t bit for bit, with rho = 1 too; rho = 0 keeps every agent to
+    /// its own sample; rho = 0.5 at p_t = 0.2 follows the server with probability 0.4.
+    #[test]
+    fn the_own_probability_scales_the_servers_share_by_rho() {
+        let p = 1.0 - 1.0 / 7f64.sqrt();
+        assert_eq!(own_probability(p, None).to_bits(), p.to_bits());
+        assert_eq!(own_probability(p, Some(1.0)).to_bits(), p.to_bits());
+        assert_eq!(own_probability(p, Some(0.0)), 1.0);
+        assert!((own_probability(0.2, Some(0.5)) - 0.6).abs() < 1e-15);
+    }
 }

@@ -36,6 +36,18 @@ pub enum ObjectiveKind {
     Command(CommandSettings),
 }
 
+impl ObjectiveKind {
+    /// A closed-form function or the user's own command: outputs on the user's scale, with
+    /// nothing of a paper's protocol to keep, so the defaults measured beyond the papers apply
+    /// (the agreed shared model, the signal-weighted following of a noised release).
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self,
+            ObjectiveKind::Function { .. } | ObjectiveKind::Command(_)
+        )
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObjectiveSpec {
     pub kind: ObjectiveKind,

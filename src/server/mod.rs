@@ -759,6 +759,7 @@ mod tests {
             agreement: None,
             noise: crate::privacy::Noise::Gaussian,
             self_sampling: false,
+            follow: crate::spec::Follow::Schedule,
         }
     }
 

@@ -400,6 +400,9 @@ pub(super) struct Defaults<'a> {
     pub iterations: usize,
     pub domain_size: Option<usize>,
     pub total_agents: usize,
+    /// A function or a command objective: the outputs' scale is the user's, not a paper's
+    /// (`ObjectiveKind::is_open`).
+    pub open_objective: bool,
 }
 
 /// Every `[[algorithm]]` table checked, in order; labels unique.
@@ -542,9 +545,12 @@ fn algorithm_server(
             key,
             ra.server.clone().unwrap_or_default().or(d.server),
             ra.server.as_ref(),
-            d.domain_size,
-            d.total_agents,
-            features,
+            &ServerContext {
+                grid: d.domain_size,
+                agents: d.total_agents,
+                features,
+                open_objective: d.open_objective,
+            },
         )?),
         _ => None,
     })

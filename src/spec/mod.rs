@@ -431,6 +431,7 @@ impl Spec {
                 iterations: counts.iterations,
                 domain_size: objective.domain_size(),
                 total_agents,
+                open_objective: objective.kind.is_open(),
             },
         )?;
         check_rounds(&c, &algorithms, &counts, initial_points, &surrogate)?;

@@ -23,6 +23,30 @@ pub enum InitRegion {
     Domain,
 }
 
+/// How an agent weighs the server's point against its own sample (`server.follow`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Follow {
+    /// The papers' rule: the server's point with probability 1 - p_t.
+    Schedule,
+    /// With probability (1 - p_t) rho_t, rho_t the share of the released vectors' energy
+    /// that is not noise, estimated from the release and the public noise s.d.
+    /// (`algorithm::dp_fts_de::signal_share`): where the noise drowns the vectors the agents
+    /// keep to their own samples.
+    Signal,
+}
+
+impl Follow {
+    pub const NAMES: &'static str = "\"schedule\" (the papers' 1 - p_t), \"signal\" ((1 - p_t) times the release's signal share)";
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "schedule" => Some(Follow::Schedule),
+            "signal" => Some(Follow::Signal),
+            _ => None,
+        }
+    }
+}
+
 /// Differential privacy at the server: subsampling, clipping, noise.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DpSpec {
@@ -44,6 +68,8 @@ pub struct DpSpec {
     /// `server.self_sampling`: each agent draws its own participation and every agent
     /// uploads, so the server does not learn who took part.
     pub self_sampling: bool,
+    /// `server.follow`: how the agents use the noised release's point.
+    pub follow: Follow,
 }
 
 /// The agreement's own release: log-hyperparameter vectors clipped to L2 norm `clip` about
@@ -250,6 +276,7 @@ pub(super) struct RawServer {
     noise: Option<String>,
     self_sampling: Option<bool>,
     rounds_per_agent: Option<i64>,
+    follow: Option<String>,
 }
 
 /// `drop = 0.1` (every agent) or `drop = [0.1, 0.0, ...]` (one per agent).
@@ -270,7 +297,7 @@ impl RawServer {
             .collect()
     }
 
-    const KEYS: [&'static str; 27] = [
+    const KEYS: [&'static str; 28] = [
         "subregions",
         "dp",
         "q",
@@ -298,6 +325,7 @@ impl RawServer {
         "noise",
         "self_sampling",
         "rounds_per_agent",
+        "follow",
     ];
 
     /// Whether this table sets the key `f`.
@@ -330,6 +358,7 @@ impl RawServer {
             "noise" => self.noise.is_some(),
             "self_sampling" => self.self_sampling.is_some(),
             "rounds_per_agent" => self.rounds_per_agent.is_some(),
+            "follow" => self.follow.is_some(),
             _ => false,
         }
     }
@@ -364,6 +393,7 @@ impl RawServer {
             noise: self.noise.or(b.noise),
             self_sampling: self.self_sampling.or(b.self_sampling),
             rounds_per_agent: self.rounds_per_agent.or(b.rounds_per_agent),
+            follow: self.follow.or(b.follow),
         }
     }
 }
@@ -390,6 +420,9 @@ pub(super) fn server_label(s: &ServerSpec) -> String {
             short_number(dp.z),
             short_number(dp.clip)
         );
+        if dp.follow == Follow::Signal {
+            l += " follow=signal";
+        }
     }
     l
 }
@@ -405,7 +438,7 @@ pub(super) fn short_number(v: f64) -> String {
 }
 
 /// The keys that mean something only with dp = true.
-pub(super) const DP_KEYS: [&str; 12] = [
+pub(super) const DP_KEYS: [&str; 13] = [
     "q",
     "z",
     "clip",
@@ -418,7 +451,18 @@ pub(super) const DP_KEYS: [&str; 12] = [
     "noise",
     "self_sampling",
     "rounds_per_agent",
+    "follow",
 ];
+
+/// What the server's settings are checked against: the grid's size (None: a box), the
+/// agents, the features per message, and whether the objective is a function or a command
+/// (`ObjectiveKind::is_open`: some defaults differ there).
+pub(super) struct ServerContext {
+    pub grid: Option<usize>,
+    pub agents: usize,
+    pub features: usize,
+    pub open_objective: bool,
+}
 
 /// `r` is the algorithm's settings merged over the top-level [server] table; `own` the
 /// algorithm's own overrides. Top-level DP values are defaults that non-private algorithms
@@ -428,9 +472,7 @@ pub(super) fn check_server(
     key: &str,
     r: RawServer,
     own: Option<&RawServer>,
-    grid: Option<usize>,
-    agents: usize,
-    features: usize,
+    cx: &ServerContext,
 ) -> Result<ServerSpec> {
     // A bad value is named where it was written: the algorithm's own `server = { .. }`, or
     // the top-level [server] table it fell back on.
@@ -439,9 +481,9 @@ pub(super) fn check_server(
         false => format!("server.{f}"),
     };
     // A box can be cut into any number of sub-regions; a grid into at most its points.
-    let most = grid.map_or(10_000, |g| g.min(10_000)) as i64;
+    let most = cx.grid.map_or(10_000, |g| g.min(10_000)) as i64;
     let subregions = c.int(&k("subregions"), r.subregions, 1, 1, most)?;
-    let dp = check_dp(c, &k, &r, own, subregions, agents, features)?;
+    let dp = check_dp(c, &k, &r, own, subregions, cx)?;
     let weights = match r.weights.as_deref() {
         None | Some("adaptive") => WeightMode::Adaptive,
         Some("fixed") => WeightMode::Fixed,
@@ -463,7 +505,7 @@ pub(super) fn check_server(
             ));
         }
     };
-    let participation = check_participation(c, key, &r, own, agents)?;
+    let participation = check_participation(c, key, &r, own, cx.agents)?;
     let secure = check_secure(c, &k, &r, own)?;
     Ok(ServerSpec {
         subregions,
@@ -486,8 +528,7 @@ fn check_dp(
     r: &RawServer,
     own: Option<&RawServer>,
     subregions: usize,
-    agents: usize,
-    features: usize,
+    cx: &ServerContext,
 ) -> Result<Option<DpSpec>> {
     if !r.dp.unwrap_or(false) {
         refuse_dp_keys(c, k, own)?;
@@ -524,7 +565,7 @@ fn check_dp(
         }
     };
     let clip = c.positive(&k("clip"), r.clip, 11.0)?;
-    let noise = check_noise(c, k, r, subregions * features, agents, clip, z)?;
+    let noise = check_noise(c, k, r, subregions * cx.features, cx.agents, clip, z)?;
     let self_sampling = r.self_sampling.unwrap_or(false);
     if self_sampling && sampling != Sampling::Poisson {
         return Err(c.err(
@@ -532,6 +573,21 @@ fn check_dp(
             "needs sampling = \"poisson\": an agent can flip its own coin, but no agent alone can draw a fixed-size sample",
         ));
     }
+    // Unwritten: "signal" on a function or command objective, where the papers' rule was
+    // measured behind TS alone and this one level with it (docs/results.md, "Following a
+    // noised release"); the papers' objectives keep their rule and bytes.
+    let follow = c.choice(
+        &k("follow"),
+        r.follow.as_deref(),
+        if cx.open_objective {
+            Follow::Signal
+        } else {
+            Follow::Schedule
+        },
+        "follow rule",
+        Follow::NAMES,
+        Follow::parse,
+    )?;
     Ok(Some(DpSpec {
         q,
         z,
@@ -542,6 +598,7 @@ fn check_dp(
         agreement,
         noise,
         self_sampling,
+        follow,
     }))
 }
 

@@ -79,10 +79,7 @@ pub(super) fn check_surrogate(
     // the key is written, and a private one only where the agreement is built
     // (spec/algorithm.rs, `shared_model`).
     let pinned = rs.length_scale.is_some() || rs.lambda.is_some() || rs.kernel_variance.is_some();
-    let open = matches!(
-        objective.kind,
-        ObjectiveKind::Function { .. } | ObjectiveKind::Command(_)
-    );
+    let open = objective.kind.is_open();
     let shared = c.choice(
         "surrogate.shared",
         rs.shared.as_deref(),
