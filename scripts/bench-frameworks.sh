@@ -144,13 +144,14 @@ server = { subregions = 4, init = "domain" }
 kind = "dp-fts-de"
 label = "DP-FTS-DE agreed"
 shared = "agreed"
-# agreement_z = z, as when the published tables were made (its default is now 3 z).
-server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0, agreement_z = 1.0 }
+# agreement_z = z and the papers' follow rule, as when the published tables were made (the
+# defaults are now 3 z and "signal").
+server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0, agreement_z = 1.0, follow = "schedule" }
 [[algorithm]]
 kind = "dp-fts-de"
 label = "DP-FTS-DE"
 shared = "fixed"
-server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0 }
+server = { subregions = 4, init = "domain", dp = true, q = 1.0, z = 1.0, clip = 1.0, follow = "schedule" }
 [[algorithm]]
 kind = "fts"
 label = "FTS paper"
