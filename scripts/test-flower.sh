@@ -351,6 +351,38 @@ kind = "taf"
 SPEC
 echo "test-flower: 1e. ok: RGPE and TAF over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 2 x 5 rounds)" >&2
 
+echo "test-flower: 1f. private DP-FTS-DE on a function's box with its defaults there (the agreed shared model, follow = \"signal\")" >&2
+# The agreed hyperparameters and the release's signal share travel after the point; little
+# noise (z = 0.05), so that some sites follow the server's point and some do not.
+federate signal "signal-following" trace.csv server.csv privacy.csv summary.csv <<'SPEC'
+name = "flower-signal"
+seed = 12
+runs = 1
+iterations = 5
+initial_points = 3
+
+[objective]
+kind = "function"
+function = "branin"
+heterogeneity = 0.1
+
+[acquisition]
+candidates = 200
+starts = 3
+
+[surrogate]
+features = 30
+
+[federation]
+agents = 5
+
+[[algorithm]]
+kind = "dp-fts-de"
+server = { subregions = 2, dp = true, q = 1.0, z = 0.05, clip = 1.0 }
+SPEC
+grep -q ",server," "$W/out-signal/trace.csv" || fail "no site followed the server's point in the signal-following federation"
+echo "test-flower: 1f. ok: signal-following DP-FTS-DE over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds)" >&2
+
 echo "test-flower: 4a. a SuperNode with an unregistered key is refused" >&2
 start_node 9 stranger ""
 stranger=${NODE[9]}
