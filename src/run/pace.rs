@@ -31,14 +31,11 @@
 //! over the releases gives the same bound as `iterations` synchronous rounds: privacy.csv's
 //! curve is a valid upper bound (exact when all `iterations` releases happen).
 
-use crate::algorithm::agent::SenderCache;
 use crate::algorithm::{Broadcast, Query};
 use crate::error::Result;
-use crate::objective::{Landscape, Request};
+use crate::objective::Request;
 use crate::run::unit::{RunOutput, Unit};
-use crate::spec::Spec;
 use ndarray::Array1;
-use std::sync::Arc;
 
 /// What the server holds from one agent: its latest message and how many releases had
 /// happened when it was sent.
@@ -92,18 +89,12 @@ fn release(
     fed.broadcast(k, fresh)
 }
 
-pub(crate) fn run_asynchronous(
-    spec: &Spec,
-    alg_index: usize,
-    run: usize,
-    landscape: Arc<Landscape>,
-    senders: Option<&SenderCache>,
-) -> Result<RunOutput> {
+pub(crate) fn run_asynchronous(mut u: Unit) -> Result<RunOutput> {
+    let (spec, run) = (u.spec, u.run);
     let clock_spec = spec
         .clock
         .as_ref()
         .expect("an asynchronous algorithm has a [clock] (spec check)");
-    let mut u = Unit::start(spec, alg_index, run, landscape, senders)?;
     let n = u.targets.len();
     // The initial points' costs and finish times from the unit's clock; the iterations' costs
     // continue the same streams (agent a's i-th evaluation costs what it costs in a

@@ -15,7 +15,6 @@
 //! later; `sim_clock_s` is when it finished.
 
 use crate::algorithm::Query;
-use crate::algorithm::agent::SenderCache;
 use crate::error::Result;
 use crate::objective::{Landscape, Point, Request};
 use crate::run::unit::{RunOutput, Unit};
@@ -50,14 +49,8 @@ impl Value<'_> {
     }
 }
 
-pub(crate) fn run_pending(
-    spec: &Spec,
-    alg_index: usize,
-    run: usize,
-    landscape: Arc<Landscape>,
-    senders: Option<&SenderCache>,
-) -> Result<RunOutput> {
-    let mut u = Unit::start(spec, alg_index, run, landscape.clone(), senders)?;
+pub(crate) fn run_pending(mut u: Unit, landscape: &Arc<Landscape>) -> Result<RunOutput> {
+    let spec = u.spec;
     let n = u.targets.len();
     // The initial points' finish times start each agent's clock; its iterations' costs
     // continue the same streams (agent a's i-th evaluation costs what it costs elsewhere).
@@ -70,7 +63,7 @@ pub(crate) fn run_pending(
         let mut lanes = Lanes {
             spec,
             scope,
-            landscape: &landscape,
+            landscape,
             queues: (0..n).map(|_| VecDeque::new()).collect(),
             next_t: vec![1; n],
             observed_at,

@@ -163,13 +163,13 @@ pub fn run_one_shared(
 ) -> Result<RunOutput> {
     crate::run::progress::check_stop()?;
     let alg_spec = &spec.algorithms[alg_index];
+    let mut u = Unit::start(spec, alg_index, run, landscape.clone(), senders)?;
     if alg_spec.has_asynchronous_server() {
-        return crate::run::pace::run_asynchronous(spec, alg_index, run, landscape, senders);
+        return crate::run::pace::run_asynchronous(u);
     }
     if spec.parallel > 1 {
-        return crate::run::pending::run_pending(spec, alg_index, run, landscape, senders);
+        return crate::run::pending::run_pending(u, &landscape);
     }
-    let mut u = Unit::start(spec, alg_index, run, landscape, senders)?;
     let mut beliefs = Vec::new();
     let horizon = spec.horizon_s();
     for t in 1..=spec.iterations {
