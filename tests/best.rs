@@ -50,11 +50,7 @@ fn best_is_the_highest_observation_of_each_algorithm_and_agent() {
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     // 2 algorithms x 2 agents: the answer is printed at the end of the run.
-    assert!(
-        stderr(&o).contains("best configurations:\nalgorithm  agent  found at"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "best configurations:\nalgorithm  agent  found at");
     let best = best_csv(&out);
     assert_eq!(
         best[0].join(","),
@@ -144,11 +140,7 @@ fn what_has_no_best_is_said() {
     assert!(o.status.success(), "{}", stderr(&o));
     let o = fbo_output([std::ffi::OsStr::new("best"), out.as_os_str()]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("TS, agent 1: all 4 of its evaluations failed"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "TS, agent 1: all 4 of its evaluations failed");
     // A trace with its header only.
     let trace = std::fs::read_to_string(out.join("trace.csv")).unwrap();
     let empty = dir.path().join("empty");
@@ -160,8 +152,7 @@ fn what_has_no_best_is_said() {
         &format!("{}\n", trace.lines().next().unwrap()),
     );
     let o = fbo_output([std::ffi::OsStr::new("best"), empty.as_os_str()]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("has no rows"), "{}", stderr(&o));
+    assert_exit(&o, 2, "has no rows");
     // A sweep's folder points to its points.
     let sweep = dir.path().join("sweep");
     let point = sweep.join("points").join("p1");

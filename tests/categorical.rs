@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 mod common;
-use common::{fbo, stderr, write};
+use common::{assert_exit, assert_says, fbo, stderr, write};
 
 /// f(x, c) = -(x - 0.3)^2 + bonus(c), bonus a = 0, b = 1, c = 0.5. The program logs the
 /// choice it got by variable and by stdin, one line per evaluation, to $CAT_LOG.
@@ -218,8 +218,7 @@ fn categorical_parameters_are_checked() {
     let text = read(&spec).replace("concurrency = 2", "concurrency = 2\ngrid = 5");
     let spec = write(dir.path(), "grid.toml", &text);
     let o = common::validate(&spec);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("objective.grid"), "{}", stderr(&o));
+    assert_exit(&o, 2, "objective.grid");
 }
 
 #[test]
@@ -264,17 +263,8 @@ fn ask_and_tell_hand_out_and_take_choices_by_name() {
         ])
     };
     let o = tell("zz");
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("c = \"zz\" is not one of its choices (a, b, c)"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "c = \"zz\" is not one of its choices (a, b, c)");
     let o = tell(first[5]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains(&format!("c = {}", first[5])),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, &format!("c = {}", first[5]));
 }

@@ -418,11 +418,10 @@ fn compare_at_clock_pairs_what_each_agent_had_by_then() {
     assert_eq!(at_end, at_last);
     // Before an agent's first evaluation there is nothing to compare.
     let o = fbo_output(["compare", out.to_str().unwrap(), "--at-clock", "0.001"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("no agent has finished an evaluation in every algorithm by 0.001 s"),
-        "{}",
-        stderr(&o)
+    assert_exit(
+        &o,
+        2,
+        "no agent has finished an evaluation in every algorithm by 0.001 s",
     );
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{BRANIN_BOX, fbo, stderr, tell_branin, toy, write};
+use common::{BRANIN_BOX, assert_exit, assert_says, fbo, stderr, tell_branin, toy, write};
 
 const ALGORITHMS: &str = r#"
 [federation]
@@ -293,12 +293,7 @@ fn ask_and_tell_make_a_command_runs_queries() {
     let state = dir.path().join("state");
     // Before any result, a run says what is missing.
     let o = common::fbo_out("run", &external, &state, &[]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("no result has been reported yet"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 1, "no result has been reported yet");
     let mut rounds = 0;
     while tell_branin(&external, &state, dir.path()).expect("the state folder is free") > 0 {
         rounds += 1;
@@ -320,12 +315,7 @@ fn ask_and_tell_make_a_command_runs_queries() {
         .args(["--agent", "1", "--value", "0.5"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("agent 1 has no outstanding query"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "agent 1 has no outstanding query");
 }
 
 /// A `fbo tell --results` cut short (killed after some rows were journaled) is finished by
@@ -380,11 +370,7 @@ fn a_tell_cut_short_is_finished_by_the_same_command() {
     // The whole file again: the two told rows are acknowledged, the rest recorded.
     let o = tell("all.csv", &told);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("2 results already recorded with the same value"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "2 results already recorded with the same value");
     let after = std::fs::read_to_string(state.join("evaluations.jsonl")).unwrap();
     assert_eq!(
         after.lines().count(),
@@ -440,16 +426,12 @@ fn ask_reports_privacy_spent_and_tell_takes_one_value() {
         4,
         "2 agents x 2 initial points"
     );
-    assert!(
-        stderr(&o).contains("after 0 server rounds released"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "after 0 server rounds released");
     // A second ask hands out nothing new while those are outstanding.
     let o = ask();
     let again: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(again.as_array().unwrap().len(), 0);
-    assert!(stderr(&o).contains("4 still waiting"), "{}", stderr(&o));
+    assert_says(&o, "4 still waiting");
     // Agent 0 has two outstanding queries: --value alone is ambiguous.
     let tell = |args: &[&str]| {
         fbo()
@@ -462,12 +444,7 @@ fn ask_reports_privacy_spent_and_tell_takes_one_value() {
             .unwrap()
     };
     let o = tell(&["--agent", "0", "--value", "1.5"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("2 outstanding queries"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "2 outstanding queries");
     for item in list.as_array().unwrap() {
         let (agent, iteration) = (
             item["agent"].to_string(),
@@ -490,21 +467,13 @@ fn ask_reports_privacy_spent_and_tell_takes_one_value() {
         2,
         "both agents' iteration 1"
     );
-    assert!(
-        stderr(&o).contains("after 1 server rounds"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "after 1 server rounds");
     for agent in ["0", "1"] {
         let o = tell(&["--agent", agent, "--value", "-2.5"]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
     let o = ask();
-    assert!(
-        stderr(&o).contains("after 2 server rounds"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "after 2 server rounds");
 }
 
 #[test]

@@ -92,22 +92,12 @@ fn unpaired_input_is_refused_with_the_reason() {
         .collect();
     fs::write(out.join("trace.csv"), moved).unwrap();
     let o = fbo_output(["compare", out.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("different initial points"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "different initial points");
     let o = fbo_output(["compare", out.to_str().unwrap(), "--allow-init-differences"]);
     assert!(o.status.success(), "{}", stderr(&o));
     // Unknown baseline and iteration.
     let o = fbo_output(["compare", out.to_str().unwrap(), "--baseline", "XYZ"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("no algorithm \"XYZ\""),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "no algorithm \"XYZ\"");
     let o = fbo_output(["compare", out.to_str().unwrap(), "--at", "99"]);
     assert_eq!(o.status.code(), Some(2));
 }
@@ -133,11 +123,7 @@ fn a_sweep_compares_points_with_the_reference_and_reports_the_trend_on_epsilon()
             .contains("p001 (server.z=1.0): DP-FTS-DE")
     );
     assert!(!cmp.contains(": TS,"), "{cmp}");
-    assert!(
-        stderr(&o).contains("note: TS gives the same results at every point"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "note: TS gives the same results at every point");
     // The trend: only DP-FTS-DE has an epsilon. Its slope must equal the least-squares slope of
     // the points' final mean best metric (summary.csv) on their rdp-int epsilon (sweep.csv).
     let trend = Csv::read(&out.join("trend.csv"));
@@ -353,12 +339,7 @@ fn pooled_runs_and_chosen_units() {
         "--units",
         none.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("no unit of the inputs is listed"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "no unit of the inputs is listed");
     let c = dir.path().join("c");
     fs::create_dir_all(&c).unwrap();
     fs::write(
@@ -369,10 +350,5 @@ fn pooled_runs_and_chosen_units() {
     )
     .unwrap();
     let o = fbo_output(["compare", sa, "--pool", c.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("the algorithms or iterations differ"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "the algorithms or iterations differ");
 }

@@ -331,20 +331,10 @@ fn a_warm_start_from_an_earlier_runs_history_runs_none_of_its_points_again() {
 
     // A scope that is not there is named with those that are, exit 2.
     let o = fbo_output(["history", old.to_str().unwrap(), "--scope", "EI"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("scopes there: TS, init"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "scopes there: TS, init");
     // A folder without a journal is named.
     let o = fbo_output(["history", dir.path().to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        stderr(&o).contains("no evaluations journal"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "no evaluations journal");
     // A path that is not there is named as missing, not as a bad journal.
     let missing = dir.path().join("nowhere");
     let o = fbo_output(["history", missing.to_str().unwrap()]);
@@ -402,7 +392,6 @@ fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
             ),
         );
         let o = validate(&bad);
-        assert_eq!(o.status.code(), Some(2));
-        assert!(stderr(&o).contains(expect), "{}", stderr(&o));
+        assert_exit(&o, 2, expect);
     }
 }

@@ -931,7 +931,7 @@ fn agreement_keys_are_checked() {
     ] {
         let o = validate(&write(dir.path(), "bad.toml", &text));
         assert_eq!(o.status.code(), Some(2), "{text}");
-        assert!(stderr(&o).contains(expect), "{}", stderr(&o));
+        assert_says(&o, expect);
     }
 }
 

@@ -8,7 +8,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{Csv, SMALL, fbo, fbo_ok, fbo_out, stderr, tell_branin, tell_branin_cut, toy, write};
+use common::{
+    Csv, SMALL, assert_exit, assert_says, fbo, fbo_ok, fbo_out, stderr, tell_branin,
+    tell_branin_cut, toy, write,
+};
 
 /// A shell script `name` in `dir`, executable.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
@@ -130,7 +133,7 @@ fn a_damaged_part_is_named_set_aside_and_its_run_redone() {
     fbo_ok("run", &spec, &out, &["--no-timing", "--shard", "0/2"]);
     std::fs::write(out.join("parts/a000-r00000.csv"), "").unwrap();
     let o = fbo_ok("run", &spec, &out, &["--no-timing"]);
-    assert!(stderr(&o).contains("damaged part"), "{}", stderr(&o));
+    assert_says(&o, "damaged part");
     assert_eq!(
         std::fs::read(out.join("trace.csv")).unwrap(),
         std::fs::read(whole.join("trace.csv")).unwrap()
@@ -179,12 +182,7 @@ fn a_journal_is_replayed_only_at_the_raw_values_it_measured() {
         .replace(&argv, "/bin/elsewhere");
     std::fs::write(out.join("evaluations.jsonl"), edited).unwrap();
     let o = fbo_out("run", &spec, &out, &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("the command was [\"/bin/elsewhere\"]"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "the command was [\"/bin/elsewhere\"]");
 }
 
 #[test]
@@ -356,7 +354,7 @@ fn status_does_not_call_another_experiments_folder_done() {
         "{}",
         String::from_utf8_lossy(&o.stdout)
     );
-    assert!(stderr(&o).contains("another experiment"), "{}", stderr(&o));
+    assert_says(&o, "another experiment");
     // The same spec file edited after its run: its merged results are not this spec's.
     fbo_ok("run", &spec, &out, &["--no-timing", "--overwrite"]);
     let st = fbo_ok("run", &spec, &out, &["--status"]);
@@ -374,8 +372,7 @@ fn status_does_not_call_another_experiments_folder_done() {
     std::fs::create_dir(&mine).unwrap();
     std::fs::write(mine.join("trace.csv"), "my own\n").unwrap();
     let o = fbo_out("run", &spec, &mine, &["--status"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no .fbo-manifest"), "{}", stderr(&o));
+    assert_exit(&o, 2, "no .fbo-manifest");
 }
 
 #[test]
@@ -404,8 +401,7 @@ fn a_command_ends_with_its_process_group_and_its_output_is_bounded() {
         "timeout_s = 1",
     );
     let o = fbo_out("run", &spec, &dir.path().join("forever"), &[]);
-    assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("timed out after 1 s"), "{}", stderr(&o));
+    assert_exit(&o, 1, "timed out after 1 s");
     // A 5 MB stderr line is quoted by its end, a few hundred characters.
     let spec = script_spec(
         dir.path(),
@@ -465,11 +461,7 @@ fn an_interrupt_stops_the_running_evaluation_and_what_it_started() {
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130));
     // The finished evaluation is safe, and the interrupt says so.
-    assert!(
-        stderr(&o).contains("1 finished evaluations are kept"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "1 finished evaluations are kept");
     // Counted in evaluations (a command objective's unit of progress), not runs.
     assert!(
         stderr(&o).contains("interrupted: 1 of ") && stderr(&o).contains(" evaluations saved in "),
@@ -519,11 +511,7 @@ fn any_sequence_of_kills_tells_merges_and_reruns_ends_with_the_undisturbed_trace
     let o = run(&whole, &[]).output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     // The budget stops the server after round 3 of 4: parts of such runs are whole too.
-    assert!(
-        stderr(&o).contains("allows 3 of 4 rounds"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "allows 3 of 4 rounds");
     const OUTPUTS: [&str; 4] = ["trace.csv", "summary.csv", "server.csv", "privacy.csv"];
     let want: Vec<Vec<u8>> = OUTPUTS
         .iter()
@@ -606,11 +594,7 @@ fn skipped_failures_are_reported_even_when_every_evaluation_fails() {
     );
     let o = fbo_out("run", &spec, &dir.path().join("fail"), &[]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("warning: 4 of 4 evaluations failed and were skipped"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "warning: 4 of 4 evaluations failed and were skipped");
     // Nothing finite to draw: refused, not an empty figure.
     let png = dir.path().join("fail.png");
     let o = fbo()
@@ -620,8 +604,7 @@ fn skipped_failures_are_reported_even_when_every_evaluation_fails() {
         .arg(&png)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("not finite"), "{}", stderr(&o));
+    assert_exit(&o, 2, "not finite");
     assert!(!png.exists());
     // A program that does not exist is no failure to skip: refused before anything runs.
     let spec = command_spec(
@@ -632,8 +615,7 @@ fn skipped_failures_are_reported_even_when_every_evaluation_fails() {
         (0.0, 1.0),
     );
     let o = fbo_out("run", &spec, &dir.path().join("missing"), &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    assert_exit(&o, 2, "does not exist");
     assert!(!dir.path().join("missing").exists());
 }
 

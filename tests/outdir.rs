@@ -35,12 +35,7 @@ fn a_second_process_on_the_same_folder_is_refused_and_the_first_finishes_whole()
     }
     let second = run_out(&spec, &out, &["--no-timing"]);
     let still_running = first.try_wait().unwrap().is_none();
-    assert_eq!(second.status.code(), Some(2), "{}", stderr(&second));
-    assert!(
-        stderr(&second).contains("in use by another fbo process"),
-        "{}",
-        stderr(&second)
-    );
+    assert_exit(&second, 2, "in use by another fbo process");
     assert!(
         still_running,
         "the first run ended before the second started; make it longer"
@@ -68,8 +63,7 @@ fn files_of_the_user_survive_and_another_experiments_results_need_overwrite() {
     let small = write(dir.path(), "small.toml", SMALL);
     let before = fs::read(out.join("trace.csv")).unwrap();
     let o = run_out(&small, &out, &[]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("another experiment"), "{}", stderr(&o));
+    assert_exit(&o, 2, "another experiment");
     assert_eq!(fs::read(out.join("trace.csv")).unwrap(), before);
 
     // With --overwrite: the old spec's privacy.csv and server.csv go, the user's files stay.
@@ -106,8 +100,7 @@ fn invalid_input_leaves_no_folder_behind() {
     let many = SMALL_DP.replace("subregions = 2", "subregions = 100");
     let spec = write(dir.path(), "many.toml", &many);
     let v = validate(&spec);
-    assert_eq!(v.status.code(), Some(2), "{}", stderr(&v));
-    assert!(stderr(&v).contains("server.subregions"), "{}", stderr(&v));
+    assert_exit(&v, 2, "server.subregions");
     let o = run_out(&spec, &out, &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(!out.exists());
@@ -124,7 +117,7 @@ fn a_name_that_is_not_a_plain_folder_name_is_refused() {
         );
         let v = validate(&spec);
         assert_eq!(v.status.code(), Some(2), "{name}: {}", stderr(&v));
-        assert!(stderr(&v).contains("key `name`"), "{}", stderr(&v));
+        assert_says(&v, "key `name`");
     }
 }
 
@@ -227,12 +220,7 @@ fn a_failed_merge_says_how_many_runs_are_saved_and_a_rerun_recovers() {
     // trace.csv cannot be written (a folder is in the way), as on a full disk at merge time.
     fs::create_dir_all(out.join("trace.csv")).unwrap();
     let o = run_out(&spec, &out, &["--overwrite", "--no-timing"]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("8 of 8 units (seed, algorithm) are saved in"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 1, "8 of 8 units (seed, algorithm) are saved in");
     fs::remove_dir(out.join("trace.csv")).unwrap();
     let o = run_out(&spec, &out, &["--no-timing"]);
     assert!(o.status.success(), "{}", stderr(&o));

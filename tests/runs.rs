@@ -128,7 +128,7 @@ fn a_killed_run_leaves_only_whole_csv_files_and_resumes() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("resuming:"), "{}", stderr(&o));
+    assert_says(&o, "resuming:");
     assert_trace_of_a_fresh_run(&spec, &out, dir.path());
 }
 

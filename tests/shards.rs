@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{fbo, fbo_ok, fbo_out, stderr, write};
+use common::{assert_exit, assert_says, fbo, fbo_ok, fbo_out, stderr, write};
 
 /// A DP spec (trace, server and privacy files) with 2 algorithms x 3 runs = 6 units.
 fn spec(dir: &Path) -> std::path::PathBuf {
@@ -65,11 +65,7 @@ fn shards_of_a_budgeted_run_merge_and_resume() {
     let spec = write(dir.path(), "budget.toml", &text);
     let full = dir.path().join("full");
     let o = fbo_ok("run", &spec, &full, &["--no-timing"]);
-    assert!(
-        stderr(&o).contains("its server stops after round"),
-        "{}",
-        stderr(&o)
-    );
+    assert_says(&o, "its server stops after round");
     let out = dir.path().join("shards");
     common::run_every_shard("run", &spec, &out, 2);
     let status = fbo_out("run", &spec, &out, &["--no-timing", "--status"]);
@@ -111,12 +107,7 @@ fn merging_with_runs_missing_is_refused_with_the_list_and_changes_nothing() {
     assert_eq!(common::finished_parts(&out.join("parts")), 3);
     // A merge (or a shard) with other options must not discard the shards' work.
     let o = fbo_out("run", &spec, &out, &["--merge"]);
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(
-        stderr(&o).contains("made with other settings"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 2, "made with other settings");
     assert_eq!(common::finished_parts(&out.join("parts")), 3);
     // An unsharded run computes the rest and merges.
     fbo_ok("run", &spec, &out, &["--no-timing"]);

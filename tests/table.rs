@@ -386,10 +386,5 @@ fn a_sharded_tabulation_merges_to_the_same_table() {
         &half,
         &["--data", data.to_str().unwrap(), "--merge"],
     );
-    assert_eq!(o.status.code(), Some(1));
-    assert!(
-        stderr(&o).contains("cannot merge: 15 of 29 agents are missing"),
-        "{}",
-        stderr(&o)
-    );
+    assert_exit(&o, 1, "cannot merge: 15 of 29 agents are missing");
 }

@@ -249,6 +249,20 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Asserts that a command's standard error contains `want` (and shows all of it if not).
+#[track_caller]
+pub fn assert_says(o: &Output, want: &str) {
+    let e = stderr(o);
+    assert!(e.contains(want), "{want:?} not in:\n{e}");
+}
+
+/// Asserts that a command exited with `code` and that its standard error contains `want`.
+#[track_caller]
+pub fn assert_exit(o: &Output, code: i32, want: &str) {
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(o));
+    assert_says(o, want);
+}
+
 /// A small DP-family spec: 12 agents, 2 sub-regions, DP on. A file of its own, because
 /// scripts/test-slurm.sh sweeps the same spec on a real Slurm.
 pub const SMALL_DP: &str = include_str!("../fixtures/small-dp.toml");
