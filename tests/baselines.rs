@@ -11,28 +11,7 @@ fn spec(text: &str) -> Spec {
     Spec::parse(text, Path::new("test.toml")).unwrap()
 }
 
-const BRANIN: &str = r#"
-name = "baselines"
-seed = 24
-runs = 10
-iterations = 30
-initial_points = 5
-[objective]
-kind = "function"
-function = "branin"
-noise_var = 0.01
-[federation]
-agents = 1
-[[algorithm]]
-kind = "random"
-[[algorithm]]
-kind = "ei"
-[[algorithm]]
-kind = "ucb"
-[[algorithm]]
-kind = "ucb"
-beta = 1e-9
-"#;
+const BRANIN: &str = include_str!("fixtures/specs/baselines-branin.toml");
 
 /// On a grid, random search queries every point once before it repeats one.
 #[test]

@@ -21,15 +21,7 @@ fn best_csv(out: &std::path::Path) -> Vec<Vec<String>> {
     csv_rows(&String::from_utf8(o.stdout).unwrap())
 }
 
-const ALGORITHMS: &str = r#"
-[federation]
-agents = 2
-
-[[algorithm]]
-kind = "ts"
-[[algorithm]]
-kind = "ei"
-"#;
+const ALGORITHMS: &str = include_str!("fixtures/specs/best-algorithms.toml");
 
 #[test]
 fn best_is_the_highest_observation_of_each_algorithm_and_agent() {

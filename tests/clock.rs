@@ -10,54 +10,7 @@ use std::path::Path;
 
 /// Six agents of a DP-family objective in rounds and at their own pace, and TS alone, on one
 /// clock whose sites differ about e^2 in speed.
-const CLOCKED: &str = r#"
-name = "clocked"
-seed = 7
-runs = 3
-iterations = 10
-initial_points = 2
-
-[objective]
-kind = "synthetic-dp"
-grid = 120
-functions = 1
-
-[surrogate]
-features = 16
-
-[surrogate.own]
-features = 20
-
-[federation]
-agents = 6
-
-[server]
-subregions = 2
-dp = true
-q = 0.5
-z = 1.0
-clip = 3.0
-
-[privacy]
-accountants = ["rdp-int"]
-
-[clock]
-median_s = 10
-site_spread = 1.0
-spread = 0.5
-
-[[algorithm]]
-kind = "dp-fts-de"
-label = "rounds"
-
-[[algorithm]]
-kind = "dp-fts-de"
-label = "own pace"
-pace = "asynchronous"
-
-[[algorithm]]
-kind = "ts"
-"#;
+const CLOCKED: &str = include_str!("fixtures/specs/clock-clocked.toml");
 
 fn spec(text: &str) -> Spec {
     Spec::parse(text, Path::new("clocked.toml")).unwrap()

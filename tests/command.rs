@@ -8,23 +8,7 @@ use std::time::{Duration, Instant};
 mod common;
 use common::{BRANIN_BOX, assert_exit, assert_says, fbo, stderr, tell_branin, toy, write};
 
-const ALGORITHMS: &str = r#"
-[federation]
-agents = 3
-observations = 4
-
-[[algorithm]]
-kind = "ts"
-
-[[algorithm]]
-kind = "fts"
-features = 20
-
-[[algorithm]]
-kind = "dp-fts-de"
-features = 20
-server = { subregions = 2, dp = true, q = 0.5, z = 1.0 }
-"#;
+const ALGORITHMS: &str = include_str!("fixtures/specs/command-algorithms.toml");
 
 fn head(name: &str, runs: usize, iterations: usize) -> String {
     format!(

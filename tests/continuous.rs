@@ -8,81 +8,9 @@ use common::write;
 use fbo::run::runner::run_one;
 use fbo::spec::Spec;
 
-const BRANIN_FTS: &str = r#"
-name = "branin-fts"
-seed = 5
-runs = 2
-iterations = 15
-initial_points = 3
+const BRANIN_FTS: &str = include_str!("fixtures/specs/continuous-branin-fts.toml");
 
-[objective]
-kind = "function"
-function = "branin"
-targets = [0]
-
-[acquisition]
-candidates = 300
-starts = 5
-
-[surrogate]
-features = 30
-length_scale = 0.2
-
-[surrogate.own]
-features = 50
-
-[federation]
-agents = 3
-observations = 8
-p_t = "1-1/t^2"
-
-[[algorithm]]
-kind = "ts"
-
-[[algorithm]]
-kind = "fts"
-
-[[algorithm]]
-kind = "rgpe"
-samples = 20
-
-[[algorithm]]
-kind = "taf"
-"#;
-
-const BRANIN_DP: &str = r#"
-name = "branin-dp"
-seed = 6
-runs = 1
-iterations = 10
-initial_points = 3
-
-[objective]
-kind = "function"
-function = "branin"
-
-[acquisition]
-candidates = 300
-starts = 5
-
-[surrogate]
-features = 30
-length_scale = 0.2
-
-[surrogate.own]
-features = 50
-
-[federation]
-agents = 4
-p_t = "1-1/t"
-
-[server]
-clip = 5.0
-
-[[algorithm]]
-kind = "dp-fts-de"
-server = { subregions = 4, dp = true, q = 0.5, z = 1.0 }
-"#;
+const BRANIN_DP: &str = include_str!("fixtures/specs/continuous-branin-dp.toml");
 
 fn load(text: &str) -> (tempfile::TempDir, Spec) {
     let dir = tempfile::tempdir().unwrap();

@@ -7,21 +7,7 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const BOX: &str = r#"
-name = "d"
-seed = 1
-runs = 2
-iterations = 2
-[objective]
-kind = "function"
-function = "branin"
-[federation]
-agents = 3
-[[algorithm]]
-kind = "ts"
-[[algorithm]]
-kind = "random"
-"#;
+const BOX: &str = include_str!("fixtures/specs/design-box.toml");
 
 /// BOX with `lines` after its `iterations` line.
 fn box_with(lines: &str) -> String {

@@ -3,24 +3,7 @@
 mod common;
 use common::*;
 
-const SPEC: &str = r#"
-name = "evaluate"
-seed = 1
-runs = 1
-iterations = 2
-initial_points = 2
-
-[objective]
-kind = "function"
-function = "branin"
-noise_var = 0.01
-
-[federation]
-agents = 2
-
-[[algorithm]]
-kind = "ts"
-"#;
+const SPEC: &str = include_str!("fixtures/specs/evaluate-spec.toml");
 
 fn evaluate(dir: &std::path::Path, points: &str) -> std::process::Output {
     let spec = write(dir, "spec.toml", SPEC);

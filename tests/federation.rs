@@ -18,42 +18,7 @@ fn grid_spec() -> String {
 }
 
 /// DP-FTS-DE on Branin's box (four sub-regions), beside TS.
-const BRANIN_DP: &str = r#"
-name = "branin-dp"
-seed = 6
-runs = 2
-iterations = 6
-initial_points = 3
-
-[objective]
-kind = "function"
-function = "branin"
-
-[acquisition]
-candidates = 200
-starts = 3
-
-[surrogate]
-features = 30
-length_scale = 0.2
-
-[surrogate.own]
-features = 40
-
-[federation]
-agents = 4
-p_t = "1-1/t"
-
-[server]
-clip = 5.0
-
-[[algorithm]]
-kind = "ts"
-
-[[algorithm]]
-kind = "dp-fts-de"
-server = { subregions = 4, dp = true, q = 0.5, z = 1.0 }
-"#;
+const BRANIN_DP: &str = include_str!("fixtures/specs/federation-branin-dp.toml");
 
 /// The frameworks that run across machines, on Branin's box. Consensus, each agent sent its
 /// own point: the linear schedule, the leader schedule under EI, and noised candidates from a

@@ -13,30 +13,7 @@ fn spec(text: &str) -> Spec {
     Spec::parse(text, Path::new("test.toml")).unwrap()
 }
 
-const KINDS: &str = r#"
-[[algorithm]]
-kind = "random"
-[[algorithm]]
-kind = "consensus"
-[[algorithm]]
-kind = "consensus"
-schedule = "leader"
-acquisition = "ucb"
-[[algorithm]]
-kind = "cgp"
-[[algorithm]]
-kind = "design-density"
-[[algorithm]]
-kind = "design-density"
-density = "thompson"
-samples = 5
-[[algorithm]]
-kind = "fedgp"
-acquisition = "ei"
-rounds = 3
-[[algorithm]]
-kind = "fmtbo"
-"#;
+const KINDS: &str = include_str!("fixtures/specs/frameworks-kinds.toml");
 
 fn branin(h: f64, runs: usize, iterations: usize) -> String {
     format!(

@@ -7,39 +7,7 @@ pub fn fbo() -> Command {
 }
 
 /// A small but complete spec: 1-D grid of 200 points, 3 other agents.
-pub const SMALL: &str = r#"
-name = "small"
-seed = 3
-runs = 4
-iterations = 12
-initial_points = 2
-
-[objective]
-kind = "synthetic-fts"
-grid = 200
-functions = 2
-
-[surrogate]
-features = 20
-
-[surrogate.own]
-features = 30
-# The papers' own sample (the defaults for new specs differ), as the tests on this spec assume.
-sample = "rff"
-ard = false
-prior = "none"
-mean = "zero"
-
-[federation]
-agents = 3
-observations = 10
-
-[[algorithm]]
-kind = "ts"
-
-[[algorithm]]
-kind = "fts"
-"#;
+pub const SMALL: &str = include_str!("../fixtures/specs/common-small.toml");
 
 /// `fbo <cmd> SPEC --out OUT --quiet <extra>`, its output collected.
 pub fn fbo_out(cmd: &str, spec: &Path, out: &Path, extra: &[&str]) -> Output {
@@ -268,17 +236,7 @@ pub fn assert_exit(o: &Output, code: i32, want: &str) {
 pub const SMALL_DP: &str = include_str!("../fixtures/small-dp.toml");
 
 /// Branin's box as a command objective's hyperparameters (x1, x2), as the toy expects.
-pub const BRANIN_BOX: &str = r#"
-[[objective.hyperparameters]]
-name = "x1"
-low = -5.0
-high = 10.0
-
-[[objective.hyperparameters]]
-name = "x2"
-low = 0.0
-high = 15.0
-"#;
+pub const BRANIN_BOX: &str = include_str!("../fixtures/specs/common-branin-box.toml");
 
 /// A toy response table in `dir` (table.toml and table.csv): `agents` agents on three points
 /// of one hyperparameter h = 0, 1, 2 (x0 = 0, 0.5, 1), `rows` giving each agent's metric and
