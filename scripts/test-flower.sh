@@ -27,15 +27,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
-if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "test-flower: installing Debian's python3-venv" >&2
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
-    else
-        echo "test-flower: skipped: needs python3 with venv, and no root to install it" >&2
-        exit 0
-    fi
-fi
+source scripts/venv.sh
+need_venv test-flower
 VENV="${FBO_FLOWER_VENV:-target/flower-venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 VENV="$(cd "$VENV" && pwd)"
@@ -98,42 +91,7 @@ grep -q "1 done, 0 running, 0 missing" "$R/walk-through.log" || fail "fbo-flower
 echo "test-flower: 0. ok: as written, byte-identical to fbo run ($((SECONDS - t0)) s)" >&2
 
 # The experiment: five agents, DP-FTS-DE with DP (two sub-regions, Poisson q = 0.6), 6 rounds.
-cat >"$W/spec.toml" <<'SPEC'
-name = "flower-dp"
-seed = 11
-runs = 1
-iterations = 5
-initial_points = 3
-
-[objective]
-kind = "synthetic-dp"
-grid = 120
-functions = 1
-
-[surrogate]
-features = 16
-
-[surrogate.own]
-features = 20
-
-[federation]
-agents = 5
-p_t = "1-1/sqrt(t)"
-p1_equals_p2 = false
-
-[server]
-subregions = 2
-dp = true
-q = 0.6
-z = 1.0
-clip = 3.0
-
-[privacy]
-accountants = ["rdp-int"]
-
-[[algorithm]]
-kind = "dp-fts-de"
-SPEC
+cp tests/fixtures/flower/dp.toml "$W/spec.toml"
 "$VENV/bin/python" -c "import fbo; fbo.run('$W/spec.toml', '$W/sim', no_timing=True)"
 
 # The walk-through of docs/federation.md: the server's folder (CA, certificate for the names
@@ -272,114 +230,23 @@ echo "test-flower: 1b. ok: secure aggregation with distributed noise and self-sa
 echo "test-flower: 1c. FedGP on the same sites: the server's solver asks its questions before each broadcast" >&2
 # FedAvg with two communication rounds per iteration: every iteration is an evaluation and
 # two questions (each site's local steps from the server's hyperparameters), all over Flower.
-federate fedgp "FedGP" trace.csv summary.csv <<'SPEC'
-name = "flower-fedgp"
-seed = 11
-runs = 1
-iterations = 5
-initial_points = 3
-
-[objective]
-kind = "synthetic-dp"
-grid = 120
-functions = 1
-
-[federation]
-agents = 5
-
-[[algorithm]]
-kind = "fedgp"
-solver = "fedavg"
-rounds = 2
-SPEC
+federate fedgp "FedGP" trace.csv summary.csv <tests/fixtures/flower/fedgp.toml
 echo "test-flower: 1c. ok: FedGP over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds and 10 questions)" >&2
 
 echo "test-flower: 1d. FTS's target-and-senders form: senders step their own TS at their sites, the server relays" >&2
 # Two targets among five agents; every agent sends a fresh omega_n before each iteration
 # after one more TS step of its own, and each target mixes the others' relayed messages.
-federate fts "FTS" trace.csv summary.csv <<'SPEC'
-name = "flower-fts"
-seed = 12
-runs = 1
-iterations = 5
-initial_points = 2
-
-[objective]
-kind = "synthetic-dp"
-grid = 120
-functions = 1
-targets = [0, 1]
-
-[federation]
-agents = 5
-observations = 4
-observations_from = "ts"
-
-[[algorithm]]
-kind = "fts"
-messages = "every-iteration"
-SPEC
+federate fts "FTS" trace.csv summary.csv <tests/fixtures/flower/fts.toml
 echo "test-flower: 1d. ok: FTS target-and-senders over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds)" >&2
 
 echo "test-flower: 1e. RGPE and TAF: each sender's posterior sent once, relayed to the targets" >&2
-federate meta "RGPE and TAF" trace.csv summary.csv <<'SPEC'
-name = "flower-meta"
-seed = 13
-runs = 1
-iterations = 4
-initial_points = 2
-
-[objective]
-kind = "synthetic-dp"
-grid = 120
-functions = 1
-targets = [0, 1]
-
-[surrogate]
-features = 20
-
-[federation]
-agents = 5
-observations = 4
-
-[[algorithm]]
-kind = "rgpe"
-samples = 20
-
-[[algorithm]]
-kind = "taf"
-SPEC
+federate meta "RGPE and TAF" trace.csv summary.csv <tests/fixtures/flower/meta.toml
 echo "test-flower: 1e. ok: RGPE and TAF over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 2 x 5 rounds)" >&2
 
 echo "test-flower: 1f. private DP-FTS-DE on a function's box with its defaults there (the agreed shared model, follow = \"signal\")" >&2
 # The agreed hyperparameters and the release's signal share travel after the point; little
 # noise (z = 0.05), so that some sites follow the server's point and some do not.
-federate signal "signal-following" trace.csv server.csv privacy.csv summary.csv <<'SPEC'
-name = "flower-signal"
-seed = 12
-runs = 1
-iterations = 5
-initial_points = 3
-
-[objective]
-kind = "function"
-function = "branin"
-heterogeneity = 0.1
-
-[acquisition]
-candidates = 200
-starts = 3
-
-[surrogate]
-features = 30
-
-[federation]
-agents = 5
-
-[[algorithm]]
-kind = "dp-fts-de"
-server = { subregions = 2, dp = true, q = 1.0, z = 0.05, clip = 1.0 }
-SPEC
+federate signal "signal-following" trace.csv server.csv privacy.csv summary.csv <tests/fixtures/flower/signal.toml
 grep -q ",server," "$W/out-signal/trace.csv" || fail "no site followed the server's point in the signal-following federation"
 echo "test-flower: 1f. ok: signal-following DP-FTS-DE over Flower byte-identical to fbo run ($((SECONDS - t0)) s for 6 rounds)" >&2
 

@@ -7,15 +7,8 @@
 # with venv (saying so). FBO_PY_VENV names the environment (default target/py-venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        echo "test-python: installing Debian's python3 and python3-venv (needed to build the package)" >&2
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >/dev/null
-    else
-        echo "test-python: skipped: no python3 with venv here, and no root to install Debian's python3-venv" >&2
-        exit 0
-    fi
-fi
+source scripts/venv.sh
+need_venv test-python
 VENV="${FBO_PY_VENV:-target/py-venv}"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
 "$VENV/bin/pip" install -q --disable-pip-version-check -r python/requirements-test.txt
