@@ -68,6 +68,14 @@ def federate(spec, out, state, agents=None, kill_every=None):
     return True
 
 
+def federate_through_kills(spec, out, state, every):
+    """`federate` dropped every `every` rounds and reopened until it finishes: the restarts."""
+    restarts = 0
+    while not federate(spec, out, state, kill_every=every):
+        restarts += 1
+    return restarts
+
+
 def test_run_and_a_federation_write_the_same_bytes(tmp_path):
     fbo.run(SMALL_DP, tmp_path / "sim", no_timing=True)
     assert federate(SMALL_DP, tmp_path / "fed", tmp_path / "state")
@@ -87,10 +95,7 @@ def test_fedgp_across_machines_killed_between_questions_writes_fbo_runs_bytes(tm
     # The server's solver asks the sites its questions before each broadcast; killed every
     # seven exchanges (evaluations or questions), both sides resume from their journals.
     fbo.run(FEDGP, tmp_path / "sim", no_timing=True)
-    restarts = 0
-    while not federate(FEDGP, tmp_path / "fed", tmp_path / "state", kill_every=7):
-        restarts += 1
-    assert restarts >= 5
+    assert federate_through_kills(FEDGP, tmp_path / "fed", tmp_path / "state", 7) >= 5
     assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
 
 
@@ -111,10 +116,7 @@ def test_sites_that_keep_their_values_share_them_afterwards(tmp_path):
 
 def test_a_federation_killed_every_five_rounds_resumes_to_the_same_bytes(tmp_path):
     fbo.run(SMALL_DP, tmp_path / "sim", no_timing=True)
-    restarts = 0
-    while not federate(SMALL_DP, tmp_path / "fed", tmp_path / "state", kill_every=5):
-        restarts += 1
-    assert restarts >= 8
+    assert federate_through_kills(SMALL_DP, tmp_path / "fed", tmp_path / "state", 5) >= 8
     assert all(same_files(tmp_path / "sim", tmp_path / "fed").values())
 
 
