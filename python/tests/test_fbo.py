@@ -369,9 +369,16 @@ def test_ctrl_c_stops_fbo_run_keeping_what_finished(tmp_path):
     spec.write_text(text)
     out = tmp_path / "out"
     code = f"import fbo\nfbo.run({str(spec)!r}, {str(out)!r}, threads=2, no_timing=True)\n"
-    child = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
-    # Interrupted once its first unit is saved, not after a fixed time: on a loaded machine
-    # the interpreter may not have reached fbo.run after a few seconds.
+    # SIGINT back to its default in the child: a test run started in the background by a
+    # non-interactive shell inherits it ignored, and Python then installs no handler (the run
+    # would finish, exit 0 with nothing on stderr, and this test would judge the environment).
+    child = subprocess.Popen(
+        [sys.executable, "-c", code],
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    # Interrupted once its first unit is saved, so that there is something to keep.
     deadline = time.monotonic() + 120
     while not list((out / "parts").glob("*.csv")) and child.poll() is None:
         assert time.monotonic() < deadline, "no unit finished in 120 s"
