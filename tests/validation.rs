@@ -170,6 +170,29 @@ fn cases() -> Vec<(&'static str, String, &'static str)> {
             "key `objective.alpha`",
         ),
         (
+            "a function's key on another kind",
+            with("grid = 200", "grid = 200\nrotation = 0.1"),
+            "key `objective.rotation`: applies only to kind = \"function\"",
+        ),
+        (
+            "a command's key on another kind",
+            with("grid = 200", "grid = 200\ntimeout_s = 5"),
+            "key `objective.timeout_s`: applies only to kind = \"command\" (and \"external\")",
+        ),
+        (
+            "a model's key on another kind",
+            with("grid = 200", "grid = 200\nepochs = 2"),
+            "key `objective.epochs`: applies only to kind = \"model\"",
+        ),
+        (
+            "drawn functions on a box",
+            with(
+                "kind = \"synthetic-fts\"\ngrid = 200\nfunctions = 2",
+                "kind = \"function\"\nfunction = \"branin\"\nfunctions = 2",
+            ),
+            "key `objective.functions`: does not apply to kind = \"function\" (no functions are drawn",
+        ),
+        (
             "too many initial points",
             with("initial_points = 2", "initial_points = 500"),
             "key `initial_points`: must be at most the domain size 200",

@@ -211,6 +211,15 @@ impl Check<'_> {
         FboError::spec(self.file, key, msg)
     }
 
+    /// Refuses the first of `keys` (of `table`) that is set, with `msg`: keys that belong to
+    /// other kinds than the one the table names.
+    fn refuse_set(&self, table: &str, keys: &[(&str, bool)], msg: &str) -> Result<()> {
+        match keys.iter().find(|(_, set)| *set) {
+            Some((k, _)) => Err(self.err(&format!("{table}.{k}"), msg)),
+            None => Ok(()),
+        }
+    }
+
     fn int(&self, key: &str, v: Option<i64>, default: i64, min: i64, max: i64) -> Result<usize> {
         let v = v.unwrap_or(default);
         if v < min || v > max {

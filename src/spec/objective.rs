@@ -112,59 +112,52 @@ fn refuse_foreign_keys(c: &Check, o: &RawObjective, measured: bool) -> Result<()
             "applies only to kind = \"table\" or \"model\"",
         ));
     }
-    for (k, set) in [
-        ("function", o.function.is_some()),
-        ("dimension", o.dimension.is_some()),
-        ("heterogeneity", o.heterogeneity.is_some()),
-        ("embed", o.embed.is_some()),
-        ("shift", o.shift.is_some()),
-        ("rotation", o.rotation.is_some()),
-    ] {
-        if o.kind != "function" && set {
-            return Err(c.err(
-                &format!("objective.{k}"),
-                "applies only to kind = \"function\"",
-            ));
-        }
+    if o.kind != "function" {
+        c.refuse_set(
+            "objective",
+            &[
+                ("function", o.function.is_some()),
+                ("dimension", o.dimension.is_some()),
+                ("heterogeneity", o.heterogeneity.is_some()),
+                ("embed", o.embed.is_some()),
+                ("shift", o.shift.is_some()),
+                ("rotation", o.rotation.is_some()),
+            ],
+            "applies only to kind = \"function\"",
+        )?;
     }
     if !measured {
-        for (k, set) in [
-            ("command", o.command.is_some()),
-            ("workdir", o.workdir.is_some()),
-            ("direction", o.direction.is_some()),
-            ("metric_name", o.metric_name.is_some()),
-            ("timeout_s", o.timeout_s.is_some()),
-            ("retries", o.retries.is_some()),
-            ("concurrency", o.concurrency.is_some()),
-            ("on_failure", o.on_failure.is_some()),
-        ] {
-            if set {
-                return Err(c.err(
-                    &format!("objective.{k}"),
-                    "applies only to kind = \"command\" (and \"external\")",
-                ));
-            }
-        }
+        c.refuse_set(
+            "objective",
+            &[
+                ("command", o.command.is_some()),
+                ("workdir", o.workdir.is_some()),
+                ("direction", o.direction.is_some()),
+                ("metric_name", o.metric_name.is_some()),
+                ("timeout_s", o.timeout_s.is_some()),
+                ("retries", o.retries.is_some()),
+                ("concurrency", o.concurrency.is_some()),
+                ("on_failure", o.on_failure.is_some()),
+            ],
+            "applies only to kind = \"command\" (and \"external\")",
+        )?;
     }
     if o.kind != "model" {
-        for (k, set) in [
-            ("dataset", o.dataset.is_some()),
-            ("data", o.data.is_some()),
-            ("split", o.split.is_some()),
-            ("split_seed", o.split_seed.is_some()),
-            ("svm_stopping", o.svm_stopping.is_some()),
-            ("epochs", o.epochs.is_some()),
-            ("batch_size", o.batch_size.is_some()),
-            ("metric", o.metric.is_some()),
-            ("hyperparameters", o.hyperparameters.is_some() && !measured),
-        ] {
-            if set {
-                return Err(c.err(
-                    &format!("objective.{k}"),
-                    "applies only to kind = \"model\"",
-                ));
-            }
-        }
+        c.refuse_set(
+            "objective",
+            &[
+                ("dataset", o.dataset.is_some()),
+                ("data", o.data.is_some()),
+                ("split", o.split.is_some()),
+                ("split_seed", o.split_seed.is_some()),
+                ("svm_stopping", o.svm_stopping.is_some()),
+                ("epochs", o.epochs.is_some()),
+                ("batch_size", o.batch_size.is_some()),
+                ("metric", o.metric.is_some()),
+                ("hyperparameters", o.hyperparameters.is_some() && !measured),
+            ],
+            "applies only to kind = \"model\"",
+        )?;
     }
     Ok(())
 }
@@ -178,23 +171,21 @@ fn check_searched_box(
     measured: bool,
     ids: &IdList,
 ) -> Result<ObjectiveSpec> {
-    for (k, set) in [
-        ("functions", o.functions.is_some()),
-        ("d", o.d.is_some()),
-        ("alpha", o.alpha.is_some()),
-        ("heterogeneous", o.heterogeneous.is_some()),
-        ("length_scale", o.length_scale.is_some()),
-    ] {
-        if set {
-            return Err(c.err(
-                &format!("objective.{k}"),
-                format!(
-                    "does not apply to kind = \"{}\" (no functions are drawn; the surrogate's length scale is surrogate.length_scale)",
-                    o.kind
-                ),
-            ));
-        }
-    }
+    let msg = format!(
+        "does not apply to kind = \"{}\" (no functions are drawn; the surrogate's length scale is surrogate.length_scale)",
+        o.kind
+    );
+    c.refuse_set(
+        "objective",
+        &[
+            ("functions", o.functions.is_some()),
+            ("d", o.d.is_some()),
+            ("alpha", o.alpha.is_some()),
+            ("heterogeneous", o.heterogeneous.is_some()),
+            ("length_scale", o.length_scale.is_some()),
+        ],
+        &msg,
+    )?;
     // grid = n: a grid of n points per hyperparameter; absent: the continuous box.
     let per_dim = match o.grid {
         None => None,
@@ -321,19 +312,16 @@ fn check_table(
     targets: Option<Vec<usize>>,
     ids: &IdList,
 ) -> Result<ObjectiveSpec> {
-    for (k, set) in [
-        ("grid", o.grid.is_some()),
-        ("functions", o.functions.is_some()),
-        ("d", o.d.is_some()),
-        ("alpha", o.alpha.is_some()),
-    ] {
-        if set {
-            return Err(c.err(
-                &format!("objective.{k}"),
-                "does not apply to kind = \"table\" (the table fixes the domain)",
-            ));
-        }
-    }
+    c.refuse_set(
+        "objective",
+        &[
+            ("grid", o.grid.is_some()),
+            ("functions", o.functions.is_some()),
+            ("d", o.d.is_some()),
+            ("alpha", o.alpha.is_some()),
+        ],
+        "does not apply to kind = \"table\" (the table fixes the domain)",
+    )?;
     let rel = o.table.take().ok_or_else(|| {
         c.err(
             "objective.table",
