@@ -389,15 +389,10 @@ pub fn lbfgs_rounds(
     dim: usize,
     rounds: usize,
 ) -> (Vec<f64>, usize) {
-    let members = members_of(locals);
-    let s = Solve {
-        members: &members,
-        model,
-        dim,
-        rounds,
-    };
     let none = LocalSteps { steps: 0, eta: 0.0 };
-    lbfgs_solve(theta, &s, &mut in_process(locals, model, dim, none))
+    solve_in_process(locals, model, dim, rounds, none, |s, oracle| {
+        lbfgs_solve(theta, s, oracle)
+    })
 }
 
 /// `fedavg_solve` by the agents of one process.
@@ -412,6 +407,22 @@ pub fn fedavg_until(
     eta: f64,
     tolerance: Option<f64>,
 ) -> (Vec<f64>, usize) {
+    let local = LocalSteps { steps, eta };
+    solve_in_process(locals, model, dim, rounds, local, |s, oracle| {
+        fedavg_solve(theta, s, tolerance, oracle)
+    })
+}
+
+/// A server's solver run with the agents of one process as its oracle (their local steps
+/// `local`), at most `rounds` communication rounds.
+fn solve_in_process(
+    locals: &[Local],
+    model: &HyperModel,
+    dim: usize,
+    rounds: usize,
+    local: LocalSteps,
+    solver: impl FnOnce(&Solve, &mut dyn FnMut(Ask) -> Answers) -> (Vec<f64>, usize),
+) -> (Vec<f64>, usize) {
     let members = members_of(locals);
     let s = Solve {
         members: &members,
@@ -419,13 +430,7 @@ pub fn fedavg_until(
         dim,
         rounds,
     };
-    let local = LocalSteps { steps, eta };
-    fedavg_solve(
-        theta,
-        &s,
-        tolerance,
-        &mut in_process(locals, model, dim, local),
-    )
+    solver(&s, &mut in_process(locals, model, dim, local))
 }
 
 /// `rounds` rounds of FedAvg by the agents of one process.
