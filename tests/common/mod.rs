@@ -91,16 +91,9 @@ pub fn validate(spec: &Path) -> Output {
 
 /// Asserts that `fbo validate SPEC` refuses the spec as invalid input (exit 2) with `want` in
 /// its message.
+#[track_caller]
 pub fn assert_refused(spec: &Path, want: &str) {
-    let o = validate(spec);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}: {}",
-        spec.display(),
-        stderr(&o)
-    );
-    assert!(stderr(&o).contains(want), "{want:?} not in {}", stderr(&o));
+    assert_exit(&validate(spec), 2, want);
 }
 
 /// `fbo <args>` with its output collected.
