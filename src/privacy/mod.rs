@@ -234,7 +234,8 @@ pub enum Noise {
     /// Continuous Gaussian noise added to the sum by one party (the server, trusted with it).
     Gaussian,
     /// Discrete Gaussian shares added by the contributors before secure aggregation
-    /// (`discrete`): an RDP analysis at integer orders only.
+    /// (`discrete`): accounted through a Gaussian stand-in it is pointwise close to, and by
+    /// KLS's RDP at integer orders.
     Distributed(discrete::Distributed),
 }
 
@@ -385,8 +386,12 @@ pub fn supports(acc: Accountant, sampling: Sampling, adjacency: Adjacency) -> Re
 /// Whether accountant `acc` has an analysis of noise added as `noise` says.
 pub fn supports_noise(acc: Accountant, noise: Noise) -> Result<(), String> {
     match (acc, noise) {
-        (Accountant::Pld | Accountant::Allocation, Noise::Distributed(_)) => Err(format!(
+        (Accountant::Allocation, Noise::Distributed(_)) => Err(format!(
             "the {acc} accountant has no analysis of distributed discrete Gaussian noise (a sum of discrete Gaussians is not one); use rdp or rdp-int"
+        )),
+        (Accountant::Pld, Noise::Distributed(d)) if d.near.is_none() => Err(format!(
+            "the {acc} accountant accounts distributed discrete Gaussian noise through the continuous Gaussian mechanism it stands close to, which needs a total noise s.d. above {} lattice steps (z S 2^32 / N) and shares above about 2 steps (z S 2^32 / N^1.5); use rdp or rdp-int, or raise z or clip",
+            discrete::SMOOTHING_STEPS
         )),
         _ => Ok(()),
     }
@@ -404,6 +409,50 @@ pub fn epsilon(acc: Accountant, m: &Mechanism, delta: f64) -> Result<Guarantee, 
             lower: None,
         });
     }
+    match m.noise {
+        Noise::Gaussian => account(acc, m, delta),
+        Noise::Distributed(d) => distributed_epsilon(acc, m, &d, delta),
+    }
+}
+
+/// Distributed noise: the smaller of two valid bounds where both exist. Through the Gaussian
+/// stand-in (`discrete`, "Near the Gaussian"): eps_stand-in(delta e^-G) + 2G; and for the RDP
+/// accountants, KLS's curve under the general subsampling bounds.
+fn distributed_epsilon(
+    acc: Accountant,
+    m: &Mechanism,
+    d: &discrete::Distributed,
+    delta: f64,
+) -> Result<Guarantee, String> {
+    let mut near = None;
+    if let Some((gaussian, gap)) = d.stand_in(m) {
+        // delta e^-G rounds to delta itself for G below 1e-16: take a delta that is below it
+        // in floating point, so the stand-in's epsilon is taken at a delta no larger.
+        let inner = delta * (-gap.max(f64::EPSILON)).exp();
+        if inner > 0.0 {
+            let g = account(acc, &gaussian, inner)?;
+            near = Some(Guarantee {
+                epsilon: g.epsilon + 2.0 * gap,
+                order: g.order,
+                lower: None,
+            });
+        }
+    }
+    let direct = match acc {
+        Accountant::Rdp | Accountant::RdpInt => Some(account(acc, m, delta)?),
+        Accountant::Pld | Accountant::Allocation => None,
+    };
+    [near, direct]
+        .into_iter()
+        .flatten()
+        .min_by(|a, b| a.epsilon.total_cmp(&b.epsilon))
+        .ok_or_else(|| {
+            format!("the {acc} accountant has no bound for these distributed noise shares (the Gaussian stand-in's gap is too wide); use rdp or rdp-int")
+        })
+}
+
+/// The accountant's own analysis of `m` (a checked mechanism of at least one step).
+fn account(acc: Accountant, m: &Mechanism, delta: f64) -> Result<Guarantee, String> {
     match acc {
         Accountant::RdpInt => {
             let orders: Vec<f64> = (2..=32).map(f64::from).collect();

@@ -607,8 +607,11 @@ pub fn epsilon(
     if m.steps > u32::MAX as u64 {
         return Err("pld: at most 2^32 - 1 steps".into());
     }
-    // The pairs below are the continuous Gaussian's: they say nothing of a sum of discrete ones.
-    super::supports_noise(super::Accountant::Pld, m.noise)?;
+    // The pairs below are the continuous Gaussian's: they say nothing of a sum of discrete
+    // ones, which `privacy::epsilon` accounts through its Gaussian stand-in.
+    if let super::Noise::Distributed(_) = m.noise {
+        return Err("pld's pairs are the continuous Gaussian's; distributed noise is accounted through its Gaussian stand-in (privacy::epsilon)".into());
+    }
     if let super::Sampling::Allocation { .. } = m.sampling {
         return Err("the pld accountant has no analysis of random allocation; use accountant \"allocation\"".into());
     }

@@ -681,7 +681,7 @@ fn check_noise(
 }
 
 /// `max_epsilon` and the accountant it is kept with (pld by default; rdp for distributed
-/// noise, which pld has no analysis of), or None.
+/// noise whose shares are too narrow for pld's Gaussian stand-in), or None.
 fn check_budget(
     c: &Check,
     k: &dyn Fn(&str) -> String,
@@ -701,7 +701,7 @@ fn check_budget(
         Some(a) => a
             .parse()
             .map_err(|e: String| c.err(&k("budget_accountant"), e))?,
-        None if matches!(noise, crate::privacy::Noise::Distributed(_)) => Accountant::Rdp,
+        None if crate::privacy::supports_noise(Accountant::Pld, noise).is_err() => Accountant::Rdp,
         None if matches!(sampling, Sampling::Allocation { .. }) => Accountant::Allocation,
         None => Accountant::Pld,
     };
