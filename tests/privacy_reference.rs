@@ -6,7 +6,7 @@
 use fbo::privacy::{self, Accountant, Adjacency, Mechanism, Noise, Sampling, pld};
 
 mod common;
-use common::{fbo, stderr};
+use common::{assert_exit, fbo, stderr};
 
 const ROUNDING: f64 = 5e-7;
 
@@ -285,4 +285,116 @@ fn random_allocation_through_the_command_line() {
         assert_eq!(o.status.code(), Some(2), "{extra:?}");
         assert!(stderr(&o).contains(key), "{extra:?}: {}", stderr(&o));
     }
+}
+
+/// Distributed noise through `fbo privacy --noise distributed`: the same epsilons as a spec's
+/// privacy.csv computes (`privacy::epsilon` on `Distributed::bound`), printed rounded up, each
+/// at or above the central line; its keys required with it and refused without it, and pld
+/// refused by name where the shares are too narrow for the Gaussian stand-in.
+#[test]
+fn distributed_noise_through_the_command_line() {
+    let run = |args: &[&str]| fbo().arg("privacy").args(args).output().unwrap();
+    let epsilons = |o: &std::process::Output| -> Vec<(String, f64)> {
+        assert!(o.status.success(), "{}", stderr(o));
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (acc, rest) = l.split_once(" epsilon ")?;
+                let e = rest.split_whitespace().next()?.parse().ok()?;
+                Some((acc.trim().to_string(), e))
+            })
+            .collect()
+    };
+    let delta = 29f64.powf(-1.1).to_string();
+    let base = [
+        "--q", "0.35", "--z", "1", "--steps", "60", "--delta", &delta,
+    ];
+    let sizes = ["--agents", "29", "--clip", "22", "--dim", "400"];
+    let central = epsilons(&run(&base));
+    let distributed = epsilons(&run(
+        &[&base[..], &["--noise", "distributed"], &sizes].concat()
+    ));
+    let d = privacy::discrete::Distributed::bound(29, 400, 22.0, 1.0, 32).unwrap();
+    let m = Mechanism {
+        q: 0.35,
+        z: 1.0,
+        steps: 60,
+        sampling: Sampling::Poisson,
+        adjacency: Adjacency::AddRemove,
+        noise: Noise::Gaussian,
+    }
+    .distributed(d);
+    assert_eq!(distributed.len(), 3, "{distributed:?}");
+    for ((acc, e), (acc_c, c)) in distributed.iter().zip(&central) {
+        assert_eq!(acc, acc_c);
+        let a: Accountant = acc.parse().unwrap();
+        let exact = privacy::epsilon(a, &m, 29f64.powf(-1.1)).unwrap().epsilon;
+        assert_eq!(
+            *e,
+            privacy::show_upper(exact, 6).parse::<f64>().unwrap(),
+            "{acc}"
+        );
+        assert!(e >= c, "{acc}: {e} below central {c}");
+    }
+    for (extra, want) in [
+        (
+            &["--noise", "distributed", "--agents", "29", "--dim", "400"][..],
+            "key `--clip`: --noise distributed needs --clip",
+        ),
+        (
+            &["--noise", "distributed", "--clip", "22", "--dim", "400"][..],
+            "key `--agents`: --noise distributed needs --agents",
+        ),
+        (
+            &["--clip", "22"][..],
+            "key `--clip`: applies only with --noise distributed",
+        ),
+        (
+            &[
+                "--noise",
+                "distributed",
+                "--agents",
+                "12",
+                "--clip",
+                "1e-9",
+                "--dim",
+                "32",
+            ][..],
+            "key `--noise`: distributed noise needs each agent's discrete-Gaussian share",
+        ),
+        (
+            &[
+                "--noise",
+                "distributed",
+                "--agents",
+                "12",
+                "--clip",
+                "8e-9",
+                "--dim",
+                "32",
+                "--accountant",
+                "pld",
+            ][..],
+            "key `--accountant`: the pld accountant accounts distributed discrete Gaussian noise through the continuous Gaussian mechanism",
+        ),
+    ] {
+        assert_exit(&run(&[&base[..], extra].concat()), 2, want);
+    }
+    // Narrow shares without naming an accountant: the RDP ones answer, pld is left out.
+    let narrow = epsilons(&run(&[
+        &base[..],
+        &[
+            "--noise",
+            "distributed",
+            "--agents",
+            "12",
+            "--clip",
+            "8e-9",
+            "--dim",
+            "32",
+        ],
+    ]
+    .concat()));
+    let names: Vec<&str> = narrow.iter().map(|(a, _)| a.as_str()).collect();
+    assert_eq!(names, ["rdp-int", "rdp"]);
 }
