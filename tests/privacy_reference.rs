@@ -170,6 +170,26 @@ fn distributed_noise_matches_an_independent_general_bound() {
     }
 }
 
+/// DP-FTS-DE's distributed noise at landmine's sizes (N = 29, d = 400, S = 22, z = 1, 60
+/// rounds) at rate q, under the sampling's own adjacency.
+fn landmine_distributed(sampling: Sampling, q: f64) -> Mechanism {
+    let d = privacy::discrete::Distributed::bound(29, 400, 22.0, 1.0, 32).unwrap();
+    let adjacency = Adjacency::default_for(sampling);
+    Mechanism::server(q, 1.0, 60, sampling, adjacency, 29).distributed(d)
+}
+
+/// The same mechanism with KLS's bound alone.
+fn without_stand_in(m: Mechanism) -> Mechanism {
+    let Noise::Distributed(d) = m.noise else {
+        panic!("{m:?} has no distributed noise")
+    };
+    let near = None;
+    Mechanism {
+        noise: Noise::Distributed(privacy::discrete::Distributed { near, ..d }),
+        ..m
+    }
+}
+
 /// Distributed noise at landmine's sizes (N = 29, d = 400, S = 22, z = 1, 60 rounds, delta =
 /// 29^-1.1) through its Gaussian stand-in: every accountant's epsilon at most 1e-6 above the
 /// central mechanism's (the stand-in's noise multiplier is 3e-9 below z, its gap 60 x 6e-135)
@@ -177,22 +197,14 @@ fn distributed_noise_matches_an_independent_general_bound() {
 /// (here the stand-in's, 10% below KLS's under `rdp`).
 #[test]
 fn distributed_noise_is_accounted_at_the_central_mechanisms_epsilon() {
-    let d = privacy::discrete::Distributed::bound(29, 400, 22.0, 1.0, 32).unwrap();
     let delta = 29f64.powf(-1.1);
     for (q, sampling) in [(0.35, Sampling::Poisson), (10.0 / 29.0, Sampling::Fixed)] {
+        let distributed = landmine_distributed(sampling, q);
         let central = Mechanism {
-            q,
-            z: 1.0,
-            steps: 60,
-            sampling,
-            adjacency: Adjacency::default_for(sampling),
             noise: Noise::Gaussian,
+            ..distributed
         };
-        let distributed = central.distributed(d);
-        let kls = Mechanism {
-            noise: Noise::Distributed(privacy::discrete::Distributed { near: None, ..d }),
-            ..central
-        };
+        let kls = without_stand_in(distributed);
         for acc in Accountant::ALL {
             if privacy::supports(acc, sampling, central.adjacency).is_err() {
                 continue;
@@ -212,18 +224,8 @@ fn distributed_noise_is_accounted_at_the_central_mechanisms_epsilon() {
             }
         }
     }
-    let poisson = Mechanism {
-        q: 0.35,
-        z: 1.0,
-        steps: 60,
-        sampling: Sampling::Poisson,
-        adjacency: Adjacency::AddRemove,
-        noise: Noise::Distributed(d),
-    };
-    let kls = Mechanism {
-        noise: Noise::Distributed(privacy::discrete::Distributed { near: None, ..d }),
-        ..poisson
-    };
+    let poisson = landmine_distributed(Sampling::Poisson, 0.35);
+    let kls = without_stand_in(poisson);
     let near = privacy::epsilon(Accountant::Rdp, &poisson, delta)
         .unwrap()
         .epsilon;
@@ -293,7 +295,15 @@ fn random_allocation_through_the_command_line() {
 /// refused by name where the shares are too narrow for the Gaussian stand-in.
 #[test]
 fn distributed_noise_through_the_command_line() {
-    let run = |args: &[&str]| fbo().arg("privacy").args(args).output().unwrap();
+    let run = |words: &str| {
+        let delta = 29f64.powf(-1.1);
+        let line = format!("--q 0.35 --z 1 --steps 60 --delta {delta} {words}");
+        fbo()
+            .arg("privacy")
+            .args(line.split_whitespace())
+            .output()
+            .unwrap()
+    };
     let epsilons = |o: &std::process::Output| -> Vec<(String, f64)> {
         assert!(o.status.success(), "{}", stderr(o));
         String::from_utf8_lossy(&o.stdout)
@@ -305,96 +315,45 @@ fn distributed_noise_through_the_command_line() {
             })
             .collect()
     };
-    let delta = 29f64.powf(-1.1).to_string();
-    let base = [
-        "--q", "0.35", "--z", "1", "--steps", "60", "--delta", &delta,
-    ];
-    let sizes = ["--agents", "29", "--clip", "22", "--dim", "400"];
-    let central = epsilons(&run(&base));
-    let distributed = epsilons(&run(
-        &[&base[..], &["--noise", "distributed"], &sizes].concat()
-    ));
-    let d = privacy::discrete::Distributed::bound(29, 400, 22.0, 1.0, 32).unwrap();
-    let m = Mechanism {
-        q: 0.35,
-        z: 1.0,
-        steps: 60,
-        sampling: Sampling::Poisson,
-        adjacency: Adjacency::AddRemove,
-        noise: Noise::Gaussian,
-    }
-    .distributed(d);
+    let central = epsilons(&run(""));
+    let distributed = epsilons(&run("--noise distributed --agents 29 --clip 22 --dim 400"));
+    let m = landmine_distributed(Sampling::Poisson, 0.35);
     assert_eq!(distributed.len(), 3, "{distributed:?}");
     for ((acc, e), (acc_c, c)) in distributed.iter().zip(&central) {
         assert_eq!(acc, acc_c);
         let a: Accountant = acc.parse().unwrap();
         let exact = privacy::epsilon(a, &m, 29f64.powf(-1.1)).unwrap().epsilon;
-        assert_eq!(
-            *e,
-            privacy::show_upper(exact, 6).parse::<f64>().unwrap(),
-            "{acc}"
-        );
+        let printed: f64 = privacy::show_upper(exact, 6).parse().unwrap();
+        assert_eq!(*e, printed, "{acc}");
         assert!(e >= c, "{acc}: {e} below central {c}");
     }
-    for (extra, want) in [
+    // Shares of 0.8 lattice steps, a total of 2.9: KLS's bound holds, no stand-in is near.
+    let narrow = "--noise distributed --agents 12 --clip 8e-9 --dim 32";
+    for (words, want) in [
         (
-            &["--noise", "distributed", "--agents", "29", "--dim", "400"][..],
+            "--noise distributed --agents 29 --dim 400",
             "key `--clip`: --noise distributed needs --clip",
         ),
         (
-            &["--noise", "distributed", "--clip", "22", "--dim", "400"][..],
+            "--noise distributed --clip 22 --dim 400",
             "key `--agents`: --noise distributed needs --agents",
         ),
         (
-            &["--clip", "22"][..],
+            "--clip 22",
             "key `--clip`: applies only with --noise distributed",
         ),
         (
-            &[
-                "--noise",
-                "distributed",
-                "--agents",
-                "12",
-                "--clip",
-                "1e-9",
-                "--dim",
-                "32",
-            ][..],
+            "--noise distributed --agents 12 --clip 1e-9 --dim 32",
             "key `--noise`: distributed noise needs each agent's discrete-Gaussian share",
         ),
         (
-            &[
-                "--noise",
-                "distributed",
-                "--agents",
-                "12",
-                "--clip",
-                "8e-9",
-                "--dim",
-                "32",
-                "--accountant",
-                "pld",
-            ][..],
+            &format!("{narrow} --accountant pld"),
             "key `--accountant`: the pld accountant accounts distributed discrete Gaussian noise through the continuous Gaussian mechanism",
         ),
     ] {
-        assert_exit(&run(&[&base[..], extra].concat()), 2, want);
+        assert_exit(&run(words), 2, want);
     }
-    // Narrow shares without naming an accountant: the RDP ones answer, pld is left out.
-    let narrow = epsilons(&run(&[
-        &base[..],
-        &[
-            "--noise",
-            "distributed",
-            "--agents",
-            "12",
-            "--clip",
-            "8e-9",
-            "--dim",
-            "32",
-        ],
-    ]
-    .concat()));
-    let names: Vec<&str> = narrow.iter().map(|(a, _)| a.as_str()).collect();
+    // Without naming an accountant: the RDP ones answer, pld is left out.
+    let names: Vec<String> = epsilons(&run(narrow)).into_iter().map(|(a, _)| a).collect();
     assert_eq!(names, ["rdp-int", "rdp"]);
 }

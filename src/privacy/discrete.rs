@@ -425,15 +425,8 @@ mod tests {
         let near = b.near.unwrap();
         let rounding = 400.0 * 2.0 * (-32.0 * PI * PI).exp();
         assert!((near.log_ratio / rounding - 1.0).abs() < 1e-12, "{near:?}");
-        let m = Mechanism {
-            q: 0.35,
-            z: 1.0,
-            steps: 60,
-            sampling: Sampling::Poisson,
-            adjacency: Adjacency::AddRemove,
-            noise: Noise::Gaussian,
-        }
-        .distributed(b);
+        let m = Mechanism::server(0.35, 1.0, 60, Sampling::Poisson, Adjacency::AddRemove, 29)
+            .distributed(b);
         let (g, gap) = b.stand_in(&m).unwrap();
         assert_eq!(g.noise, Noise::Gaussian);
         assert!(g.z < 1.0 && 1.0 - g.z < 3.2e-9, "{}", g.z);
