@@ -415,6 +415,15 @@ fn distributed_noise_runs_and_says_whom_each_epsilon_holds_against() {
     assert!(!noise("central").is_empty());
     assert_eq!(noise("central"), noise("distributed"));
     assert_eq!(noise("central"), noise("self"));
+    // The server draws the central noise it does not add, so it selects the same cohorts.
+    let selected = |label: &str| -> Vec<String> {
+        server_csv
+            .lines()
+            .filter(|l| l.starts_with(&format!("{label},")))
+            .map(|l| l.split(',').nth(10).unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(selected("central"), selected("distributed"));
 }
 
 #[test]
@@ -1134,6 +1143,95 @@ fn random_allocation_takes_each_agent_in_k_rounds() {
     assert!(close(curve[9], whole), "{} against {whole}", curve[9]);
 }
 
+/// Random allocation with distributed noise under secure aggregation: the central server's
+/// allocation (server.csv's selected agents), random allocation's epsilon against
+/// outsiders through the Gaussian stand-in (at most 1e-6 above the central one, every
+/// iteration), and against the server, which draws the allocation, each period begun one
+/// unsampled round of the Gaussian (q = 1: 1 round by iteration 4, 2 by 7, 3 by 10).
+#[test]
+fn random_allocation_with_distributed_noise_says_what_holds_against_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = allocating_spec().replace(
+        "[[algorithm]]\nkind = \"dp-fts-de\"",
+        "[[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"central\"\n\n\
+         [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"distributed\"\n\
+         server = { secure = true, noise = \"distributed\" }",
+    );
+    let spec = write(dir.path(), "alloc.toml", &text);
+    let out = dir.path().join("out");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let server = Csv::read(&out.join("server.csv"));
+    let selected = |label: &str| -> Vec<String> {
+        server
+            .records()
+            .filter(|r| r.get("algorithm") == label)
+            .map(|r| r.get("selected_agents").to_string())
+            .collect()
+    };
+    // Each of the 12 agents in 3 rounds of each run, the same rounds under either server.
+    assert_eq!(selected("central"), selected("distributed"));
+    for label in ["central", "distributed"] {
+        let rows = selected(label);
+        assert_eq!(rows.len(), 20);
+        let mut taken = vec![0; 12];
+        for a in rows
+            .iter()
+            .flat_map(|r| r.split(';'))
+            .filter(|a| !a.is_empty())
+        {
+            taken[a.parse::<usize>().unwrap()] += 1;
+        }
+        assert_eq!(taken, vec![6; 12], "{label}");
+    }
+    let privacy = Csv::read(&out.join("privacy.csv"));
+    let curve = |label: &str, acc: &str, against: &str| -> Vec<f64> {
+        privacy
+            .records()
+            .filter(|r| r.get("run") == "0" && r.get("algorithm") == label)
+            .filter(|r| r.get("accountant") == acc && r.get("against") == against)
+            .map(|r| r.num("epsilon"))
+            .collect()
+    };
+    let central = curve("central", "allocation", "outsiders");
+    let distributed = curve("distributed", "allocation", "outsiders");
+    assert_eq!((central.len(), distributed.len()), (10, 10));
+    for (d, c) in distributed.iter().zip(&central) {
+        assert!(*d >= *c && *d <= c * (1.0 + 1e-6), "{d} vs {c}");
+    }
+    let server_pld = curve("distributed", "pld", "server");
+    assert_eq!(server_pld.len(), 10);
+    let unsampled = |rounds: u64| {
+        let m = fbo::privacy::Mechanism {
+            q: 1.0,
+            z: 2.0,
+            steps: rounds,
+            sampling: fbo::privacy::Sampling::Poisson,
+            adjacency: fbo::privacy::Adjacency::AddRemove,
+            noise: fbo::privacy::Noise::Gaussian,
+        };
+        fbo::privacy::epsilon(fbo::privacy::Accountant::Pld, &m, 1e-5)
+            .unwrap()
+            .epsilon
+    };
+    for (t, e) in server_pld.iter().enumerate() {
+        let rounds = match t + 1 {
+            1..=4 => 1,
+            5..=7 => 2,
+            _ => 3,
+        };
+        let g = unsampled(rounds);
+        assert!(
+            *e >= g && *e <= g * (1.0 + 1e-6),
+            "iteration {}: {e} vs {g}",
+            t + 1
+        );
+    }
+    assert!(
+        server_pld[9] > distributed[9],
+        "{server_pld:?} vs {distributed:?}"
+    );
+}
+
 /// The keys random allocation has no use for, and the accountants and forms without an
 /// analysis of it, are refused by name.
 #[test]
@@ -1175,6 +1273,15 @@ fn random_allocation_refuses_what_it_has_no_analysis_of() {
         "agreed.toml",
         text.replace("features = 16\n", "features = 16\nshared = \"agreed\"\n"),
         "key `server.sampling`: random allocation is not built with shared = \"agreed\"",
+    );
+    // Shares too narrow for the Gaussian stand-in, random allocation's only analysis of them.
+    refused(
+        "narrow.toml",
+        text.replace(
+            "clip = 3.0",
+            "clip = 4e-9\nsecure = true\nnoise = \"distributed\"",
+        ),
+        "key `server.noise`: the allocation accountant accounts distributed discrete Gaussian noise through the continuous Gaussian mechanism",
     );
 }
 

@@ -127,6 +127,21 @@ pub fn counted_rounds(rounds: u64, per_agent: u64, steps: u64) -> u64 {
     end
 }
 
+/// How many of the periods have begun by round `steps`: the rounds an agent has taken part
+/// in by then, at most.
+pub fn periods_begun(rounds: u64, per_agent: u64, steps: u64) -> u64 {
+    let mut first = 1;
+    let mut begun = 0;
+    for len in periods(rounds, per_agent) {
+        if first > steps {
+            break;
+        }
+        begun += 1;
+        first += len;
+    }
+    begun
+}
+
 /// The period holding round `round` (1-based) as (its first round, its length).
 pub fn period_of(rounds: u64, per_agent: u64, round: u64) -> (u64, u64) {
     let mut first = 1;

@@ -386,13 +386,12 @@ pub fn supports(acc: Accountant, sampling: Sampling, adjacency: Adjacency) -> Re
 /// Whether accountant `acc` has an analysis of noise added as `noise` says.
 pub fn supports_noise(acc: Accountant, noise: Noise) -> Result<(), String> {
     match (acc, noise) {
-        (Accountant::Allocation, Noise::Distributed(_)) => Err(format!(
-            "the {acc} accountant has no analysis of distributed discrete Gaussian noise (a sum of discrete Gaussians is not one); use rdp or rdp-int"
-        )),
-        (Accountant::Pld, Noise::Distributed(d)) if d.near.is_none() => Err(format!(
-            "the {acc} accountant accounts distributed discrete Gaussian noise through the continuous Gaussian mechanism it stands close to, which needs a total noise s.d. above {} lattice steps (z S 2^32 / N) and shares above about 2 steps (z S 2^32 / N^1.5); use rdp or rdp-int, or raise z or clip",
-            discrete::SMOOTHING_STEPS
-        )),
+        (Accountant::Pld | Accountant::Allocation, Noise::Distributed(d)) if d.near.is_none() => {
+            Err(format!(
+                "the {acc} accountant accounts distributed discrete Gaussian noise through the continuous Gaussian mechanism it stands close to, which needs a total noise s.d. above {} lattice steps (z S 2^32 / N) and shares above about 2 steps (z S 2^32 / N^1.5); use rdp or rdp-int, or raise z or clip",
+                discrete::SMOOTHING_STEPS
+            ))
+        }
         _ => Ok(()),
     }
 }
@@ -438,6 +437,9 @@ fn distributed_epsilon(
             });
         }
     }
+    // KLS's curve is the RDP accountants' own; pld and random allocation's have only the
+    // stand-in (whose G counts every round `m.steps` composes, for allocation the rounds of
+    // every period begun).
     let direct = match acc {
         Accountant::Rdp | Accountant::RdpInt => Some(account(acc, m, delta)?),
         Accountant::Pld | Accountant::Allocation => None,

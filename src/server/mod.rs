@@ -375,8 +375,14 @@ impl Server {
         };
         // An empty subset still releases noise (algorithms.md section 4); so does a
         // distributed round that yielded no sum, from the server, its output then independent
-        // of every agent's data.
-        if !noised {
+        // of every agent's data. Where the members' shares carried the noise the server still
+        // draws the central server's and drops it: its stream, and with it every later
+        // selection, is then the central server's round for round, so the two are compared on
+        // the same cohorts.
+        if noised {
+            let mut unused: Vec<Array1<f64>> = out.iter().map(|o| Array1::zeros(o.len())).collect();
+            self.add_noise(&mut unused, plan.noise_sd);
+        } else {
             self.add_noise(&mut out, plan.noise_sd);
         }
         let missing_agents: Vec<usize> = missing

@@ -140,7 +140,7 @@ fn check_supported(
 /// Random allocation's rounds are the spec's iterations (one server round each), and its
 /// accountant's ranges checked here, where they are known: the noise multiplier as accounted
 /// (with an agreement, the pair's), the rounds and the rounds per agent. Its accountant has
-/// no analysis of distributed noise.
+/// distributed noise's only through the Gaussian stand-in (refused without one).
 fn set_allocations(
     c: &Check,
     algorithms: &mut [AlgorithmSpec],
@@ -169,12 +169,8 @@ fn set_allocations(
                 "random allocation is not built with shared = \"agreed\" (the agreement's release assumes one rate for every round); use shared = \"fixed\" or sampling = \"poisson\"",
             ));
         }
-        if matches!(dp.noise, crate::privacy::Noise::Distributed(_)) {
-            return Err(c.err(
-                &noise_key,
-                "random allocation's accountant has no analysis of distributed discrete Gaussian noise; use noise = \"central\", or sampling = \"poisson\"",
-            ));
-        }
+        crate::privacy::supports_noise(Accountant::Allocation, dp.noise)
+            .map_err(|e| c.err(&noise_key, e))?;
         let rounds = iterations as u64;
         dp.sampling = Sampling::Allocation { per_agent, rounds };
         let z = dp.noise_multiplier();

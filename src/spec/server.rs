@@ -147,20 +147,31 @@ impl DpSpec {
 
     /// The guarantee against the server itself where it differs from `mechanism`'s: under
     /// distributed noise with the server drawing the sample, it knows who was selected, so
-    /// no amplification holds against it; an agent may be selected every round, so each
-    /// released round counts in full (rate 1). None where the server holds no guarantee of
-    /// its own (central noise: it sees the un-noised sum) or `mechanism`'s holds against it
-    /// too (self-sampling).
+    /// no amplification holds against it. Under Poisson or fixed-size sampling an agent may
+    /// be selected every round, so each released round counts in full (rate 1); under random
+    /// allocation it takes part in one round of each period, so each period begun counts as
+    /// one unsampled round (add-remove, as allocation's own relation). None where the server
+    /// holds no guarantee of its own (central noise: it sees the un-noised sum) or
+    /// `mechanism`'s holds against it too (self-sampling).
     pub fn server_view(&self, steps: u64, agents: usize) -> Option<crate::privacy::Mechanism> {
-        match self.noise {
-            crate::privacy::Noise::Distributed(_) if !self.self_sampling => {
-                Some(crate::privacy::Mechanism {
-                    q: 1.0,
-                    ..self.mechanism(steps, agents)
-                })
-            }
-            _ => None,
+        if !matches!(self.noise, crate::privacy::Noise::Distributed(_)) || self.self_sampling {
+            return None;
         }
+        let m = self.mechanism(steps, agents);
+        Some(match self.sampling {
+            Sampling::Allocation { per_agent, rounds } => crate::privacy::Mechanism {
+                q: 1.0,
+                steps: crate::privacy::allocation::periods_begun(
+                    rounds,
+                    per_agent,
+                    self.released(steps),
+                ),
+                sampling: Sampling::Poisson,
+                adjacency: crate::privacy::Adjacency::AddRemove,
+                ..m
+            },
+            _ => crate::privacy::Mechanism { q: 1.0, ..m },
+        })
     }
 
     /// Whether `mechanism`'s epsilon holds against the server too, not only against those who
