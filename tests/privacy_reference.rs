@@ -272,6 +272,10 @@ fn random_allocation_through_the_command_line() {
             "key `--per-agent`",
         ),
         (&["--steps", "2000"][..], "key `--steps`"),
+        (
+            &["--steps", "2", "--noise", "distributed"][..],
+            "key `--noise`: does not apply",
+        ),
     ] {
         let o = run(&[&base[..], extra].concat());
         assert_eq!(o.status.code(), Some(2), "{extra:?}");

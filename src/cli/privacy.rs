@@ -241,6 +241,10 @@ fn privacy_allocation(a: PrivacyArgs) -> Result<()> {
             "--adjacency",
             a.adjacency.as_deref().is_some_and(|s| s != "add-remove"),
         ),
+        // Central noise only here; a spec's privacy.csv accounts allocation with distributed.
+        ("--noise", a.noise != "central"),
+        ("--clip", a.clip.is_some()),
+        ("--dim", a.dim.is_some()),
     ];
     if let Some((key, _)) = refused.iter().find(|(_, set)| *set) {
         return Err(bad(
