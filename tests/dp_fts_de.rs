@@ -403,27 +403,23 @@ fn distributed_noise_runs_and_says_whom_each_epsilon_holds_against() {
     );
     assert!(server > 1.5 * outsiders, "{server} vs {outsiders}");
     assert_eq!(self_sampled, outsiders);
-    // The same noise s.d. as the central server's, round by round.
+    // server.csv's column `index` for one algorithm, round by round.
     let server_csv = fs::read_to_string(outs[0].join("server.csv")).unwrap();
-    let noise = |label: &str| -> Vec<String> {
+    let column = |label: &str, index: usize| -> Vec<String> {
         server_csv
             .lines()
             .filter(|l| l.starts_with(&format!("{label},")))
-            .map(|l| l.split(',').nth(8).unwrap().to_string())
+            .map(|l| l.split(',').nth(index).unwrap().to_string())
             .collect()
     };
+    // The same noise s.d. (column 8) as the central server's.
+    let noise = |label: &str| column(label, 8);
     assert!(!noise("central").is_empty());
     assert_eq!(noise("central"), noise("distributed"));
     assert_eq!(noise("central"), noise("self"));
-    // The server draws the central noise it does not add, so it selects the same cohorts.
-    let selected = |label: &str| -> Vec<String> {
-        server_csv
-            .lines()
-            .filter(|l| l.starts_with(&format!("{label},")))
-            .map(|l| l.split(',').nth(10).unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(selected("central"), selected("distributed"));
+    // The server draws the central noise it does not add, so it selects the same cohorts
+    // (selected_agents, column 10).
+    assert_eq!(column("central", 10), column("distributed", 10));
 }
 
 #[test]
