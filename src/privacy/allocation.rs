@@ -68,16 +68,7 @@ pub fn epsilon_after(
     delta: f64,
 ) -> Result<f64, Refusal> {
     check(sigma, rounds, per_agent, delta)?;
-    let begun: Vec<u64> = periods(rounds, per_agent)
-        .into_iter()
-        .scan(0, |start, len| {
-            let first = *start + 1;
-            *start += len;
-            Some((first, len))
-        })
-        .filter(|&(first, _)| first <= steps)
-        .map(|(_, len)| len)
-        .collect();
+    let begun = begun(rounds, per_agent, steps);
     if begun.is_empty() {
         return Ok(0.0);
     }
@@ -114,32 +105,31 @@ pub fn periods(rounds: u64, per_agent: u64) -> Vec<u64> {
         .collect()
 }
 
+/// The lengths of the periods begun by round `steps` (those whose first round is at most
+/// `steps`), in order.
+fn begun(rounds: u64, per_agent: u64, steps: u64) -> Vec<u64> {
+    let mut first = 1;
+    let mut out = Vec::new();
+    for len in periods(rounds, per_agent) {
+        if first > steps {
+            break;
+        }
+        out.push(len);
+        first += len;
+    }
+    out
+}
+
 /// The last round of the last period begun by round `steps` (0 before the first): the rounds
 /// `epsilon_after` counts, so that every round of one period has one epsilon.
 pub fn counted_rounds(rounds: u64, per_agent: u64, steps: u64) -> u64 {
-    let mut end = 0;
-    for len in periods(rounds, per_agent) {
-        if end >= steps {
-            break;
-        }
-        end += len;
-    }
-    end
+    begun(rounds, per_agent, steps).iter().sum()
 }
 
 /// How many of the periods have begun by round `steps`: the rounds an agent has taken part
 /// in by then, at most.
 pub fn periods_begun(rounds: u64, per_agent: u64, steps: u64) -> u64 {
-    let mut first = 1;
-    let mut begun = 0;
-    for len in periods(rounds, per_agent) {
-        if first > steps {
-            break;
-        }
-        begun += 1;
-        first += len;
-    }
-    begun
+    begun(rounds, per_agent, steps).len() as u64
 }
 
 /// The period holding round `round` (1-based) as (its first round, its length).
