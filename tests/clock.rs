@@ -238,6 +238,90 @@ fn frameworks_at_their_own_pace_never_wait_and_use_a_point_once() {
     assert!(from_server > 0, "no consensus point was queried");
 }
 
+/// A server releasing on arrivals (`release = "arrivals"`, `release_after = 3` of six
+/// agents): its agents still never wait, and consensus queries the server's point exactly
+/// when a release has come since its last one that holds a point for it. Release k comes with
+/// the 3k-th return of an evaluation (each return is the start of the agent's next query: its
+/// message is sent then), at most `iterations` times; the agent whose return completes the
+/// count chooses under the new release at once.
+#[test]
+fn a_server_releasing_on_arrivals_releases_at_every_third_return() {
+    let head = CLOCKED[..CLOCKED.find("[server]").unwrap()].to_string();
+    let text = head
+        + "[clock]\nmedian_s = 10\nsite_spread = 1.0\nspread = 0.5\n\n\
+           [[algorithm]]\nkind = \"ts\"\nlabel = \"alone\"\n\n\
+           [[algorithm]]\nkind = \"consensus\"\nlabel = \"consensus\"\npace = \"asynchronous\"\n\
+           release = \"arrivals\"\nrelease_after = 3\n";
+    let s = spec(&text);
+    let land = s.landscapes().unwrap()[0].clone();
+    let alone = finish_times(&run_one(&s, 0, 1, land.clone()).unwrap().rows);
+    let out = run_one(&s, 1, 1, land).unwrap();
+    let own = finish_times(&out.rows);
+    assert_eq!(own.len(), alone.len());
+    for (k, t) in &alone {
+        assert!((own[k] - t).abs() <= 1e-9 * t, "{k:?}: {} vs {t}", own[k]);
+    }
+    // Each query's start: its agent's previous finish (iteration 0: its last initial point).
+    let (n, t_max) = (6usize, 10usize);
+    let mut starts: Vec<(f64, usize, i64)> = Vec::new();
+    for a in 0..n {
+        for t in 1..=t_max as i64 {
+            starts.push((own[&(a, t - 1)], a, t));
+        }
+    }
+    // Events in the driver's order: by time, ties by agent.
+    starts.sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.cmp(&y.1)));
+    let source: BTreeMap<(usize, i64), bool> = out
+        .rows
+        .iter()
+        .filter(|r| r.iteration >= 1)
+        .map(|r| ((r.agent, r.iteration), r.source == "server"))
+        .collect();
+    // The driver by hand: each start sends the agent's message (sent before `releases`
+    // releases); every third completes a release, which holds the messages sent within the
+    // last 4 releases (clock.staleness); an agent with a release it has not used takes the
+    // point the release has for it: one for each sender of at least two, none at the
+    // release T, whose consensus weights are the identity.
+    let (after, staleness) = (3, 4);
+    let (mut releases, mut arrived) = (0usize, 0usize);
+    let mut sent: Vec<Option<usize>> = vec![None; n];
+    let mut senders: Vec<usize> = Vec::new();
+    let mut used = vec![0usize; n];
+    let mut from_server = 0;
+    for &(_, a, t) in &starts {
+        sent[a] = Some(releases);
+        arrived += 1;
+        if arrived % after == 0 && releases < t_max {
+            releases += 1;
+            senders = (0..n)
+                .filter(|&b| sent[b].is_some_and(|r| releases - 1 - r < staleness))
+                .collect();
+        }
+        let mut want = false;
+        if releases > used[a] {
+            used[a] = releases;
+            want = senders.contains(&a) && senders.len() >= 2 && releases < t_max;
+        }
+        assert_eq!(
+            source[&(a, t)],
+            want,
+            "agent {a} iteration {t}: {releases} releases"
+        );
+        from_server += usize::from(want);
+    }
+    assert!(from_server >= 10, "{from_server} server points");
+    // The same bytes on one and two threads.
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "arrivals.toml", &text);
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    fbo_ok("run", &path, &one, &["--no-timing", "--threads", "1"]);
+    fbo_ok("run", &path, &two, &["--no-timing", "--threads", "2"]);
+    assert!(
+        std::fs::read(one.join("trace.csv")).unwrap()
+            == std::fs::read(two.join("trace.csv")).unwrap()
+    );
+}
+
 /// FedGP at its own pace: each release is its solver's run among the agents fresh at that
 /// time, and every agent decides under the latest release until the next. So the model behind
 /// each query (beliefs.csv) is the agent's own fit before the first release (they differ
@@ -440,4 +524,86 @@ fn pace_and_clock_are_refused_where_they_do_not_apply() {
         &CLOCKED.replace("pace = \"asynchronous\"", "pace = \"sometimes\""),
     );
     assert_refused(&p, "unknown pace \"sometimes\"");
+    // The release rule's keys: only on an asynchronous server, `release_after` only with
+    // "arrivals", an unknown rule by the list.
+    let own = "pace = \"asynchronous\"\n";
+    let release = |extra: &str| CLOCKED.replace(own, &format!("{own}{extra}"));
+    for (name, text, want) in [
+        (
+            "f.toml",
+            release("release_after = 3\n"),
+            "algorithm[1].release_after",
+        ),
+        (
+            "g.toml",
+            release("release = \"arrivals\"\nrelease_after = 0\n"),
+            "algorithm[1].release_after",
+        ),
+        (
+            "h.toml",
+            release("release = \"often\"\n"),
+            "allowed: \"periodic\", \"arrivals\"",
+        ),
+        (
+            "i.toml",
+            CLOCKED.replace(
+                "label = \"rounds\"\n",
+                "label = \"rounds\"\nrelease = \"arrivals\"\n",
+            ),
+            "algorithm[0].release",
+        ),
+    ] {
+        assert_refused(&write(dir.path(), name, &text), want);
+    }
+    // Both rules are valid on a synthetic clock, private or not.
+    for extra in ["release = \"arrivals\"\n", "release = \"periodic\"\n"] {
+        assert_valid(&write(dir.path(), "j.toml", &release(extra)));
+    }
+}
+
+#[track_caller]
+fn assert_valid(spec: &Path) {
+    let o = validate(spec);
+    assert!(o.status.success(), "{}: {}", spec.display(), stderr(&o));
+}
+
+/// A private server releasing on arrivals where a cost is the recorded training seconds of
+/// the point evaluated: its release times would reveal which points the agents chose, so the
+/// spec is refused, naming the algorithm's `release`; periodic releases and a non-private server are
+/// accepted on the same table.
+#[test]
+fn a_private_server_on_arrivals_is_refused_where_costs_depend_on_the_point() {
+    let dir = tempfile::tempdir().unwrap();
+    write_toy_table(
+        dir.path(),
+        2,
+        &[
+            (0.1, 3.0),
+            (0.2, 5.0),
+            (0.3, 7.0),
+            (0.9, 30.0),
+            (0.0, 50.0),
+            (0.5, 70.0),
+        ],
+    );
+    let text = |release: &str, dp: bool| {
+        let dp = if dp {
+            "dp = true\nq = 1.0\nz = 1.0\nclip = 1.0"
+        } else {
+            "dp = false"
+        };
+        format!(
+            "name = \"costs\"\nseed = 5\nruns = 1\niterations = 2\ninitial_points = 1\n\
+             [objective]\nkind = \"table\"\ntable = \"table.toml\"\n\
+             [server]\nsubregions = 1\n{dp}\n\
+             [clock]\n\
+             [[algorithm]]\nkind = \"dp-fts-de\"\nlabel = \"own pace\"\npace = \"asynchronous\"\n\
+             release = \"{release}\"\n"
+        )
+    };
+    let p = write(dir.path(), "a.toml", &text("arrivals", true));
+    assert_refused(&p, "algorithm[0].release");
+    assert_refused(&p, "would let its release times reveal the agents' queries");
+    assert_valid(&write(dir.path(), "b.toml", &text("periodic", true)));
+    assert_valid(&write(dir.path(), "c.toml", &text("arrivals", false)));
 }

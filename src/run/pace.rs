@@ -15,27 +15,93 @@
 //!   twice). A release that is information its model uses (the others' densities, CGP-UCB's
 //!   offers, FMTBO's averaged hyperparameters; `Federated::release_reusable`) it keeps using
 //!   until a newer one comes;
-//! - release k at k * period_s (k = 1 ..= iterations; period_s by default the slowest site's
-//!   median cost, so that the releases span the slowest agent's iterations): the server aggregates the latest
-//!   message of every agent sent after release k - staleness, exactly as a synchronous round
-//!   aggregates (subsampling, clipping, weights, noise), with the others as messages that did
-//!   not arrive. FedGP's release is its solver's communication rounds among the fresh agents
-//!   (each answers from its data at the release, at no simulated cost) and then the federated
-//!   hyperparameters, which every agent uses until the next.
+//! - a release (`[[algorithm]] release`): with "periodic", release k at k * period_s (k = 1 ..=
+//!   iterations; period_s by default the slowest site's median cost, so that the releases span
+//!   the slowest agent's iterations); with "arrivals", as soon as `release_after` evaluations
+//!   (by default one per agent) have returned since the previous release, at most `iterations`
+//!   times, the agent whose return completes the count choosing under the new release. The
+//!   server aggregates the latest message of every agent sent after release k - staleness,
+//!   exactly as a synchronous round aggregates (subsampling, clipping, weights, noise), with
+//!   the others as messages that did not arrive. FedGP's release is its solver's communication
+//!   rounds among the fresh agents (each answers from its data at the release, at no simulated
+//!   cost) and then the federated hyperparameters, which every agent uses until the next.
 //!
-//! Privacy: the server releases at most `iterations` times, at times fixed in advance, and each
-//! release is the synchronous round's mechanism, in which an agent whose message is stale or
+//! Privacy: the server releases at most `iterations` times, at times fixed in advance (periodic)
+//! or set by the agents' evaluation costs (arrivals), and each release is the synchronous
+//! round's mechanism, in which an agent whose message is stale or
 //! absent takes part with probability 0 instead of q (a dropout: the output is the mechanism
 //! without it, which the subsampled Gaussian dominates). Who is fresh depends on earlier
 //! releases and the agents' own costs, never on another agent's data, so adaptive composition
 //! over the releases gives the same bound as `iterations` synchronous rounds: privacy.csv's
-//! curve is a valid upper bound (exact when all `iterations` releases happen).
+//! curve is a valid upper bound (exact when all `iterations` releases happen). Release times that
+//! follow arrivals are part of what the server shows, so they must not depend on the agents'
+//! data: they do not when every cost is the cost model's draw (a function of the clock's own
+//! streams, never of a query), and `check` refuses a private server releasing on arrivals
+//! where the objective records a cost per point (a response table's training seconds, which
+//! would let the release times reveal which points agents chose).
 
 use crate::algorithm::{Broadcast, Query};
 use crate::error::Result;
+use crate::objective::Landscape;
 use crate::objective::Request;
 use crate::run::unit::{RunOutput, Unit};
+use crate::spec::{Release, Spec};
 use ndarray::Array1;
+
+/// Refuses what the asynchronous server cannot account for: a private release whose times
+/// follow the agents' arrivals when the cost of an evaluation depends on the point evaluated.
+pub fn check(spec: &Spec, landscapes: &[std::sync::Arc<Landscape>]) -> Result<()> {
+    if !landscapes.iter().any(|l| l.recorded_costs().is_some()) {
+        return Ok(());
+    }
+    let private_on_arrivals = spec.algorithms.iter().position(|a| {
+        a.has_asynchronous_server()
+            && matches!(a.release, Release::Arrivals { .. })
+            && a.server.as_ref().is_some_and(|s| s.dp.is_some())
+    });
+    match private_on_arrivals {
+        Some(i) => Err(crate::error::FboError::spec(
+            &spec.path,
+            format!("algorithm[{i}].release"),
+            format!(
+                "{}: a private server releasing on arrivals would let its release times reveal the agents' queries, because this objective records each point's training seconds as its cost; use release = \"periodic\" (times fixed in advance) or dp = false",
+                spec.algorithms[i].label
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// When the next release happens.
+enum Schedule {
+    /// Release k at k * period seconds.
+    Periodic(f64),
+    /// Once `after` evaluations have returned since the previous release (`since` so far).
+    Arrivals { after: usize, since: usize },
+}
+
+impl Schedule {
+    /// Whether the periodic release `releases + 1` is due before an agent's event at `at`.
+    fn due_before(&self, releases: usize, at: f64) -> bool {
+        matches!(self, Schedule::Periodic(period) if (releases + 1) as f64 * period <= at)
+    }
+
+    /// Counts one returned evaluation; whether it completes an arrivals release's count.
+    fn arrived(&mut self) -> bool {
+        match self {
+            Schedule::Periodic(_) => false,
+            Schedule::Arrivals { after, since } => {
+                *since += 1;
+                if *since >= *after {
+                    *since = 0;
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+}
 
 /// What the server holds from one agent: its latest message and how many releases had
 /// happened when it was sent.
@@ -104,9 +170,17 @@ pub(crate) fn run_asynchronous(mut u: Unit) -> Result<RunOutput> {
         .take()
         .expect("a [clock] run keeps a clock")
         .into_parts();
-    let period = clock_spec
-        .period_s
-        .unwrap_or_else(|| costs.slowest_median(&u.targets));
+    let mut schedule = match u.algorithm.release {
+        Release::Periodic => Schedule::Periodic(
+            clock_spec
+                .period_s
+                .unwrap_or_else(|| costs.slowest_median(&u.targets)),
+        ),
+        Release::Arrivals { after } => Schedule::Arrivals {
+            after: after.unwrap_or(n),
+            since: 0,
+        },
+    };
     let staleness = clock_spec.staleness;
     let horizon = spec.horizon_s();
     let t_max = spec.iterations;
@@ -126,7 +200,7 @@ pub(crate) fn run_asynchronous(mut u: Unit) -> Result<RunOutput> {
             .min_by(|&a, &b| free_at[a].total_cmp(&free_at[b]).then(a.cmp(&b)));
         let Some(s) = next else { break };
         let releases = latest.0;
-        if releases < t_max && (releases + 1) as f64 * period <= free_at[s] {
+        if releases < t_max && schedule.due_before(releases, free_at[s]) {
             let k = releases + 1;
             let fed = u
                 .alg
@@ -154,6 +228,11 @@ pub(crate) fn run_asynchronous(mut u: Unit) -> Result<RunOutput> {
             message,
             releases_before: releases,
         });
+        if schedule.arrived() && releases < t_max {
+            let k = releases + 1;
+            let fresh = fresh_messages(&held, k, staleness);
+            latest = (k, release(fed, &u.targets, k, &fresh)?);
+        }
         let t = done[s] + 1;
         let fresh = latest.0 > used[s];
         let broadcast = if fresh || reusable {

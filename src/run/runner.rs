@@ -667,6 +667,7 @@ pub fn prepare(
     let estimate = crate::run::budget::check(spec, threads)?;
     let landscapes = spec.landscapes()?;
     crate::algorithm::check(spec, &landscapes[0].space)?;
+    crate::run::pace::check(spec, &landscapes)?;
     Ok((estimate, landscapes))
 }
 

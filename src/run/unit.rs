@@ -40,6 +40,8 @@ pub fn run_one(
 /// synchronous rounds below and the asynchronous driver (`crate::run::pace`) both start from.
 pub(crate) struct Unit<'a> {
     pub(crate) spec: &'a Spec,
+    /// The algorithm's settings (its label, pace and release rule among them).
+    pub(crate) algorithm: &'a crate::spec::AlgorithmSpec,
     pub(crate) label: &'a str,
     pub(crate) run: usize,
     pub(crate) alg: Box<dyn Algorithm>,
@@ -81,6 +83,7 @@ impl<'a> Unit<'a> {
         });
         let mut unit = Unit {
             spec,
+            algorithm: alg_spec,
             label: &alg_spec.label,
             run,
             tracer: Tracer::new(spec, &alg_spec.label, run, landscape.clone(), targets.len()),

@@ -138,6 +138,8 @@ pub struct AlgorithmSpec {
     /// How its agents keep time with each other on the simulated clock (`pace`; only
     /// DP-FTS-DE has an asynchronous form).
     pub pace: super::Pace,
+    /// At its own pace with a server step: when the server releases (`release`).
+    pub release: super::Release,
     /// The survey's frameworks' settings (`Framework::None` for the other kinds).
     pub framework: frameworks::Framework,
     /// The server keys this algorithm's own `server = { .. }` sets (the others come from the
@@ -387,6 +389,8 @@ pub(super) struct RawAlgorithm {
     rejection: Option<String>,
     solver: Option<String>,
     pace: Option<String>,
+    release: Option<String>,
+    release_after: Option<i64>,
 }
 
 /// What an algorithm's table falls back on: the spec's own settings.
@@ -502,6 +506,7 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         .map(|l| checked_label(c, &key("label"), l))
         .transpose()?;
     let pace = checked_pace(c, &key("pace"), &ra, kind)?;
+    let release = checked_release(c, &key, &ra, kind, pace)?;
     let mut spec = AlgorithmSpec {
         kind,
         label: String::new(),
@@ -517,6 +522,7 @@ fn check_algorithm(c: &Check, i: usize, ra: RawAlgorithm, d: &Defaults) -> Resul
         ei,
         fantasy,
         pace,
+        release,
         framework,
         server_inline: ra
             .server
@@ -641,6 +647,55 @@ fn checked_pace(
         ));
     }
     Ok(pace)
+}
+
+/// `release` and `release_after`: an asynchronous server's rule, so only at `pace =
+/// "asynchronous"` on a kind with a server step; `release_after` only for "arrivals".
+fn checked_release(
+    c: &Check,
+    key: &dyn Fn(&str) -> String,
+    ra: &RawAlgorithm,
+    kind: AlgorithmKind,
+    pace: super::Pace,
+) -> Result<super::Release> {
+    let arrivals = c.choice(
+        &key("release"),
+        ra.release.as_deref(),
+        false,
+        "release rule",
+        super::Release::NAMES,
+        |s| match s {
+            "periodic" => Some(false),
+            "arrivals" => Some(true),
+            _ => None,
+        },
+    )?;
+    let server_step = pace == super::Pace::Asynchronous && !kind.has_senders();
+    for (k, set) in [
+        ("release", ra.release.is_some()),
+        ("release_after", ra.release_after.is_some()),
+    ] {
+        if set && !server_step {
+            return Err(c.err(
+                &key(k),
+                "applies to an asynchronous server: pace = \"asynchronous\" on \"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\" or \"fedgp\"",
+            ));
+        }
+    }
+    if !arrivals {
+        if ra.release_after.is_some() {
+            return Err(c.err(
+                &key("release_after"),
+                "counts returned evaluations for release = \"arrivals\"; a periodic server releases every clock.period_s",
+            ));
+        }
+        return Ok(super::Release::Periodic);
+    }
+    let after = ra
+        .release_after
+        .map(|m| c.int(&key("release_after"), Some(m), m, 1, 1_000_000))
+        .transpose()?;
+    Ok(super::Release::Arrivals { after })
 }
 
 /// The framework keys of `ra` for `frameworks::parse` (samples, beta and ei only for the

@@ -8,7 +8,7 @@
 //! `output.timing`. Agents in synchronous rounds wait for the slowest site each round; agents
 //! alone (ts, ei, ucb, random) never wait; DP-FTS-DE with `pace = "asynchronous"` lets every
 //! agent propose as soon as its last evaluation returns while the server releases on its own
-//! period (`crate::run::pace`), and the target-and-senders forms (fts, rgpe, taf) with it keep
+//! period or on arrivals (`crate::run::pace`), and the target-and-senders forms (fts, rgpe, taf) with it keep
 //! each target on its own clock.
 
 use super::Check;
@@ -35,7 +35,8 @@ pub struct ClockSpec {
     pub site_spread: f64,
     /// Standard deviation of ln(cost) of one site's evaluations about its own median.
     pub spread: f64,
-    /// Asynchronous server: seconds between releases (None: the slowest site's median cost).
+    /// Periodic asynchronous server: seconds between releases (None: the slowest site's
+    /// median cost).
     pub period_s: Option<f64>,
     /// Asynchronous server: a message enters a release only if it was sent after the
     /// release `staleness` releases back (1: since the previous release).
@@ -46,13 +47,29 @@ pub struct ClockSpec {
     pub horizon_s: Option<f64>,
 }
 
+/// When an asynchronous server releases (`[[algorithm]] release`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    /// Every `clock.period_s` simulated seconds, at times fixed in advance.
+    Periodic,
+    /// As soon as `after` evaluations have returned since the previous release
+    /// (`release_after`; None: as many as there are agents), so that fast agents are not held
+    /// to the slowest site's period. Its times follow the agents' costs.
+    Arrivals { after: Option<usize> },
+}
+
+impl Release {
+    pub const NAMES: &'static str = "\"periodic\", \"arrivals\"";
+}
+
 /// How an algorithm's agents keep time with each other (`[[algorithm]] pace`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pace {
     /// Rounds: every agent waits for the slowest before the next message and query.
     Synchronous,
     /// Every agent proposes as soon as its last evaluation returns, from the server's latest
-    /// release; the server releases every `period_s` simulated seconds.
+    /// release; the server releases every `period_s` simulated seconds or on arrivals
+    /// (`Release`).
     Asynchronous,
 }
 

@@ -15,7 +15,7 @@ mod server;
 mod surrogate;
 
 pub use algorithm::*;
-pub use clock::{ClockSpec, Pace};
+pub use clock::{ClockSpec, Pace, Release};
 pub use objective::*;
 pub use server::*;
 
