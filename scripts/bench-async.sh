@@ -2,7 +2,8 @@
 # Agents at their own pace (issue 41 item 4): configs/async-hartmann6.toml at three levels of
 # site heterogeneity (clock.site_spread 0, 0.5, 1: the standard deviation of ln site speed)
 # and configs/async-privtuna.toml on PrivTuna's recorded training seconds, and the survey's
-# frameworks on the first (configs/async-frameworks.toml). Per spec: `fbo
+# frameworks on the first (configs/async-frameworks.toml), and a server releasing on arrivals
+# against one releasing on its period (configs/async-arrivals.toml). Per spec: `fbo
 # compare --at-clock` at a quarter, half and all of the wall-clock budget, against the
 # synchronous rounds and against TS alone (paired over run x agent), and, from the trace, the
 # mean best-so-far simple regret over runs and agents on a grid of 200 times with the first
@@ -88,6 +89,14 @@ for f in consensus CGP-UCB density FMTBO; do
         --baseline "$f rounds" --allow-init-differences >"$OUT/compare/frameworks-$f-vs-rounds.txt"
 done
 bench fedgp "$ROOT/configs/async-fedgp.toml" 3000 "FedGP rounds"
+# A server releasing on arrivals against one releasing every period
+# (configs/async-arrivals.toml, the Hartmann-6 clock at site_spread 1): each server form's
+# arrivals row against its periodic row, and every row against TS alone.
+bench arrivals "$ROOT/configs/async-arrivals.toml" 3000 "TS alone"
+for f in FTS-DE DP-FTS-DE consensus density FedGP; do
+    "$FBO" compare "$OUT/arrivals" --metric simple-regret --at-clock 750,1500,3000 \
+        --baseline "$f periodic" --allow-init-differences >"$OUT/compare/arrivals-$f-vs-periodic.txt"
+done
 column -s, -t "$reach"
 for name in hartmann6-spread-1 privtuna; do
     plot time "async-$name" --input "$OUT/curve-$name.csv" --y simple-regret --log-y \

@@ -462,18 +462,20 @@ fn compare_at_clock_pairs_what_each_agent_had_by_then() {
     );
 }
 
+/// A toy table's (metric, training seconds) for two agents of three points each.
+const TOY_COSTS: [(f64, f64); 6] = [
+    (0.1, 3.0),
+    (0.2, 5.0),
+    (0.3, 7.0),
+    (0.9, 30.0),
+    (0.0, 50.0),
+    (0.5, 70.0),
+];
+
 #[test]
 fn recorded_training_seconds_are_the_clock_of_a_table() {
     let dir = tempfile::tempdir().unwrap();
-    let rows = [
-        (0.1, 3.0),
-        (0.2, 5.0),
-        (0.3, 7.0),
-        (0.9, 30.0),
-        (0.0, 50.0),
-        (0.5, 70.0),
-    ];
-    write_toy_table(dir.path(), 2, &rows);
+    write_toy_table(dir.path(), 2, &TOY_COSTS);
     let spec = write(
         dir.path(),
         "spec.toml",
@@ -574,18 +576,7 @@ fn assert_valid(spec: &Path) {
 #[test]
 fn a_private_server_on_arrivals_is_refused_where_costs_depend_on_the_point() {
     let dir = tempfile::tempdir().unwrap();
-    write_toy_table(
-        dir.path(),
-        2,
-        &[
-            (0.1, 3.0),
-            (0.2, 5.0),
-            (0.3, 7.0),
-            (0.9, 30.0),
-            (0.0, 50.0),
-            (0.5, 70.0),
-        ],
-    );
+    write_toy_table(dir.path(), 2, &TOY_COSTS);
     let text = |release: &str, dp: bool| {
         let dp = if dp {
             "dp = true\nq = 1.0\nz = 1.0\nclip = 1.0"
