@@ -81,6 +81,27 @@ enum Schedule {
 }
 
 impl Schedule {
+    /// The algorithm's rule on this run's clock: the period by default the slowest site's
+    /// median cost, the count by default one return per agent.
+    fn new(
+        release: Release,
+        clock: &crate::spec::ClockSpec,
+        costs: &crate::run::clock::Costs,
+        targets: &[usize],
+    ) -> Self {
+        match release {
+            Release::Periodic => Schedule::Periodic(
+                clock
+                    .period_s
+                    .unwrap_or_else(|| costs.slowest_median(targets)),
+            ),
+            Release::Arrivals { after } => Schedule::Arrivals {
+                after: after.unwrap_or(targets.len()),
+                since: 0,
+            },
+        }
+    }
+
     /// Whether the periodic release `releases + 1` is due before an agent's event at `at`.
     fn due_before(&self, releases: usize, at: f64) -> bool {
         matches!(self, Schedule::Periodic(period) if (releases + 1) as f64 * period <= at)
@@ -129,16 +150,18 @@ fn fresh_messages(held: &[Option<Held>], k: usize, staleness: usize) -> Vec<Opti
         .collect()
 }
 
-/// Release `k` on the fresh messages: the server's questions first, each answered at once by
+/// Release `k` on the messages fresh for it (`fresh_messages`): the server's questions first, each answered at once by
 /// every agent whose message is fresh, from its data as it is now (FedGP's solver rounds; the
 /// other kinds ask none), then the broadcast, the same steps a synchronous round takes.
 /// Answering costs no simulated time: a site answers while its evaluation runs.
 fn release(
     fed: &mut dyn crate::algorithm::Federated,
     targets: &[usize],
+    held: &[Option<Held>],
     k: usize,
-    fresh: &[Option<Array1<f64>>],
-) -> Result<Broadcast> {
+    staleness: usize,
+) -> Result<(usize, Broadcast)> {
+    let fresh = &fresh_messages(held, k, staleness);
     let mut answers: Vec<Vec<Option<Vec<f64>>>> = Vec::new();
     while let Some(question) = fed.question(k, fresh, &answers)? {
         let round = fresh
@@ -152,7 +175,7 @@ fn release(
             .collect::<Result<_>>()?;
         answers.push(round);
     }
-    fed.broadcast(k, fresh)
+    Ok((k, fed.broadcast(k, fresh)?))
 }
 
 pub(crate) fn run_asynchronous(mut u: Unit) -> Result<RunOutput> {
@@ -170,17 +193,7 @@ pub(crate) fn run_asynchronous(mut u: Unit) -> Result<RunOutput> {
         .take()
         .expect("a [clock] run keeps a clock")
         .into_parts();
-    let mut schedule = match u.algorithm.release {
-        Release::Periodic => Schedule::Periodic(
-            clock_spec
-                .period_s
-                .unwrap_or_else(|| costs.slowest_median(&u.targets)),
-        ),
-        Release::Arrivals { after } => Schedule::Arrivals {
-            after: after.unwrap_or(n),
-            since: 0,
-        },
-    };
+    let mut schedule = Schedule::new(u.algorithm.release, clock_spec, &costs, &u.targets);
     let staleness = clock_spec.staleness;
     let horizon = spec.horizon_s();
     let t_max = spec.iterations;
@@ -201,13 +214,11 @@ pub(crate) fn run_asynchronous(mut u: Unit) -> Result<RunOutput> {
         let Some(s) = next else { break };
         let releases = latest.0;
         if releases < t_max && schedule.due_before(releases, free_at[s]) {
-            let k = releases + 1;
             let fed = u
                 .alg
                 .federated()
                 .expect("an asynchronous kind is federated");
-            let fresh = fresh_messages(&held, k, staleness);
-            latest = (k, release(fed, &u.targets, k, &fresh)?);
+            latest = release(fed, &u.targets, &held, releases + 1, staleness)?;
             continue;
         }
         let agent = u.targets[s];
@@ -229,9 +240,7 @@ pub(crate) fn run_asynchronous(mut u: Unit) -> Result<RunOutput> {
             releases_before: releases,
         });
         if schedule.arrived() && releases < t_max {
-            let k = releases + 1;
-            let fresh = fresh_messages(&held, k, staleness);
-            latest = (k, release(fed, &u.targets, k, &fresh)?);
+            latest = release(fed, &u.targets, &held, releases + 1, staleness)?;
         }
         let t = done[s] + 1;
         let fresh = latest.0 > used[s];
