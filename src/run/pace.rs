@@ -26,15 +26,15 @@
 //!   rounds among the fresh agents (each answers from its data at the release, at no simulated
 //!   cost) and then the federated hyperparameters, which every agent uses until the next.
 //!
-//! Privacy: the server releases at most `iterations` times, at times fixed in advance (periodic)
-//! or set by the agents' evaluation costs (arrivals), and each release is the synchronous
-//! round's mechanism, in which an agent whose message is stale or
-//! absent takes part with probability 0 instead of q (a dropout: the output is the mechanism
-//! without it, which the subsampled Gaussian dominates). Who is fresh depends on earlier
-//! releases and the agents' own costs, never on another agent's data, so adaptive composition
+//! Privacy: the server releases at most `iterations` times, at times fixed in advance
+//! (periodic) or set by the agents' evaluation costs (arrivals), and each release is the
+//! synchronous round's mechanism, in which an agent whose message is stale or absent takes
+//! part with probability 0 instead of q (a dropout: the output is the mechanism without it,
+//! which the subsampled Gaussian dominates). Who is fresh depends on earlier releases and on
+//! costs (its own, and with arrivals the others'), never on another agent's data, so adaptive composition
 //! over the releases gives the same bound as `iterations` synchronous rounds: privacy.csv's
-//! curve is a valid upper bound (exact when all `iterations` releases happen). Release times that
-//! follow arrivals are part of what the server shows, so they must not depend on the agents'
+//! curve is a valid upper bound (exact when all `iterations` releases happen). Release times
+//! that follow arrivals are part of what the server shows, so they must not depend on the agents'
 //! data: they do not when every cost is the cost model's draw (a function of the clock's own
 //! streams, never of a query), and `check` refuses a private server releasing on arrivals
 //! where the objective records a cost per point (a response table's training seconds, which
@@ -150,10 +150,11 @@ fn fresh_messages(held: &[Option<Held>], k: usize, staleness: usize) -> Vec<Opti
         .collect()
 }
 
-/// Release `k` on the messages fresh for it (`fresh_messages`): the server's questions first, each answered at once by
-/// every agent whose message is fresh, from its data as it is now (FedGP's solver rounds; the
-/// other kinds ask none), then the broadcast, the same steps a synchronous round takes.
-/// Answering costs no simulated time: a site answers while its evaluation runs.
+/// Release `k` on the messages fresh for it (`fresh_messages`): the server's questions first,
+/// each answered at once by every agent whose message is fresh, from its data as it is now
+/// (FedGP's solver rounds; the other kinds ask none), then the broadcast, the same steps a
+/// synchronous round takes. Answering costs no simulated time: a site answers while its
+/// evaluation runs.
 fn release(
     fed: &mut dyn crate::algorithm::Federated,
     targets: &[usize],

@@ -8,8 +8,8 @@
 //! `output.timing`. Agents in synchronous rounds wait for the slowest site each round; agents
 //! alone (ts, ei, ucb, random) never wait; DP-FTS-DE with `pace = "asynchronous"` lets every
 //! agent propose as soon as its last evaluation returns while the server releases on its own
-//! period or on arrivals (`crate::run::pace`), and the target-and-senders forms (fts, rgpe, taf) with it keep
-//! each target on its own clock.
+//! period or on arrivals (`crate::run::pace`), and the target-and-senders forms (fts, rgpe,
+//! taf) with it keep each target on its own clock.
 
 use super::Check;
 use crate::error::Result;
