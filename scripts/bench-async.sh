@@ -8,7 +8,7 @@
 # synchronous rounds and against TS alone (paired over run x agent), and, from the trace, the
 # mean best-so-far simple regret over runs and agents on a grid of 200 times with the first
 # time each algorithm reaches the synchronous rounds' regret at the budget.
-# Not part of CI: about 9 minutes on 2 cores.
+# Not part of CI: about 16 minutes on 2 cores (configs/async-arrivals.toml alone about 7).
 #
 #   scripts/bench-async.sh   # results/bench-async/{reach.csv, compare/*.txt, curve-*.csv},
 #                            # results/figures/async-*.png
