@@ -130,16 +130,8 @@ fn targets_of_the_senders_forms_at_their_own_pace_wait_for_nobody() {
 fn asynchronous_runs_are_byte_identical_across_threads_and_release_at_most_iterations() {
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "clocked.toml", CLOCKED);
-    let one = dir.path().join("one");
-    let two = dir.path().join("two");
-    fbo_ok("run", &path, &one, &["--no-timing", "--threads", "1"]);
-    fbo_ok("run", &path, &two, &["--no-timing", "--threads", "2"]);
-    for f in ["trace.csv", "summary.csv", "server.csv", "privacy.csv"] {
-        assert!(
-            std::fs::read(one.join(f)).unwrap() == std::fs::read(two.join(f)).unwrap(),
-            "{f} differs across thread counts"
-        );
-    }
+    let files = ["trace.csv", "summary.csv", "server.csv", "privacy.csv"];
+    let one = assert_same_bytes_on_one_and_two_threads(&path, dir.path(), &files);
     let server = std::fs::read_to_string(one.join("server.csv")).unwrap();
     for run in 0..3 {
         let count = |label: &str| {
@@ -203,15 +195,8 @@ fn frameworks_at_their_own_pace_never_wait_and_use_a_point_once() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "frameworks.toml", &text);
-    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
-    fbo_ok("run", &path, &one, &["--no-timing", "--threads", "1"]);
-    fbo_ok("run", &path, &two, &["--no-timing", "--threads", "2"]);
-    for f in ["trace.csv", "summary.csv"] {
-        assert!(
-            std::fs::read(one.join(f)).unwrap() == std::fs::read(two.join(f)).unwrap(),
-            "{f} differs across thread counts"
-        );
-    }
+    let one =
+        assert_same_bytes_on_one_and_two_threads(&path, dir.path(), &["trace.csv", "summary.csv"]);
     // Consensus points reach agents at their own pace, and no agent queries one twice: by
     // the time an agent starts a query (its previous evaluation's finish), it has queried at
     // most one server point per release made so far (one every 40 s).
@@ -313,13 +298,7 @@ fn a_server_releasing_on_arrivals_releases_at_every_third_return() {
     // The same bytes on one and two threads.
     let dir = tempfile::tempdir().unwrap();
     let path = write(dir.path(), "arrivals.toml", &text);
-    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
-    fbo_ok("run", &path, &one, &["--no-timing", "--threads", "1"]);
-    fbo_ok("run", &path, &two, &["--no-timing", "--threads", "2"]);
-    assert!(
-        std::fs::read(one.join("trace.csv")).unwrap()
-            == std::fs::read(two.join("trace.csv")).unwrap()
-    );
+    assert_same_bytes_on_one_and_two_threads(&path, dir.path(), &["trace.csv"]);
 }
 
 /// FedGP at its own pace: each release is its solver's run among the agents fresh at that

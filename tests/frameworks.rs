@@ -114,13 +114,7 @@ fn frameworks_beat_random_search_on_identical_agents() {
 fn results_do_not_depend_on_threads_or_shards() {
     let dir = tempfile::tempdir().unwrap();
     let s = write(dir.path(), "s.toml", &branin(0.3, 2, 5));
-    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    fbo_ok("run", &s, &a, &["--threads", "1", "--no-timing"]);
-    fbo_ok("run", &s, &b, &["--threads", "2", "--no-timing"]);
-    assert_eq!(
-        std::fs::read(a.join("trace.csv")).unwrap(),
-        std::fs::read(b.join("trace.csv")).unwrap()
-    );
+    let a = assert_same_bytes_on_one_and_two_threads(&s, dir.path(), &["trace.csv"]);
     // Two shards merged: the same bytes.
     let c = dir.path().join("c");
     fbo_ok("run", &s, &c, &["--shard", "0/2", "--no-timing"]);

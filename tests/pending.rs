@@ -135,13 +135,8 @@ fn pending_queries_are_the_same_bytes_on_one_thread_or_two_and_resumed() {
         "p.toml",
         &spec_text("parallel = 4").replace("runs = 1", "runs = 3"),
     );
-    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
-    fbo_ok("run", &spec, &one, &["--no-timing", "--threads", "1"]);
-    fbo_ok("run", &spec, &two, &["--no-timing", "--threads", "2"]);
-    let read = |d: &Path, f: &str| std::fs::read(d.join(f)).unwrap();
-    for f in ["trace.csv", "summary.csv"] {
-        assert_eq!(read(&one, f), read(&two, f), "{f}");
-    }
+    let one =
+        assert_same_bytes_on_one_and_two_threads(&spec, dir.path(), &["trace.csv", "summary.csv"]);
     assert_trace_of_a_fresh_run(&spec, &one, &dir.path().join("fresh"));
     assert_shards_merge_to_a_fresh_run(&spec, &one, &dir.path().join("shards"), 3);
 }

@@ -63,6 +63,26 @@ pub fn finished_parts(parts: &Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Runs `spec` with `--no-timing` on one thread and on two (into `dir`/one and `dir`/two),
+/// asserts that each of `files` has the same bytes in both, and returns the one-thread folder.
+#[track_caller]
+pub fn assert_same_bytes_on_one_and_two_threads(
+    spec: &Path,
+    dir: &Path,
+    files: &[&str],
+) -> PathBuf {
+    let (one, two) = (dir.join("one"), dir.join("two"));
+    fbo_ok("run", spec, &one, &["--no-timing", "--threads", "1"]);
+    fbo_ok("run", spec, &two, &["--no-timing", "--threads", "2"]);
+    for f in files {
+        assert!(
+            std::fs::read(one.join(f)).unwrap() == std::fs::read(two.join(f)).unwrap(),
+            "{f} differs across thread counts"
+        );
+    }
+    one
+}
+
 /// Asserts that `out`'s trace.csv has the bytes of an undisturbed `--no-timing` run of
 /// `spec` (made in `scratch`).
 pub fn assert_trace_of_a_fresh_run(spec: &Path, out: &Path, scratch: &Path) {
