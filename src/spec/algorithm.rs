@@ -164,7 +164,7 @@ impl AlgorithmSpec {
     /// own pace with a server step; the target-and-senders forms at their own pace have none
     /// and run in rounds in which no target waits (`waits_in_rounds`).
     pub fn has_asynchronous_server(&self) -> bool {
-        self.pace == super::Pace::Asynchronous && !self.kind.has_senders()
+        asynchronous_server(self.pace, self.kind)
     }
 
     /// The spec key of server setting `f` for the algorithm at index `i`: its own inline
@@ -618,6 +618,15 @@ fn meta_keys(c: &Check, key: &dyn Fn(&str) -> String, ra: &RawAlgorithm) -> Resu
     })
 }
 
+/// Whether `kind` at `pace` runs on the asynchronous server (`has_asynchronous_server`).
+fn asynchronous_server(pace: super::Pace, kind: AlgorithmKind) -> bool {
+    pace == super::Pace::Asynchronous && !kind.has_senders()
+}
+
+/// The kinds with a server step that takes whatever messages are fresh, as messages name them.
+const ASYNCHRONOUS_SERVER_KINDS: &str =
+    "\"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\", \"fedgp\"";
+
 /// `pace`: the asynchronous form needs a server step that takes whatever has arrived
 /// (DP-FTS-DE's and the frameworks' that have one) or targets that wait for nobody (the
 /// target-and-senders forms: a target's messages come from senders, never from another
@@ -641,7 +650,7 @@ fn checked_pace(
         return Err(c.err(
             key,
             format!(
-                "\"asynchronous\" applies to kinds whose server takes whatever messages are fresh (\"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\", \"fedgp\") and to the target-and-senders forms (\"fts\", \"rgpe\", \"taf\"); {} keeps synchronous rounds",
+                "\"asynchronous\" applies to kinds whose server takes whatever messages are fresh ({ASYNCHRONOUS_SERVER_KINDS}) and to the target-and-senders forms (\"fts\", \"rgpe\", \"taf\"); {} keeps synchronous rounds",
                 ra.kind
             ),
         ));
@@ -670,7 +679,7 @@ fn checked_release(
             _ => None,
         },
     )?;
-    let server_step = pace == super::Pace::Asynchronous && !kind.has_senders();
+    let server_step = asynchronous_server(pace, kind);
     for (k, set) in [
         ("release", ra.release.is_some()),
         ("release_after", ra.release_after.is_some()),
@@ -678,7 +687,9 @@ fn checked_release(
         if set && !server_step {
             return Err(c.err(
                 &key(k),
-                "applies to an asynchronous server: pace = \"asynchronous\" on \"dp-fts-de\", \"consensus\", \"cgp\", \"design-density\", \"fmtbo\" or \"fedgp\"",
+                format!(
+                    "applies to an asynchronous server: pace = \"asynchronous\" on one of {ASYNCHRONOUS_SERVER_KINDS}"
+                ),
             ));
         }
     }
