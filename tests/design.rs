@@ -333,6 +333,98 @@ fn a_warm_start_from_an_earlier_runs_history_runs_none_of_its_points_again() {
 }
 
 #[test]
+fn a_function_on_given_bounds_is_searched_there_with_exact_regret_and_bad_bounds_are_named() {
+    // Branin on [0, 5] x [1, 4], around its maximiser (pi, 2.275): every query lies in that
+    // box, every value is Branin's there, and regret is against Branin's own maximum.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = write(
+        dir.path(),
+        "b.toml",
+        &BOX.replace(
+            "function = \"branin\"\n",
+            "function = \"branin\"\nbounds = [[0.0, 5.0], [1.0, 4.0]]\n",
+        ),
+    );
+    let out = dir.path().join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    let trace = Csv::read(&out.join("trace.csv"));
+    let pi = std::f64::consts::PI;
+    let branin = |a: f64, b: f64| {
+        let t = b - 5.1 / (4.0 * pi * pi) * a * a + 5.0 / pi * a - 6.0;
+        -(t * t + 10.0 * (1.0 - 1.0 / (8.0 * pi)) * a.cos() + 10.0)
+    };
+    let maximum = -0.397_887_357_729_738;
+    let (mut lo, mut hi) = ([f64::MAX; 2], [f64::MIN; 2]);
+    for r in trace.records() {
+        let (x1, x2) = (r.num("x1"), r.num("x2"));
+        // The unit coordinates map linearly onto the given box, not Branin's own.
+        assert!((x1 - 5.0 * r.num("u0")).abs() < 1e-9, "{:?}", r.fields);
+        assert!(
+            (x2 - (1.0 + 3.0 * r.num("u1"))).abs() < 1e-9,
+            "{:?}",
+            r.fields
+        );
+        assert!((r.num("y") - branin(x1, x2)).abs() < 1e-9, "{:?}", r.fields);
+        let best = r.num("best_f");
+        assert!((r.num("simple_regret") - (maximum - best)).abs() < 1e-9);
+        for (k, x) in [x1, x2].into_iter().enumerate() {
+            lo[k] = lo[k].min(x);
+            hi[k] = hi[k].max(x);
+        }
+    }
+    assert!(lo[0] >= 0.0 && hi[0] <= 5.0 && lo[1] >= 1.0 && hi[1] <= 4.0);
+    // Uniform starts and TS spread over most of the box, not a corner of Branin's own.
+    assert!(hi[0] - lo[0] > 2.5 && hi[1] - lo[1] > 1.5, "{lo:?} {hi:?}");
+
+    for (line, expect) in [
+        // Outside Branin's own box (x1 in [-5, 10]), where its maximum is not known.
+        (
+            "bounds = [[-6.0, 5.0], [1.0, 4.0]]",
+            "axis x1 must be [low, high] with -5 <= low < high <= 10",
+        ),
+        // Around neither coordinate of the maximiser.
+        (
+            "bounds = [[4.0, 5.0], [1.0, 4.0]]",
+            "leaves out the function's maximiser",
+        ),
+        ("bounds = [2.0, 1.0]", "axis x1 must be [low, high]"),
+        (
+            "bounds = [[0.0, 5.0]]",
+            "gives 1 pairs for a function of 2 axes",
+        ),
+        ("bounds = [1.0, 4.0]\ngrid = 5", ""),
+    ] {
+        let bad = write(
+            dir.path(),
+            "bad.toml",
+            &BOX.replace(
+                "function = \"branin\"\n",
+                &format!("function = \"branin\"\n{line}\n"),
+            ),
+        );
+        let o = validate(&bad);
+        if expect.is_empty() {
+            // A grid of the given box is accepted (x1 in [1, 4] holds pi, x2 2.275).
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            continue;
+        }
+        assert_exit(&o, 2, expect);
+        assert!(stderr(&o).contains("objective.bounds"), "{}", stderr(&o));
+    }
+    // Another kind does not read the key.
+    let synthetic = write(
+        dir.path(),
+        "s.toml",
+        "name = \"s\"\n[objective]\nkind = \"synthetic-fts\"\nbounds = [0.0, 1.0]\n[[algorithm]]\nkind = \"ts\"\n",
+    );
+    assert_exit(
+        &validate(&synthetic),
+        2,
+        "applies only to kind = \"function\"",
+    );
+}
+
+#[test]
 fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
     // Branin among 3 inert axes: the trace has their columns, and every observed value is
     // Branin's at the first two coordinates.

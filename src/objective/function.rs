@@ -193,6 +193,21 @@ impl Function {
         }
     }
 
+    /// The function's own box on `bounds` (low, high per axis, within its own box and
+    /// around its maximiser: `objective.bounds`), as hyperparameters.
+    pub fn params_on(self, bounds: &[(f64, f64)]) -> Vec<Param> {
+        self.params()
+            .iter()
+            .zip(bounds)
+            .map(|(p, &(lo, hi))| Param::linear(&p.name, lo, hi))
+            .collect()
+    }
+
+    /// The function's own box (its bounds as the Virtual Library and BoTorch give them).
+    pub fn bounds(self) -> Vec<(f64, f64)> {
+        self.params().iter().map(|p| (p.low, p.high)).collect()
+    }
+
     /// The function's own box, as hyperparameters.
     pub fn params(self) -> Vec<Param> {
         let cube = |lo: f64, hi: f64| -> Vec<Param> {
@@ -391,9 +406,17 @@ pub struct Transform {
 }
 
 impl Transform {
-    pub fn new(f: Function, heterogeneity: Heterogeneity, seed: u64, agent: usize) -> Transform {
+    /// Agent `agent`'s transform of `f` searched on `bounds` (the box the shift and the half
+    /// widths are measured on; the function's own box unless `objective.bounds` narrows it).
+    pub fn new(
+        f: Function,
+        bounds: &[(f64, f64)],
+        heterogeneity: Heterogeneity,
+        seed: u64,
+        agent: usize,
+    ) -> Transform {
         use rand::Rng;
-        let params = f.params();
+        let params = f.params_on(bounds);
         let d = params.len();
         let mut rng = crate::math::rng::stream(
             seed,
@@ -462,10 +485,10 @@ impl Transform {
     }
 }
 
-/// The hyperparameters of `f` hidden among `inert` more axes: its own, then `inert1`,
-/// `inert2`, .. on [0, 1], which its value ignores.
-pub fn embedded_params(f: Function, inert: usize) -> Vec<Param> {
-    let mut params = f.params();
+/// The hyperparameters of `f` on `bounds` hidden among `inert` more axes: its own, then
+/// `inert1`, `inert2`, .. on [0, 1], which its value ignores.
+pub fn embedded_params(f: Function, bounds: &[(f64, f64)], inert: usize) -> Vec<Param> {
+    let mut params = f.params_on(bounds);
     params.extend((1..=inert).map(|i| Param::linear(&format!("inert{i}"), 0.0, 1.0)));
     params
 }
@@ -495,21 +518,23 @@ impl Evaluate for Closed {
 
 /// The function on the spec's space: a grid of `per_dim` points per axis (values in advance,
 /// regret against the grid's maximum, as for every grid) or the box (regret against the
-/// function's maximum). With heterogeneity > 0 each agent has its own `Transform`.
+/// function's maximum, which `bounds` contains). With heterogeneity > 0 each agent has its own
+/// `Transform`.
 pub fn landscape(
     f: Function,
+    bounds: &[(f64, f64)],
     heterogeneity: Heterogeneity,
     inert: usize,
     seed: u64,
     spec: &ObjectiveSpec,
     agents: usize,
 ) -> Result<Arc<Landscape>> {
-    let params = embedded_params(f, inert);
+    let params = embedded_params(f, bounds, inert);
     let closed = Closed {
         f,
         transforms: heterogeneity.is_some().then(|| {
             (0..agents)
-                .map(|k| Transform::new(f, heterogeneity, seed, k))
+                .map(|k| Transform::new(f, bounds, heterogeneity, seed, k))
                 .collect()
         }),
     };
@@ -630,7 +655,7 @@ mod tests {
             let params = f.params();
             let d = params.len();
             // h = 0: every agent sees the function itself.
-            let t0 = Transform::new(f, Heterogeneity::both(0.0), 7, 3);
+            let t0 = Transform::new(f, &f.bounds(), Heterogeneity::both(0.0), 7, 3);
             let mut rng = stream(2, 0, 0, Purpose::Init);
             // A uniform point of f's box, raw.
             let space = Space::Box(params.clone());
@@ -644,8 +669,8 @@ mod tests {
                         .all(|(a, b)| (a - b).abs() < 1e-12 * (1.0 + a.abs()))
                 );
             }
-            let t1 = Transform::new(f, Heterogeneity::both(1.0), 7, 1);
-            let t2 = Transform::new(f, Heterogeneity::both(1.0), 7, 2);
+            let t1 = Transform::new(f, &f.bounds(), Heterogeneity::both(1.0), 7, 1);
+            let t2 = Transform::new(f, &f.bounds(), Heterogeneity::both(1.0), 7, 2);
             // The rotation is orthogonal.
             for i in 0..d {
                 for j in 0..d {
@@ -684,6 +709,34 @@ mod tests {
                 }
             }
             assert_ne!(t1.argmax(), t2.argmax(), "{f:?}: agents differ");
+        }
+    }
+
+    #[test]
+    fn on_given_bounds_the_shift_and_the_rotation_are_measured_on_them() {
+        // Rosenbrock-4 on [-2.048, 2.048]^4 (width 4.096) rather than its own [-5, 10]^4.
+        let f = Function::Rosenbrock(4);
+        let bounds = vec![(-2.048, 2.048); 4];
+        let params = f.params_on(&bounds);
+        assert!(params.iter().all(|p| p.low == -2.048 && p.high == 2.048));
+        assert_eq!(params[3].name, "x4");
+        for agent in 0..6 {
+            let t = Transform::new(f, &bounds, Heterogeneity::both(1.0), 11, agent);
+            // The same stream draws u, so the shift is u times a quarter of the given width
+            // (1.024), not of the function's own (3.75); from x* = 1 neither box clamps it.
+            let own = Transform::new(f, &f.bounds(), Heterogeneity::both(1.0), 11, agent);
+            for (s, s_own) in t.shift.iter().zip(&own.shift) {
+                assert!(s.abs() <= 1.024 && (s - s_own / 3.75 * 1.024).abs() < 1e-12);
+            }
+            let star = t.argmax();
+            assert!(star.iter().all(|v| (-2.048..=2.048).contains(v)));
+            let back = t.apply(&star);
+            assert!(back.iter().all(|v| (v - 1.0).abs() < 1e-12), "{back:?}");
+            // Every point maps into the given box.
+            let x: Vec<f64> = star.iter().map(|v| (v + 1.0).min(2.048)).collect();
+            let y = t.apply(&x);
+            assert!(y.iter().all(|v| (-2.048..=2.048).contains(v)));
+            assert!(f.value(&y) <= 0.0);
         }
     }
 

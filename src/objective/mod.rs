@@ -455,10 +455,12 @@ pub fn landscapes(
         }
         ObjectiveKind::Function {
             function: f,
+            bounds,
             heterogeneity,
             inert,
         } => Ok(vec![function::landscape(
             *f,
+            bounds,
             *heterogeneity,
             *inert,
             seed,

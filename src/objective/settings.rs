@@ -21,6 +21,9 @@ pub enum ObjectiveKind {
     /// and rotated version (`objective::function::Transform`).
     Function {
         function: Function,
+        /// The box of the function's own axes, (low, high) each: its own box unless
+        /// `objective.bounds` narrows it (always around its maximiser, so regret stays exact).
+        bounds: Vec<(f64, f64)>,
         heterogeneity: Heterogeneity,
         /// Inert axes after the function's own (`objective.embed` minus its dimension): the
         /// function hidden in a higher-dimensional box, as problems with few axes that matter.

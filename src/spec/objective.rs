@@ -25,6 +25,7 @@ pub(super) struct RawObjective {
     embed: Option<i64>,
     shift: Option<f64>,
     rotation: Option<f64>,
+    bounds: Option<RawBounds>,
     dataset: Option<String>,
     data: Option<String>,
     split: Option<String>,
@@ -42,6 +43,14 @@ pub(super) struct RawObjective {
     retries: Option<i64>,
     concurrency: Option<i64>,
     on_failure: Option<String>,
+}
+
+/// `objective.bounds`: one [low, high] for every axis of the function, or one per axis.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawBounds {
+    Every(Vec<f64>),
+    PerAxis(Vec<Vec<f64>>),
 }
 
 #[derive(Deserialize)]
@@ -122,6 +131,7 @@ fn refuse_foreign_keys(c: &Check, o: &RawObjective, measured: bool) -> Result<()
                 ("embed", o.embed.is_some()),
                 ("shift", o.shift.is_some()),
                 ("rotation", o.rotation.is_some()),
+                ("bounds", o.bounds.is_some()),
             ],
             "applies only to kind = \"function\"",
         )?;
@@ -285,6 +295,7 @@ fn check_function(
         )
     })?;
     let heterogeneity = check_heterogeneity(c, o)?;
+    let bounds = check_bounds(c, o.bounds.take(), f)?;
     // Unwritten, the total is the function's own dimension: no inert axes.
     let d = f.dim() as i64;
     let total = c.int("objective.embed", o.embed, d, d, 200)?;
@@ -298,10 +309,11 @@ fn check_function(
     Ok((
         ObjectiveKind::Function {
             function: f,
+            bounds: bounds.clone(),
             heterogeneity,
             inert,
         },
-        crate::objective::function::embedded_params(f, inert),
+        crate::objective::function::embedded_params(f, &bounds, inert),
     ))
 }
 
@@ -944,6 +956,61 @@ fn check_choices(
         }
     }
     Ok(Param::categorical(&name, choices))
+}
+
+/// `objective.bounds`: the box the function is searched on, the function's own unless given.
+/// It must lie inside the function's own box (where its maximum is known) and contain the
+/// maximiser, so the maximum, and with it every regret, stays exact. (Rosenbrock on the
+/// common [-2.048, 2.048]^D instead of the Virtual Library's [-5, 10]^D, for instance.)
+fn check_bounds(c: &Check, raw: Option<RawBounds>, f: Function) -> Result<Vec<(f64, f64)>> {
+    let own = f.bounds();
+    let pairs = match raw {
+        None => return Ok(own),
+        Some(RawBounds::Every(pair)) => vec![pair; own.len()],
+        Some(RawBounds::PerAxis(pairs)) if pairs.len() == own.len() => pairs,
+        Some(RawBounds::PerAxis(pairs)) => {
+            return Err(c.err(
+                "objective.bounds",
+                format!(
+                    "gives {} pairs for a function of {} axes; give one [low, high] for every \
+                     axis, or one pair per axis",
+                    pairs.len(),
+                    own.len()
+                ),
+            ));
+        }
+    };
+    let (star, names) = (f.argmax(), f.params());
+    pairs
+        .iter()
+        .zip(&own)
+        .zip(&star)
+        .zip(&names)
+        .map(|(((pair, &(lo, hi)), &x), p)| match pair.as_slice() {
+            [a, b] if a.is_finite() && b.is_finite() && lo <= *a && a < b && *b <= hi => {
+                if (*a..=*b).contains(&x) {
+                    Ok((*a, *b))
+                } else {
+                    Err(c.err(
+                        "objective.bounds",
+                        format!(
+                            "axis {} is [{a}, {b}], which leaves out the function's maximiser \
+                             there ({x}); the box must contain it, so that regret is exact",
+                            p.name
+                        ),
+                    ))
+                }
+            }
+            _ => Err(c.err(
+                "objective.bounds",
+                format!(
+                    "axis {} must be [low, high] with {lo} <= low < high <= {hi} (inside the \
+                     function's own box), got {pair:?}",
+                    p.name
+                ),
+            )),
+        })
+        .collect()
 }
 
 /// `objective.heterogeneity = h` (shift and rotation together), or `shift` and `rotation`
