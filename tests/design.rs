@@ -14,6 +14,29 @@ fn box_with(lines: &str) -> String {
     BOX.replace("iterations = 2\n", &format!("iterations = 2\n{lines}"))
 }
 
+/// BOX with `lines` after its `function` line.
+fn branin_with(lines: &str) -> String {
+    BOX.replace(
+        "function = \"branin\"\n",
+        &format!("function = \"branin\"\n{lines}"),
+    )
+}
+
+/// The trace of BOX run with `lines` after its `function` line, in `dir`.
+fn branin_trace(dir: &Path, lines: &str) -> Csv {
+    let spec = write(dir, "b.toml", &branin_with(lines));
+    let out = dir.join("o");
+    fbo_ok("run", &spec, &out, &["--no-timing"]);
+    Csv::read(&out.join("trace.csv"))
+}
+
+/// Branin-Hoo, negated, written out again: the trace's values are checked against it.
+fn branin(a: f64, b: f64) -> f64 {
+    let pi = std::f64::consts::PI;
+    let t = b - 5.1 / (4.0 * pi * pi) * a * a + 5.0 / pi * a - 6.0;
+    -(t * t + 10.0 * (1.0 - 1.0 / (8.0 * pi)) * a.cos() + 10.0)
+}
+
 /// A spec of the toy program (Branin behind the command protocol), 2 agents, one run of TS,
 /// with `extra` lines before its tables.
 fn toy_spec(name: &str, seed: u64, iterations: usize, extra: &str) -> String {
@@ -337,22 +360,7 @@ fn a_function_on_given_bounds_is_searched_there_with_exact_regret_and_bad_bounds
     // Branin on [0, 5] x [1, 4], around its maximiser (pi, 2.275): every query lies in that
     // box, every value is Branin's there, and regret is against Branin's own maximum.
     let dir = tempfile::tempdir().unwrap();
-    let spec = write(
-        dir.path(),
-        "b.toml",
-        &BOX.replace(
-            "function = \"branin\"\n",
-            "function = \"branin\"\nbounds = [[0.0, 5.0], [1.0, 4.0]]\n",
-        ),
-    );
-    let out = dir.path().join("o");
-    fbo_ok("run", &spec, &out, &["--no-timing"]);
-    let trace = Csv::read(&out.join("trace.csv"));
-    let pi = std::f64::consts::PI;
-    let branin = |a: f64, b: f64| {
-        let t = b - 5.1 / (4.0 * pi * pi) * a * a + 5.0 / pi * a - 6.0;
-        -(t * t + 10.0 * (1.0 - 1.0 / (8.0 * pi)) * a.cos() + 10.0)
-    };
+    let trace = branin_trace(dir.path(), "bounds = [[0.0, 5.0], [1.0, 4.0]]\n");
     let maximum = -0.397_887_357_729_738;
     let (mut lo, mut hi) = ([f64::MAX; 2], [f64::MIN; 2]);
     for r in trace.records() {
@@ -394,14 +402,7 @@ fn a_function_on_given_bounds_is_searched_there_with_exact_regret_and_bad_bounds
         ),
         ("bounds = [1.0, 4.0]\ngrid = 5", ""),
     ] {
-        let bad = write(
-            dir.path(),
-            "bad.toml",
-            &BOX.replace(
-                "function = \"branin\"\n",
-                &format!("function = \"branin\"\n{line}\n"),
-            ),
-        );
+        let bad = write(dir.path(), "bad.toml", &branin_with(&format!("{line}\n")));
         let o = validate(&bad);
         if expect.is_empty() {
             // A grid of the given box is accepted (x1 in [1, 4] holds pi, x2 2.275).
@@ -429,22 +430,7 @@ fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
     // Branin among 3 inert axes: the trace has their columns, and every observed value is
     // Branin's at the first two coordinates.
     let dir = tempfile::tempdir().unwrap();
-    let spec = write(
-        dir.path(),
-        "e.toml",
-        &BOX.replace(
-            "function = \"branin\"\n",
-            "function = \"branin\"\nembed = 5\n",
-        ),
-    );
-    let out = dir.path().join("o");
-    fbo_ok("run", &spec, &out, &["--no-timing"]);
-    let trace = Csv::read(&out.join("trace.csv"));
-    let branin = |a: f64, b: f64| {
-        let pi = std::f64::consts::PI;
-        let t = b - 5.1 / (4.0 * pi * pi) * a * a + 5.0 / pi * a - 6.0;
-        -(t * t + 10.0 * (1.0 - 1.0 / (8.0 * pi)) * a.cos() + 10.0)
-    };
+    let trace = branin_trace(dir.path(), "embed = 5\n");
     let mut inert = Vec::new();
     for r in trace.records() {
         let (x1, x2) = (r.num("x1"), r.num("x2"));
@@ -461,14 +447,7 @@ fn an_embedded_function_ignores_its_inert_axes_and_bad_embeddings_are_named() {
         ("embed = 1\n", "objective.embed"),
         ("embed = 5\ngrid = 10\n", "does not go with objective.grid"),
     ] {
-        let bad = write(
-            dir.path(),
-            "bad.toml",
-            &BOX.replace(
-                "function = \"branin\"\n",
-                &format!("function = \"branin\"\n{line}"),
-            ),
-        );
+        let bad = write(dir.path(), "bad.toml", &branin_with(line));
         let o = validate(&bad);
         assert_exit(&o, 2, expect);
     }
