@@ -963,9 +963,9 @@ fn check_choices(
 /// maximiser, so the maximum, and with it every regret, stays exact. (Rosenbrock on the
 /// common [-2.048, 2.048]^D instead of the Virtual Library's [-5, 10]^D, for instance.)
 fn check_bounds(c: &Check, raw: Option<RawBounds>, f: Function) -> Result<Vec<(f64, f64)>> {
-    let own = f.bounds();
+    let own = f.params();
     let pairs = match raw {
-        None => return Ok(own),
+        None => return Ok(f.bounds()),
         Some(RawBounds::Every(pair)) => vec![pair; own.len()],
         Some(RawBounds::PerAxis(pairs)) if pairs.len() == own.len() => pairs,
         Some(RawBounds::PerAxis(pairs)) => {
@@ -980,33 +980,29 @@ fn check_bounds(c: &Check, raw: Option<RawBounds>, f: Function) -> Result<Vec<(f
             ));
         }
     };
-    let (star, names) = (f.argmax(), f.params());
+    let inside = |p: &Param, a: f64, b: f64| {
+        a.is_finite() && b.is_finite() && p.low <= a && a < b && b <= p.high
+    };
     pairs
         .iter()
         .zip(&own)
-        .zip(&star)
-        .zip(&names)
-        .map(|(((pair, &(lo, hi)), &x), p)| match pair.as_slice() {
-            [a, b] if a.is_finite() && b.is_finite() && lo <= *a && a < b && *b <= hi => {
-                if (*a..=*b).contains(&x) {
-                    Ok((*a, *b))
-                } else {
-                    Err(c.err(
-                        "objective.bounds",
-                        format!(
-                            "axis {} is [{a}, {b}], which leaves out the function's maximiser \
-                             there ({x}); the box must contain it, so that regret is exact",
-                            p.name
-                        ),
-                    ))
-                }
-            }
+        .zip(f.argmax())
+        .map(|((pair, p), x)| match *pair.as_slice() {
+            [a, b] if inside(p, a, b) && (a..=b).contains(&x) => Ok((a, b)),
+            [a, b] if inside(p, a, b) => Err(c.err(
+                "objective.bounds",
+                format!(
+                    "axis {} is [{a}, {b}], which leaves out the function's maximiser there \
+                     ({x}); the box must contain it, so that regret is exact",
+                    p.name
+                ),
+            )),
             _ => Err(c.err(
                 "objective.bounds",
                 format!(
-                    "axis {} must be [low, high] with {lo} <= low < high <= {hi} (inside the \
+                    "axis {} must be [low, high] with {} <= low < high <= {} (inside the \
                      function's own box), got {pair:?}",
-                    p.name
+                    p.name, p.low, p.high
                 ),
             )),
         })
