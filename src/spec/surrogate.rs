@@ -106,6 +106,20 @@ pub(super) fn check_surrogate(
     Ok((surrogate, features))
 }
 
+/// The fit's longest length scale on the unit cube where `surrogate.own.length_scale_bounds`
+/// is unwritten. A maximum-likelihood fit (`"none"`, the papers') keeps 2: nothing else stops
+/// it from switching an axis off on a handful of points. Under the dimension-scaled prior the
+/// prior itself does that (its median is 5.8 in 2-D, 18 in 20-D), and a box at 2 would hold
+/// every irrelevant axis of a problem hidden among many at a length scale that still
+/// decorrelates the points: 18 dead axes at 2 cost Branin in 20-D 22x its regret
+/// (docs/results.md, "The length-scale cap").
+pub fn max_length_scale(prior: HyperPrior) -> f64 {
+    match prior {
+        HyperPrior::None => 2.0,
+        HyperPrior::DimensionScaled => 20.0,
+    }
+}
+
 /// `[surrogate.own]`: each agent's GP, its starting hyperparameters from the shared model's
 /// where unwritten.
 fn own_settings(
@@ -117,11 +131,19 @@ fn own_settings(
     objective: &ObjectiveSpec,
     total_agents: usize,
 ) -> Result<OwnSettings> {
+    let prior = c.choice(
+        "surrogate.own.prior",
+        ro.prior.as_deref(),
+        HyperPrior::DimensionScaled,
+        "prior",
+        HyperPrior::NAMES,
+        HyperPrior::parse,
+    )?;
     let bounds = HyperBounds {
         length_scale: c.bounds(
             "surrogate.own.length_scale_bounds",
             ro.length_scale_bounds,
-            (0.005, 2.0),
+            (0.005, max_length_scale(prior)),
         )?,
         signal_var: c.bounds(
             "surrogate.own.signal_variance_bounds",
@@ -154,14 +176,7 @@ fn own_settings(
         kernel,
         ard: ard(c, ro.ard.as_ref(), ro.ard_margin)?,
         bounds,
-        prior: c.choice(
-            "surrogate.own.prior",
-            ro.prior.as_deref(),
-            HyperPrior::DimensionScaled,
-            "prior",
-            HyperPrior::NAMES,
-            HyperPrior::parse,
-        )?,
+        prior,
         mean,
     };
     Ok(OwnSettings {
@@ -285,4 +300,32 @@ fn known_noise(
         }
         Some(x) => vec![one(x)?],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::Spec;
+    use std::path::Path;
+
+    /// The fit's length-scale box where `length_scale_bounds` is unwritten: [0.005, 20] under
+    /// the default (dimension-scaled) prior, [0.005, 2] under maximum likelihood; a written
+    /// box is kept under either.
+    #[test]
+    fn the_length_scale_cap_follows_the_prior_unless_written() {
+        let bounds = |own: &str| {
+            let text = format!(
+                "name = \"b\"\n[objective]\nkind = \"function\"\nfunction = \"branin\"\n\
+                 [surrogate.own]\n{own}\n[[algorithm]]\nkind = \"ts\"\n"
+            );
+            let s = Spec::parse(&text, Path::new("b.toml")).unwrap();
+            s.surrogate.own.model.bounds.length_scale
+        };
+        assert_eq!(bounds(""), (0.005, 20.0));
+        assert_eq!(bounds("prior = \"dimension-scaled\""), (0.005, 20.0));
+        assert_eq!(bounds("prior = \"none\""), (0.005, 2.0));
+        let pinned = "length_scale_bounds = [0.005, 2.0]";
+        assert_eq!(bounds(pinned), (0.005, 2.0));
+        let wide = "prior = \"none\"\nlength_scale_bounds = [0.01, 50.0]";
+        assert_eq!(bounds(wide), (0.01, 50.0));
+    }
 }
